@@ -1,0 +1,158 @@
+// Call<T>: one asynchronous etcd operation, started lazily, consumed in
+// exactly one of three ways over the same async core:
+//
+//   Result<GetResponse> r = client.get("k").wait();            // blocking
+//   client.get("k").then([](Result<GetResponse> r) { ... });   // callback
+//   Result<GetResponse> r = co_await client.get("k");          // coroutine
+//
+// plus .future() for std::future users. Before consuming, a deadline and a
+// std::stop_token may be attached. Nothing is sent until the call is
+// consumed; a Call that is dropped unconsumed does nothing.
+//
+// Threads: `then` callbacks and coroutine resumptions run on the call's
+// executor (the client's, unless `.on(ex)` chose another), never on gRPC's
+// threads. `wait()` blocks the calling thread and does not need the
+// executor, so it is safe to call from anywhere except a coroutine.
+#pragma once
+
+#include <asio/any_io_executor.hpp>
+#include <asio/post.hpp>
+#include <chrono>
+#include <coroutine>
+#include <functional>
+#include <future>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <type_traits>
+#include <utility>
+
+#include "etcd/status.h"
+
+namespace etcd {
+
+using Executor = asio::any_io_executor;
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+
+// Per-call settings handed to the async core.
+struct CallOptions {
+  std::optional<Deadline> deadline{};  // none: the client's default timeout
+  std::stop_token stop{};              // request a stop to cancel the call
+};
+
+template <class T>
+using Callback = std::function<void(Result<T>)>;
+
+namespace detail {
+// Starts the operation; must call `done` exactly once, on any thread.
+template <class T>
+using Starter = std::function<void(CallOptions, Callback<T> done)>;
+struct CallAccess;
+}  // namespace detail
+
+template <class T>
+class [[nodiscard]] Call {
+ public:
+  Call(detail::Starter<T> start, Executor executor) : start_(std::move(start)), executor_(std::move(executor)) {}
+  // An already-finished call (e.g. rejected by validation before any I/O).
+  static Call ready(Result<T> result, Executor executor) {
+    auto shared = std::make_shared<Result<T>>(std::move(result));
+    return Call([shared](CallOptions, Callback<T> done) { done(std::move(*shared)); }, std::move(executor));
+  }
+
+  Call(Call&&) noexcept = default;
+  Call& operator=(Call&&) noexcept = default;
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+
+  Call& deadline(Deadline d) & {
+    options_.deadline = d;
+    return *this;
+  }
+  Call&& deadline(Deadline d) && { return std::move(deadline(d)); }
+  template <class Rep, class Period>
+  Call& timeout(std::chrono::duration<Rep, Period> d) & {
+    options_.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(d);
+    return *this;
+  }
+  template <class Rep, class Period>
+  Call&& timeout(std::chrono::duration<Rep, Period> d) && {
+    return std::move(timeout(d));
+  }
+  Call& stop_token(std::stop_token token) & {
+    options_.stop = std::move(token);
+    return *this;
+  }
+  Call&& stop_token(std::stop_token token) && { return std::move(stop_token(std::move(token))); }
+  // Run the completion (then / co_await) on this executor instead.
+  Call& on(Executor ex) & {
+    executor_ = std::move(ex);
+    return *this;
+  }
+  Call&& on(Executor ex) && { return std::move(on(std::move(ex))); }
+
+  // Blocks until the call completes (its deadline bounds the wait).
+  Result<T> wait() && {
+    auto promise = std::make_shared<std::promise<Result<T>>>();
+    auto future = promise->get_future();
+    std::move(*this).start_inline([promise](Result<T> r) { promise->set_value(std::move(r)); });
+    return future.get();
+  }
+
+  // Runs `callback` with the result on the call's executor.
+  void then(Callback<T> callback) && {
+    auto ex = executor_;
+    std::move(*this).start_inline([ex, cb = std::move(callback)](Result<T> r) mutable {
+      asio::post(ex, [cb = std::move(cb), r = std::move(r)]() mutable { cb(std::move(r)); });
+    });
+  }
+
+  std::future<Result<T>> future() && {
+    auto promise = std::make_shared<std::promise<Result<T>>>();
+    auto future = promise->get_future();
+    std::move(*this).start_inline([promise](Result<T> r) { promise->set_value(std::move(r)); });
+    return future;
+  }
+
+  // Standard awaitable: usable from any coroutine type. The coroutine
+  // resumes on the call's executor.
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> handle) {
+    auto ex = executor_;
+    std::move(*this).start_inline([this, ex, handle](Result<T> r) mutable {
+      result_.emplace(std::move(r));
+      asio::post(ex, [handle]() mutable { handle.resume(); });
+    });
+  }
+  Result<T> await_resume() { return std::move(*result_); }
+
+ private:
+  friend struct detail::CallAccess;
+  // Completes on whatever thread finished the operation. Library-internal
+  // continuations use this; they must not block and must not run user code.
+  void start_inline(Callback<T> done) && {
+    auto start = std::move(start_);
+    start(std::move(options_), std::move(done));
+  }
+
+  detail::Starter<T> start_{};
+  Executor executor_{};
+  CallOptions options_{};
+  std::optional<Result<T>> result_{};
+};
+
+namespace detail {
+struct CallAccess {
+  template <class T>
+  static void start_inline(Call<T>&& call, std::type_identity_t<Callback<T>> done) {
+    std::move(call).start_inline(std::move(done));
+  }
+  template <class T>
+  static const CallOptions& options(const Call<T>& call) {
+    return call.options_;
+  }
+};
+}  // namespace detail
+
+}  // namespace etcd

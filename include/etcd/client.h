@@ -1,0 +1,162 @@
+// etcd::Client — the asynchronous etcd v3 client every recipe is built on.
+//
+//   etcd::Client client({.endpoints = {"127.0.0.1:2379"}});
+//   client.put("greeting", "hello").wait().value();
+//   auto r = client.get("greeting").wait();
+//   if (r.ok() && r->first()) std::cout << r->first()->value << "\n";
+//
+// A Client is a cheap, copyable handle: copies share one connection, one
+// watch stream, one keep-alive stream and one callback executor. The last
+// handle to go away closes it. The constructor does no I/O.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "etcd/call.h"
+#include "etcd/kv.h"
+#include "etcd/lease.h"
+#include "etcd/status.h"
+#include "etcd/txn.h"
+#include "etcd/watch.h"
+
+namespace etcd {
+
+struct RetryPolicy {
+  int max_attempts = 5;  // for idempotent calls only; 1 disables retries
+  std::chrono::milliseconds initial_backoff{20};
+  std::chrono::milliseconds max_backoff{1000};
+  double multiplier = 2.0;
+  double jitter = 0.2;  // +- this fraction of each backoff
+};
+
+struct TlsOptions {
+  std::string ca_file{};    // PEM bundle used to verify the server
+  std::string cert_file{};  // client certificate (mutual TLS), optional
+  std::string key_file{};
+  std::string server_name{};  // override of the name checked in the certificate
+};
+
+struct ClientOptions {
+  // host:port of each member; the client fails over between them.
+  std::vector<std::string> endpoints{};
+  // Deadline of a call that was not given one.
+  std::chrono::milliseconds default_timeout{5000};
+  RetryPolicy retry{};
+  std::optional<TlsOptions> tls{};
+  std::string user{};  // etcd authentication, if set
+  std::string password{};
+  // Every key this client reads or writes lives under this prefix, which is
+  // invisible to the caller (like etcd's namespace proxy).
+  std::string namespace_prefix{};
+  // Where callbacks run. Default: a small pool owned by the client.
+  std::optional<Executor> executor{};
+  int callback_threads = 2;
+};
+
+struct Member {
+  uint64_t id = 0;
+  std::string name{};
+  std::vector<std::string> peer_urls{};
+  std::vector<std::string> client_urls{};
+  bool is_learner = false;
+};
+
+struct MemberListResponse {
+  ResponseHeader header{};
+  std::vector<Member> members{};
+};
+
+struct StatusResponse {
+  ResponseHeader header{};
+  std::string version{};
+  int64_t db_size = 0;
+  uint64_t leader = 0;  // member id of the raft leader, 0 if none
+  uint64_t raft_index = 0;
+  uint64_t raft_term = 0;
+  uint64_t raft_applied_index = 0;
+  std::vector<std::string> errors{};
+  int64_t db_size_in_use = 0;
+  bool is_learner = false;
+};
+
+// Counters for diagnostics and benchmarks.
+struct ClientStats {
+  uint64_t rpcs_started = 0;
+  uint64_t rpcs_failed = 0;
+  uint64_t retries = 0;
+  uint64_t failovers = 0;
+  uint64_t watch_stream_restarts = 0;
+  uint64_t watches_open = 0;
+  uint64_t leases_kept = 0;
+};
+
+namespace detail {
+class ClientCore;
+}
+
+class Client {
+ public:
+  // Throws etcd::Error (kInvalidArgument) on unusable options, e.g. no
+  // endpoints or an endpoint that is not host:port.
+  explicit Client(ClientOptions options);
+  ~Client();
+  Client(const Client&) = default;
+  Client& operator=(const Client&) = default;
+  Client(Client&&) noexcept = default;
+  Client& operator=(Client&&) noexcept = default;
+
+  // --- KV
+  Call<GetResponse> get(std::string key, GetOptions options = {});
+  Call<PutResponse> put(std::string key, std::string value, PutOptions options = {});
+  Call<DeleteResponse> del(std::string key, DeleteOptions options = {});
+  Call<TxnResponse> txn(const Txn& txn);
+  Call<CompactResponse> compact(int64_t revision, bool physical = false);
+
+  // --- Leases
+  Call<LeaseGrantResponse> lease_grant(std::chrono::seconds ttl, int64_t id = 0);
+  Call<LeaseRevokeResponse> lease_revoke(int64_t id);
+  Call<LeaseTimeToLiveResponse> lease_time_to_live(int64_t id, bool with_keys = false);
+  Call<LeaseLeasesResponse> lease_leases();
+  // One renewal, sent over the shared keep-alive stream.
+  Call<LeaseKeepAliveResponse> lease_keep_alive_once(int64_t id);
+  // Grants a lease and keeps it alive for as long as the Lease lives.
+  Call<Lease> lease(std::chrono::seconds ttl);
+  // Keeps an existing lease alive (e.g. granted elsewhere).
+  Lease keep_alive(int64_t id, std::chrono::seconds ttl);
+
+  // --- Watch
+  Watcher watch(std::string key, WatchOptions options, WatchHandler handler);
+
+  // --- Cluster and maintenance
+  Call<MemberListResponse> member_list();
+  // Status of the member this client currently talks to, or of a given
+  // endpoint (host:port; it need not be one of the client's endpoints).
+  Call<StatusResponse> status(std::string endpoint = {});
+
+  // --- The client itself
+  Executor executor() const;
+  const ClientOptions& options() const;
+  ClientStats stats() const;
+  // The endpoint calls currently go to.
+  std::string current_endpoint() const;
+  // Refuses new calls (Errc::kClosed), cancels watches and keep-alives,
+  // waits (bounded) for in-flight calls. Idempotent; also done when the
+  // last handle goes away.
+  void close();
+  bool closed() const;
+
+  // For recipes and advanced users who build on the core directly.
+  const std::shared_ptr<detail::ClientCore>& core() const { return core_; }
+
+ private:
+  std::shared_ptr<detail::ClientCore> core_{};
+  // Shared by every copy: closes the core when the last copy goes away.
+  std::shared_ptr<void> closer_{};
+};
+
+}  // namespace etcd

@@ -1,0 +1,83 @@
+// Watches. All watches of one client share one gRPC stream. Events reach a
+// watcher's handler in revision order, one call at a time, on the chosen
+// executor. If the stream breaks (member killed, link cut), every watch is
+// re-created from the revision after the last one it delivered, so no event
+// is lost or repeated; if that revision was compacted meanwhile, the
+// handler gets an error with reason Errc::kResyncNeeded (status.revision()
+// is the compact revision) and the watch ends: reload and watch again.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "etcd/call.h"
+#include "etcd/kv.h"
+#include "etcd/status.h"
+
+namespace etcd {
+
+struct WatchOptions {
+  bool prefix = false;
+  std::string range_end{};
+  int64_t start_revision = 0;  // 0: from now
+  bool prev_kv = false;
+  bool progress_notify = false;  // ask the server for periodic progress
+  bool filter_puts = false;      // do not deliver PUT events
+  bool filter_deletes = false;   // do not deliver DELETE events
+  std::optional<Executor> executor{};  // where the handler runs
+};
+
+struct Event {
+  enum class Type { kPut, kDelete };
+  Type type = Type::kPut;
+  KeyValue kv{};
+  std::optional<KeyValue> prev_kv{};
+};
+
+struct WatchResponse {
+  ResponseHeader header{};
+  std::vector<Event> events{};
+  // A progress notification: no events, but every event up to
+  // header.revision has been delivered.
+  bool progress = false;
+};
+
+// Called with each batch of events; an error result is the last call.
+using WatchHandler = std::function<void(Result<WatchResponse>)>;
+
+namespace detail {
+class WatchEntry;
+}
+
+// RAII handle of one watch; destroying it cancels the watch.
+class Watcher {
+ public:
+  Watcher() = default;
+  Watcher(Watcher&&) noexcept = default;
+  Watcher& operator=(Watcher&&) noexcept;
+  Watcher(const Watcher&) = delete;
+  Watcher& operator=(const Watcher&) = delete;
+  ~Watcher();
+
+  // After cancel() returns, the handler is not invoked again (a call that
+  // is already running may finish). Idempotent; safe from the handler.
+  void cancel();
+  bool active() const;
+  // The highest revision known to be fully delivered (0 before the watch
+  // was established on the server).
+  int64_t delivered_revision() const;
+  // Completes when the server has confirmed the watch, with the revision
+  // from which events will be delivered.
+  bool wait_created(Deadline deadline) const;
+
+  explicit Watcher(std::shared_ptr<detail::WatchEntry> entry) : entry_(std::move(entry)) {}
+
+ private:
+  std::shared_ptr<detail::WatchEntry> entry_{};
+};
+
+}  // namespace etcd

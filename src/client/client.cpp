@@ -1,0 +1,314 @@
+#include "etcd/client.h"
+
+#include <asio/post.hpp>
+
+#include "client_core.h"
+#include "lease_keeper.h"
+#include "watch_hub.h"
+
+namespace etcd {
+
+using detail::ClientCore;
+using detail::Endpoint;
+namespace pb = etcdserverpb;
+
+namespace {
+
+// Validation that must happen before anything is sent.
+Status check_key(const std::string& key, const char* what) {
+  if (key.empty()) return InvalidArgument(std::string(what) + ": key must not be empty");
+  return Status();
+}
+
+template <class Range>
+Status check_range(const std::string& key, const Range& o, const char* what) {
+  if (o.prefix && !o.range_end.empty()) {
+    return InvalidArgument(std::string(what) + ": set either prefix or range_end, not both");
+  }
+  if (key.empty() && !o.prefix && o.range_end.empty()) return check_key(key, what);
+  return Status();
+}
+
+}  // namespace
+
+Client::Client(ClientOptions options) : core_(std::make_shared<ClientCore>(std::move(options))) {
+  closer_ = std::shared_ptr<void>(nullptr, [core = core_](void*) { core->close(); });
+}
+
+Client::~Client() = default;
+
+Call<GetResponse> Client::get(std::string key, GetOptions options) {
+  if (auto st = check_range(key, options, "get"); !st.ok()) return Call<GetResponse>::ready(st, executor());
+  pb::RangeRequest req;
+  core_->ns().fill(req, key, options);
+  auto core = core_.get();
+  return core_->unary<GetResponse, pb::RangeRequest, pb::RangeResponse>(
+      "Range", /*idempotent=*/true, std::move(req),
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::RangeRequest* q, pb::RangeResponse* r, auto cb) {
+        ep.kv->async()->Range(ctx, q, r, std::move(cb));
+      },
+      [core](const pb::RangeResponse& r) -> Result<GetResponse> { return core->ns().convert(r); });
+}
+
+Call<PutResponse> Client::put(std::string key, std::string value, PutOptions options) {
+  if (auto st = check_key(key, "put"); !st.ok()) return Call<PutResponse>::ready(st, executor());
+  pb::PutRequest req;
+  core_->ns().fill(req, key, value, options);
+  auto core = core_.get();
+  return core_->unary<PutResponse, pb::PutRequest, pb::PutResponse>(
+      "Put", /*idempotent=*/false, std::move(req),
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::PutRequest* q, pb::PutResponse* r, auto cb) {
+        ep.kv->async()->Put(ctx, q, r, std::move(cb));
+      },
+      [core](const pb::PutResponse& r) -> Result<PutResponse> { return core->ns().convert(r); });
+}
+
+Call<DeleteResponse> Client::del(std::string key, DeleteOptions options) {
+  if (auto st = check_range(key, options, "delete"); !st.ok()) return Call<DeleteResponse>::ready(st, executor());
+  pb::DeleteRangeRequest req;
+  core_->ns().fill(req, key, options);
+  auto core = core_.get();
+  return core_->unary<DeleteResponse, pb::DeleteRangeRequest, pb::DeleteRangeResponse>(
+      "DeleteRange", /*idempotent=*/false, std::move(req),
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::DeleteRangeRequest* q, pb::DeleteRangeResponse* r,
+         auto cb) { ep.kv->async()->DeleteRange(ctx, q, r, std::move(cb)); },
+      [core](const pb::DeleteRangeResponse& r) -> Result<DeleteResponse> { return core->ns().convert(r); });
+}
+
+Call<TxnResponse> Client::txn(const Txn& txn) {
+  pb::TxnRequest req;
+  core_->ns().fill(req, txn);
+  // A transaction that only reads may be retried like a range.
+  bool read_only = true;
+  for (const auto* branch : {&req.success(), &req.failure()}) {
+    for (const auto& op : *branch) read_only = read_only && op.has_request_range();
+  }
+  auto core = core_.get();
+  return core_->unary<TxnResponse, pb::TxnRequest, pb::TxnResponse>(
+      "Txn", read_only, std::move(req),
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::TxnRequest* q, pb::TxnResponse* r, auto cb) {
+        ep.kv->async()->Txn(ctx, q, r, std::move(cb));
+      },
+      [core](const pb::TxnResponse& r) -> Result<TxnResponse> { return core->ns().convert(r); });
+}
+
+Call<CompactResponse> Client::compact(int64_t revision, bool physical) {
+  if (revision <= 0) return Call<CompactResponse>::ready(InvalidArgument("compact: revision must be > 0"), executor());
+  pb::CompactionRequest req;
+  req.set_revision(revision);
+  req.set_physical(physical);
+  return core_->unary<CompactResponse, pb::CompactionRequest, pb::CompactionResponse>(
+      "Compact", /*idempotent=*/true, std::move(req),
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::CompactionRequest* q, pb::CompactionResponse* r,
+         auto cb) { ep.kv->async()->Compact(ctx, q, r, std::move(cb)); },
+      [](const pb::CompactionResponse& r) -> Result<CompactResponse> { return detail::convert(r); });
+}
+
+Call<LeaseGrantResponse> Client::lease_grant(std::chrono::seconds ttl, int64_t id) {
+  if (ttl.count() <= 0) return Call<LeaseGrantResponse>::ready(InvalidArgument("lease TTL must be > 0 s"), executor());
+  pb::LeaseGrantRequest req;
+  req.set_ttl(ttl.count());
+  req.set_id(id);
+  // Granting is not idempotent (each grant is a new lease) unless the id is chosen.
+  return core_->unary<LeaseGrantResponse, pb::LeaseGrantRequest, pb::LeaseGrantResponse>(
+      "LeaseGrant", /*idempotent=*/id != 0, std::move(req),
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseGrantRequest* q, pb::LeaseGrantResponse* r,
+         auto cb) { ep.lease->async()->LeaseGrant(ctx, q, r, std::move(cb)); },
+      [](const pb::LeaseGrantResponse& r) -> Result<LeaseGrantResponse> {
+        if (!r.error().empty()) return Status(StatusCode::kFailedPrecondition, "lease grant: " + r.error());
+        return detail::convert(r);
+      });
+}
+
+namespace detail {
+Call<LeaseRevokeResponse> lease_revoke_call(const std::shared_ptr<ClientCore>& core, int64_t id) {
+  pb::LeaseRevokeRequest req;
+  req.set_id(id);
+  return core->unary<LeaseRevokeResponse, pb::LeaseRevokeRequest, pb::LeaseRevokeResponse>(
+      "LeaseRevoke", /*idempotent=*/true, std::move(req),
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseRevokeRequest* q, pb::LeaseRevokeResponse* r,
+         auto cb) { ep.lease->async()->LeaseRevoke(ctx, q, r, std::move(cb)); },
+      [](const pb::LeaseRevokeResponse& r) -> Result<LeaseRevokeResponse> { return detail::convert(r); });
+}
+}  // namespace detail
+
+Call<LeaseRevokeResponse> Client::lease_revoke(int64_t id) { return detail::lease_revoke_call(core_, id); }
+
+Call<LeaseTimeToLiveResponse> Client::lease_time_to_live(int64_t id, bool with_keys) {
+  pb::LeaseTimeToLiveRequest req;
+  req.set_id(id);
+  req.set_keys(with_keys);
+  auto core = core_.get();
+  return core_->unary<LeaseTimeToLiveResponse, pb::LeaseTimeToLiveRequest, pb::LeaseTimeToLiveResponse>(
+      "LeaseTimeToLive", /*idempotent=*/true, std::move(req),
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseTimeToLiveRequest* q,
+         pb::LeaseTimeToLiveResponse* r, auto cb) { ep.lease->async()->LeaseTimeToLive(ctx, q, r, std::move(cb)); },
+      [core](const pb::LeaseTimeToLiveResponse& r) -> Result<LeaseTimeToLiveResponse> {
+        return core->ns().convert(r);
+      });
+}
+
+Call<LeaseLeasesResponse> Client::lease_leases() {
+  return core_->unary<LeaseLeasesResponse, pb::LeaseLeasesRequest, pb::LeaseLeasesResponse>(
+      "LeaseLeases", /*idempotent=*/true, pb::LeaseLeasesRequest{},
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseLeasesRequest* q, pb::LeaseLeasesResponse* r,
+         auto cb) { ep.lease->async()->LeaseLeases(ctx, q, r, std::move(cb)); },
+      [](const pb::LeaseLeasesResponse& r) -> Result<LeaseLeasesResponse> { return detail::convert(r); });
+}
+
+Call<LeaseKeepAliveResponse> Client::lease_keep_alive_once(int64_t id) {
+  auto core = core_;
+  return Call<LeaseKeepAliveResponse>(
+      [core, id](CallOptions options, Callback<LeaseKeepAliveResponse> done) {
+        core->lease_keeper().keep_alive_once(id, core->deadline_for(options), std::move(done));
+      },
+      executor());
+}
+
+Call<Lease> Client::lease(std::chrono::seconds ttl) {
+  auto core = core_;
+  const auto ex = executor();
+  return Call<Lease>(
+      [core, ttl, grant = std::make_shared<Call<LeaseGrantResponse>>(lease_grant(ttl))](
+          CallOptions options, Callback<Lease> done) mutable {
+        const Deadline sent_at = Clock::now();
+        if (options.deadline) grant->deadline(*options.deadline);
+        grant->stop_token(options.stop);
+        detail::CallAccess::start_inline(std::move(*grant), [core, sent_at, done = std::move(done)](
+                                                                 Result<LeaseGrantResponse> r) {
+          if (!r.ok()) {
+            done(std::move(r).status());
+            return;
+          }
+          auto state = std::make_shared<detail::LeaseState>(core, core->executor(), r->id,
+                                                            std::chrono::seconds(r->ttl), sent_at);
+          core->lease_keeper().keep(state);
+          done(ClientCore::make_lease(std::move(state)));
+        });
+      },
+      ex);
+}
+
+Lease Client::keep_alive(int64_t id, std::chrono::seconds ttl) {
+  auto state = std::make_shared<detail::LeaseState>(core_, core_->executor(), id, ttl, Clock::now());
+  core_->lease_keeper().keep(state);
+  return ClientCore::make_lease(std::move(state));
+}
+
+Watcher Client::watch(std::string key, WatchOptions options, WatchHandler handler) {
+  Executor ex = options.executor ? *options.executor : executor();
+  if (auto st = check_range(key, options, "watch"); !st.ok()) {
+    asio::post(ex, [handler = std::move(handler), st] { handler(st); });
+    return Watcher();
+  }
+  pb::WatchCreateRequest req;
+  core_->ns().fill(req, key, options);
+  return core_->watch_hub().add(std::move(req), std::move(handler), ex);
+}
+
+Call<MemberListResponse> Client::member_list() {
+  return core_->unary<MemberListResponse, pb::MemberListRequest, pb::MemberListResponse>(
+      "MemberList", /*idempotent=*/true, pb::MemberListRequest{},
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::MemberListRequest* q, pb::MemberListResponse* r,
+         auto cb) { ep.cluster->async()->MemberList(ctx, q, r, std::move(cb)); },
+      [](const pb::MemberListResponse& r) -> Result<MemberListResponse> { return detail::convert(r); });
+}
+
+Call<StatusResponse> Client::status(std::string endpoint) {
+  std::shared_ptr<Endpoint> fixed;
+  if (!endpoint.empty()) fixed = core_->make_endpoint(endpoint);
+  return core_->unary<StatusResponse, pb::StatusRequest, pb::StatusResponse>(
+      "Status", /*idempotent=*/true, pb::StatusRequest{},
+      [fixed](Endpoint& ep, grpc::ClientContext* ctx, const pb::StatusRequest* q, pb::StatusResponse* r, auto cb) {
+        Endpoint& target = fixed ? *fixed : ep;
+        target.maintenance->async()->Status(ctx, q, r, std::move(cb));
+      },
+      [](const pb::StatusResponse& r) -> Result<StatusResponse> { return detail::convert(r); });
+}
+
+Executor Client::executor() const { return core_->executor(); }
+const ClientOptions& Client::options() const { return core_->options(); }
+ClientStats Client::stats() const { return core_->stats(); }
+std::string Client::current_endpoint() const { return core_->current_endpoint()->address; }
+void Client::close() { core_->close(); }
+bool Client::closed() const { return core_->closed(); }
+
+// --- Lease ------------------------------------------------------------------
+
+Lease::Lease(Lease&& other) noexcept : state_(std::move(other.state_)) {}
+Lease& Lease::operator=(Lease&& other) noexcept {
+  if (this != &other) {
+    reset();
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+Lease::~Lease() { reset(); }
+
+int64_t Lease::id() const noexcept { return state_ ? state_->id() : 0; }
+std::chrono::seconds Lease::ttl() const noexcept { return state_ ? state_->ttl() : std::chrono::seconds(0); }
+bool Lease::alive() const noexcept { return state_ && state_->alive(); }
+Deadline Lease::safe_until() const noexcept { return state_ ? state_->safe_until() : Deadline{}; }
+std::stop_token Lease::lost_token() const noexcept { return state_ ? state_->lost_token() : std::stop_token{}; }
+void Lease::on_lost(std::function<void(const Status&)> listener) {
+  if (state_) state_->on_lost(std::move(listener));
+}
+
+void Lease::detach() {
+  if (!state_) return;
+  if (auto core = state_->core().lock()) core->lease_keeper().forget(state_.get());
+  state_.reset();
+}
+
+Call<void> Lease::revoke() {
+  auto state = std::move(state_);
+  auto core = state ? state->core().lock() : nullptr;
+  if (!core) {
+    return Call<void>::ready(Status(), asio::system_executor());
+  }
+  core->lease_keeper().forget(state.get());
+  state->mark_lost(Status(StatusCode::kCancelled, "lease revoked by its owner", Errc::kLeaseNotFound));
+  auto revoke = std::make_shared<Call<LeaseRevokeResponse>>(detail::lease_revoke_call(core, state->id()));
+  return Call<void>(
+      [revoke](CallOptions options, Callback<void> done) {
+        if (options.deadline) revoke->deadline(*options.deadline);
+        detail::CallAccess::start_inline(std::move(*revoke), [done = std::move(done)](Result<LeaseRevokeResponse> r) {
+          // Already gone is what revoking wanted.
+          if (!r.ok() && !r.status().is(Errc::kLeaseNotFound)) {
+            done(std::move(r).status());
+          } else {
+            done(Result<void>());
+          }
+        });
+      },
+      core->executor());
+}
+
+void Lease::reset() noexcept {
+  if (!state_) return;
+  try {
+    // Fire and forget: a destructor never waits for the network.
+    detail::CallAccess::start_inline(revoke(), [](Result<void>) {});
+  } catch (...) {
+  }
+  state_.reset();
+}
+
+// --- Watcher ----------------------------------------------------------------
+
+Watcher& Watcher::operator=(Watcher&& other) noexcept {
+  if (this != &other) {
+    cancel();
+    entry_ = std::move(other.entry_);
+  }
+  return *this;
+}
+Watcher::~Watcher() { cancel(); }
+void Watcher::cancel() {
+  if (entry_) entry_->cancel();
+}
+bool Watcher::active() const { return entry_ && entry_->active(); }
+int64_t Watcher::delivered_revision() const { return entry_ ? entry_->delivered_revision() : 0; }
+bool Watcher::wait_created(Deadline deadline) const { return entry_ && entry_->wait_created(deadline); }
+
+}  // namespace etcd

@@ -1,0 +1,375 @@
+#include "lease_keeper.h"
+
+#include <asio/post.hpp>
+
+#include "client_core.h"
+
+namespace etcd::detail {
+
+namespace {
+// How often the keeper looks at its leases. Renewals are due every TTL/3, so
+// this only adds up to one tick of lateness to a renewal.
+constexpr auto kTick = std::chrono::milliseconds(100);
+// safe_until() stays this far ahead of the computed expiry, for clock rate
+// differences between this host and the members.
+constexpr auto kSafetyMargin = std::chrono::milliseconds(250);
+}  // namespace
+
+class KeepAliveStream
+    : public grpc::ClientBidiReactor<etcdserverpb::LeaseKeepAliveRequest, etcdserverpb::LeaseKeepAliveResponse> {
+ public:
+  explicit KeepAliveStream(LeaseKeeper& keeper) : keeper_(keeper) {}
+
+  void start(ClientCore& core, Endpoint& ep, std::shared_ptr<KeepAliveStream> self) {
+    self_ = std::move(self);
+    core.prepare_context(ctx_, /*require_leader=*/true);
+    ep.lease->async()->LeaseKeepAlive(&ctx_, this);
+    StartRead(&response_);
+    StartCall();
+  }
+
+  // Never called with a lock held that a reaction takes (reactions may run
+  // inline).
+  void write(int64_t id) {
+    const etcdserverpb::LeaseKeepAliveRequest* next = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      if (done_) return;
+      writes_.emplace_back().set_id(id);
+      if (!writing_) {
+        writing_ = true;
+        next = &writes_.front();
+      }
+    }
+    if (next) StartWrite(next);
+  }
+  void cancel() { ctx_.TryCancel(); }
+
+  void OnWriteDone(bool ok) override {
+    const etcdserverpb::LeaseKeepAliveRequest* next = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      writes_.pop_front();
+      if (ok && !writes_.empty() && !done_) {
+        next = &writes_.front();
+      } else {
+        writing_ = false;
+      }
+    }
+    if (next) StartWrite(next);
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    keeper_.on_response(this, response_);
+    StartRead(&response_);
+  }
+  void OnDone(const grpc::Status& s) override {
+    auto keep_until_return = std::move(self_);
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    keeper_.on_stream_done(this, s);
+  }
+
+ private:
+  LeaseKeeper& keeper_;
+  grpc::ClientContext ctx_;
+  etcdserverpb::LeaseKeepAliveResponse response_;
+  std::mutex mu_;
+  std::deque<etcdserverpb::LeaseKeepAliveRequest> writes_;
+  bool writing_ = false;
+  bool done_ = false;
+  std::shared_ptr<KeepAliveStream> self_;
+};
+
+// --- LeaseState -------------------------------------------------------------
+
+bool LeaseState::alive() const {
+  std::lock_guard lock(mu_);
+  return !lost_;
+}
+
+Deadline LeaseState::expires_at() const {
+  std::lock_guard lock(mu_);
+  return expires_at_;
+}
+
+Deadline LeaseState::safe_until() const {
+  std::lock_guard lock(mu_);
+  return lost_ ? Deadline{} : expires_at_ - kSafetyMargin;
+}
+
+void LeaseState::on_lost(std::function<void(const Status&)> listener) {
+  std::unique_lock lock(mu_);
+  if (lost_) {
+    Status why = loss_;
+    lock.unlock();
+    asio::post(executor_, [listener = std::move(listener), why] { listener(why); });
+    return;
+  }
+  listeners_.push_back(std::move(listener));
+}
+
+void LeaseState::mark_lost(Status why) {
+  std::vector<std::function<void(const Status&)>> listeners;
+  {
+    std::lock_guard lock(mu_);
+    if (lost_) return;
+    lost_ = true;
+    loss_ = why;
+    listeners.swap(listeners_);
+  }
+  lost_source_.request_stop();
+  for (auto& l : listeners) {
+    asio::post(executor_, [l = std::move(l), why] { l(why); });
+  }
+}
+
+void LeaseState::confirm(Deadline sent_at, int64_t ttl) {
+  std::lock_guard lock(mu_);
+  if (lost_) return;
+  // The server renewed no earlier than we sent: expiry is at least this.
+  auto at = sent_at + std::chrono::seconds(ttl);
+  if (at > expires_at_) expires_at_ = at;
+}
+
+// --- LeaseKeeper ----------------------------------------------------------
+
+LeaseKeeper::LeaseKeeper(ClientCore& core) : core_(core), tick_timer_(core.io()) {}
+LeaseKeeper::~LeaseKeeper() = default;
+
+void LeaseKeeper::keep(const std::shared_ptr<LeaseState>& state) {
+  std::lock_guard lock(mu_);
+  if (shutdown_) {
+    state->mark_lost(Closed("client"));
+    return;
+  }
+  auto& k = kept_[state->id()];
+  k.states.push_back(state);
+  k.next_send = Clock::now() + state->ttl() / 3;
+  ensure_stream_locked();
+  arm_tick_locked();
+}
+
+void LeaseKeeper::forget(const LeaseState* state) {
+  std::lock_guard lock(mu_);
+  auto it = kept_.find(state->id());
+  if (it == kept_.end()) return;
+  auto& v = it->second.states;
+  std::erase_if(v, [state](const std::weak_ptr<LeaseState>& w) {
+    auto s = w.lock();
+    return !s || s.get() == state;
+  });
+  if (v.empty()) kept_.erase(it);
+}
+
+void LeaseKeeper::keep_alive_once(int64_t id, Deadline deadline, Callback<LeaseKeepAliveResponse> done) {
+  std::unique_lock lock(mu_);
+  if (shutdown_) {
+    lock.unlock();
+    done(Closed("client"));
+    return;
+  }
+  once_[id].push_back(OnceWaiter{next_once_token_++, deadline, std::move(done)});
+  ensure_stream_locked();
+  send_locked(id);
+  arm_tick_locked();
+}
+
+void LeaseKeeper::ensure_stream_locked() {
+  if (stream_ || shutdown_) return;
+  if (Clock::now() < reconnect_not_before_) return;  // the tick retries
+  auto stream = std::make_shared<KeepAliveStream>(*this);
+  stream_ = stream;
+  ++live_streams_;
+  asio::post(core_.io(), [this, stream, ep = core_.current_endpoint()] { stream->start(core_, *ep, stream); });
+}
+
+void LeaseKeeper::send_locked(int64_t id) {
+  if (!stream_) return;
+  sent_at_[id].push_back(Clock::now());
+  asio::post(core_.io(), [stream = stream_, id] { stream->write(id); });
+}
+
+void LeaseKeeper::arm_tick_locked() {
+  if (tick_armed_ || shutdown_) return;
+  tick_armed_ = true;
+  asio::post(core_.io(), [this] {
+    tick_timer_.expires_after(kTick);
+    tick_timer_.async_wait([this](const asio::error_code& ec) {
+      if (!ec) {
+        tick();
+        return;
+      }
+      std::lock_guard lock(mu_);
+      tick_armed_ = false;
+      stopped_cv_.notify_all();
+    });
+  });
+}
+
+void LeaseKeeper::tick() {
+  std::vector<std::pair<std::shared_ptr<LeaseState>, Status>> lost;
+  std::vector<Callback<LeaseKeepAliveResponse>> timed_out;
+  {
+    std::lock_guard lock(mu_);
+    tick_armed_ = false;
+    if (shutdown_) {
+      stopped_cv_.notify_all();
+      return;
+    }
+    const auto now = Clock::now();
+    ensure_stream_locked();
+    for (auto it = kept_.begin(); it != kept_.end();) {
+      auto& k = it->second;
+      std::erase_if(k.states, [](const std::weak_ptr<LeaseState>& w) { return w.expired(); });
+      bool any_alive = false;
+      Clock::duration period = std::chrono::hours(1);
+      for (auto& w : k.states) {
+        auto s = w.lock();
+        if (!s) continue;
+        period = std::min<Clock::duration>(period, s->ttl() / 3);
+        if (now >= s->expires_at()) {
+          lost.emplace_back(s, Status(StatusCode::kUnavailable,
+                                      "lease " + std::to_string(it->first) +
+                                          " passed its TTL without a confirmed renewal",
+                                      Errc::kLeaseExpired));
+        } else {
+          any_alive = true;
+        }
+      }
+      if (!any_alive) {
+        it = kept_.erase(it);
+        continue;
+      }
+      if (now >= k.next_send) {
+        send_locked(it->first);
+        k.next_send = now + std::max<Clock::duration>(period, kTick);
+      }
+      ++it;
+    }
+    for (auto it = once_.begin(); it != once_.end();) {
+      auto& q = it->second;
+      while (!q.empty() && now >= q.front().deadline) {
+        timed_out.push_back(std::move(q.front().done));
+        q.pop_front();
+      }
+      it = q.empty() ? once_.erase(it) : std::next(it);
+    }
+    if (!kept_.empty() || !once_.empty()) arm_tick_locked();
+  }
+  for (auto& [s, why] : lost) s->mark_lost(why);
+  for (auto& d : timed_out) d(DeadlineExceeded("lease keep-alive deadline exceeded"));
+}
+
+void LeaseKeeper::on_response(KeepAliveStream* stream, const etcdserverpb::LeaseKeepAliveResponse& r) {
+  std::vector<std::shared_ptr<LeaseState>> states;
+  Deadline sent_at{};
+  std::vector<Callback<LeaseKeepAliveResponse>> once;
+  {
+    std::lock_guard lock(mu_);
+    if (stream != stream_.get()) return;
+    reconnect_attempt_ = 0;
+    auto sit = sent_at_.find(r.id());
+    if (sit != sent_at_.end() && !sit->second.empty()) {
+      sent_at = sit->second.front();
+      sit->second.pop_front();
+    }
+    if (auto kit = kept_.find(r.id()); kit != kept_.end()) {
+      for (auto& w : kit->second.states) {
+        if (auto s = w.lock()) states.push_back(std::move(s));
+      }
+      if (r.ttl() <= 0) kept_.erase(kit);
+    }
+    if (auto oit = once_.find(r.id()); oit != once_.end() && !oit->second.empty()) {
+      once.push_back(std::move(oit->second.front().done));
+      oit->second.pop_front();
+      if (oit->second.empty()) once_.erase(oit);
+    }
+  }
+  for (auto& s : states) {
+    if (r.ttl() <= 0) {
+      s->mark_lost(Status(StatusCode::kNotFound, "lease " + std::to_string(r.id()) + " no longer exists",
+                          Errc::kLeaseNotFound));
+    } else if (sent_at != Deadline{}) {
+      s->confirm(sent_at, r.ttl());
+    }
+  }
+  for (auto& d : once) {
+    if (r.ttl() <= 0) {
+      d(Status(StatusCode::kNotFound, "lease " + std::to_string(r.id()) + " not found", Errc::kLeaseNotFound));
+    } else {
+      d(convert(r));
+    }
+  }
+}
+
+void LeaseKeeper::on_stream_done(KeepAliveStream* stream, const grpc::Status& s) {
+  std::vector<Callback<LeaseKeepAliveResponse>> failed;
+  {
+    std::lock_guard lock(mu_);
+    --live_streams_;
+    if (stream == stream_.get()) {
+      stream_.reset();
+      sent_at_.clear();  // those renewals are gone with the stream
+      for (auto& [id, q] : once_) {
+        for (auto& w : q) failed.push_back(std::move(w.done));
+      }
+      once_.clear();
+      if (!shutdown_) {
+        if (s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+          core_.report_endpoint_failure(core_.current_endpoint());
+        }
+        reconnect_not_before_ = Clock::now() + (reconnect_attempt_ == 0 ? Clock::duration{}
+                                                                          : Clock::duration(core_.backoff(reconnect_attempt_)));
+        ++reconnect_attempt_;
+        // Renew everything as soon as a new stream is up.
+        for (auto& [id, k] : kept_) k.next_send = Clock::now();
+        if (!kept_.empty()) arm_tick_locked();
+      }
+    }
+    stopped_cv_.notify_all();
+  }
+  Status why = from_grpc(s);
+  if (why.ok()) why = Status(StatusCode::kUnavailable, "keep-alive stream ended");
+  for (auto& d : failed) d(why);
+}
+
+void LeaseKeeper::shutdown() {
+  std::vector<std::shared_ptr<LeaseState>> states;
+  std::vector<Callback<LeaseKeepAliveResponse>> failed;
+  {
+    std::lock_guard lock(mu_);
+    if (shutdown_) return;
+    shutdown_ = true;
+    if (stream_) asio::post(core_.io(), [stream = stream_] { stream->cancel(); });
+    stream_.reset();
+    asio::post(core_.io(), [this] { tick_timer_.cancel(); });
+    for (auto& [id, k] : kept_) {
+      for (auto& w : k.states) {
+        if (auto s = w.lock()) states.push_back(std::move(s));
+      }
+    }
+    kept_.clear();
+    for (auto& [id, q] : once_) {
+      for (auto& w : q) failed.push_back(std::move(w.done));
+    }
+    once_.clear();
+  }
+  // The lease may well be alive on the server, but nobody renews it now.
+  for (auto& s : states) s->mark_lost(Closed("client"));
+  for (auto& d : failed) d(Closed("client"));
+}
+
+void LeaseKeeper::wait_stopped(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  stopped_cv_.wait_for(lock, timeout, [this] { return live_streams_ == 0 && !tick_armed_; });
+}
+
+uint64_t LeaseKeeper::kept_leases() const {
+  std::lock_guard lock(mu_);
+  return kept_.size();
+}
+
+}  // namespace etcd::detail

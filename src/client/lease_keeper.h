@@ -1,0 +1,105 @@
+// Keeps leases alive over one shared LeaseKeepAlive stream per client and
+// decides, conservatively, when a kept lease must be considered lost.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <asio/steady_timer.hpp>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <vector>
+
+#include "etcd/etcdserverpb/rpc.grpc.pb.h"
+#include "etcd/lease.h"
+
+namespace etcd::detail {
+
+class ClientCore;
+class KeepAliveStream;
+
+class LeaseState : public std::enable_shared_from_this<LeaseState> {
+ public:
+  LeaseState(std::weak_ptr<ClientCore> core, Executor ex, int64_t id, std::chrono::seconds ttl, Deadline granted_at)
+      : core_(std::move(core)), executor_(std::move(ex)), id_(id), ttl_(ttl), expires_at_(granted_at + ttl) {}
+
+  int64_t id() const { return id_; }
+  std::chrono::seconds ttl() const { return ttl_; }
+  bool alive() const;
+  Deadline safe_until() const;
+  std::stop_token lost_token() const { return lost_source_.get_token(); }
+  void on_lost(std::function<void(const Status&)> listener);
+  // Fires the loss once; later calls do nothing.
+  void mark_lost(Status why);
+  // A renewal sent at `sent_at` was confirmed with `ttl` seconds.
+  void confirm(Deadline sent_at, int64_t ttl);
+  Deadline expires_at() const;
+  std::weak_ptr<ClientCore> core() const { return core_; }
+
+ private:
+  std::weak_ptr<ClientCore> core_;
+  Executor executor_;
+  const int64_t id_;
+  const std::chrono::seconds ttl_;
+  mutable std::mutex mu_;
+  Deadline expires_at_;
+  bool lost_ = false;
+  Status loss_;
+  std::stop_source lost_source_;
+  std::vector<std::function<void(const Status&)>> listeners_;
+};
+
+class LeaseKeeper {
+ public:
+  explicit LeaseKeeper(ClientCore& core);
+  ~LeaseKeeper();
+
+  void keep(const std::shared_ptr<LeaseState>& state);
+  void forget(const LeaseState* state);
+  // One renewal through the shared stream.
+  void keep_alive_once(int64_t id, Deadline deadline, Callback<LeaseKeepAliveResponse> done);
+
+  void shutdown();
+  void wait_stopped(std::chrono::milliseconds timeout);
+  uint64_t kept_leases() const;
+
+  // From the stream (gRPC threads).
+  void on_response(KeepAliveStream* stream, const etcdserverpb::LeaseKeepAliveResponse& r);
+  void on_stream_done(KeepAliveStream* stream, const grpc::Status& s);
+
+ private:
+  struct Kept {
+    std::vector<std::weak_ptr<LeaseState>> states;
+    Deadline next_send{};
+  };
+  struct OnceWaiter {
+    uint64_t token;
+    Deadline deadline;
+    Callback<LeaseKeepAliveResponse> done;
+  };
+  void ensure_stream_locked();
+  void send_locked(int64_t id);
+  void arm_tick_locked();
+  void tick();
+
+  ClientCore& core_;
+  mutable std::mutex mu_;
+  std::condition_variable stopped_cv_;
+  std::map<int64_t, Kept> kept_;
+  std::map<int64_t, std::deque<Deadline>> sent_at_;
+  std::map<int64_t, std::deque<OnceWaiter>> once_;
+  uint64_t next_once_token_ = 1;
+  std::shared_ptr<KeepAliveStream> stream_;
+  int live_streams_ = 0;
+  int reconnect_attempt_ = 0;
+  Deadline reconnect_not_before_{};
+  asio::steady_timer tick_timer_;
+  bool tick_armed_ = false;
+  bool shutdown_ = false;
+};
+
+}  // namespace etcd::detail

@@ -1,0 +1,342 @@
+#include "watch_hub.h"
+
+#include <asio/post.hpp>
+
+#include "client_core.h"
+
+namespace etcd::detail {
+
+// One gRPC Watch stream. Reads are always outstanding; writes are queued
+// because the callback API allows one write in flight at a time.
+class WatchStream : public grpc::ClientBidiReactor<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse> {
+ public:
+  explicit WatchStream(WatchHub& hub) : hub_(hub) {}
+
+  void start(ClientCore& core, Endpoint& ep, std::shared_ptr<WatchStream> self) {
+    self_ = std::move(self);
+    endpoint_ = ep.address;
+    core.prepare_context(ctx_, /*require_leader=*/true);
+    ep.watch->async()->Watch(&ctx_, this);
+    StartRead(&response_);
+    StartCall();
+  }
+
+  // gRPC may run reactions inline inside StartWrite/StartCall, so these are
+  // never called with a lock held that a reaction takes.
+  void write(etcdserverpb::WatchRequest request) {
+    const etcdserverpb::WatchRequest* next = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      if (done_) return;
+      writes_.push_back(std::move(request));  // deque: references stay valid
+      if (!writing_) {
+        writing_ = true;
+        next = &writes_.front();
+      }
+    }
+    if (next) StartWrite(next);
+  }
+
+  void cancel() { ctx_.TryCancel(); }
+
+  void OnWriteDone(bool ok) override {
+    const etcdserverpb::WatchRequest* next = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      writes_.pop_front();
+      if (ok && !writes_.empty() && !done_) {
+        next = &writes_.front();
+      } else {
+        writing_ = false;
+      }
+    }
+    if (next) StartWrite(next);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // the stream is ending; OnDone follows
+    hub_.on_response(this, response_);
+    StartRead(&response_);
+  }
+
+  void OnDone(const grpc::Status& s) override {
+    auto keep_alive_until_return = std::move(self_);
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    hub_.on_stream_done(this, s);
+  }
+
+  const std::string& endpoint() const { return endpoint_; }
+
+ private:
+  WatchHub& hub_;
+  grpc::ClientContext ctx_;
+  etcdserverpb::WatchResponse response_;
+  std::mutex mu_;
+  std::deque<etcdserverpb::WatchRequest> writes_;
+  bool writing_ = false;
+  bool done_ = false;
+  std::shared_ptr<WatchStream> self_;
+  std::string endpoint_;
+};
+
+void WatchEntry::cancel() {
+  if (cancelled_.exchange(true)) return;
+  if (auto core = core_.lock()) core->watch_hub().cancel(shared_from_this());
+}
+
+bool WatchEntry::wait_created(Deadline deadline) {
+  std::unique_lock lock(created_mu_);
+  return created_cv_.wait_until(lock, deadline, [this] { return created_ || finished_.load(); }) && created_;
+}
+
+void WatchEntry::deliver(Result<WatchResponse> r, int64_t through_revision) {
+  asio::post(strand_, [self = shared_from_this(), r = std::move(r), through_revision]() mutable {
+    if (self->cancelled_.load()) return;
+    const bool ok = r.ok();
+    self->handler_(std::move(r));
+    if (ok && through_revision > self->delivered_revision_.load()) self->delivered_revision_.store(through_revision);
+  });
+}
+
+WatchHub::WatchHub(ClientCore& core) : core_(core) {}
+WatchHub::~WatchHub() = default;
+
+Watcher WatchHub::add(etcdserverpb::WatchCreateRequest request, WatchHandler handler, Executor ex) {
+  auto entry = std::make_shared<WatchEntry>(core_.weak_from_this(), std::move(request), std::move(handler), ex);
+  std::lock_guard lock(mu_);
+  if (shutdown_) {
+    entry->finished_ = true;
+    entry->deliver(Closed("client"), 0);
+    return Watcher(entry);
+  }
+  entry->next_revision_ = entry->request_.start_revision();
+  entry->position_ = entries_.insert(entries_.end(), entry);
+  pending_creates_.push_back(entry);
+  ensure_stream_locked();
+  pump_creates_locked();
+  return Watcher(entry);
+}
+
+void WatchHub::cancel(const std::shared_ptr<WatchEntry>& entry) {
+  std::lock_guard lock(mu_);
+  if (entry->position_ == std::list<std::shared_ptr<WatchEntry>>::iterator{}) return;
+  entries_.erase(entry->position_);
+  entry->position_ = {};
+  if (entry->server_id_ >= 0) {
+    if (stream_) {
+      etcdserverpb::WatchRequest req;
+      req.mutable_cancel_request()->set_watch_id(entry->server_id_);
+      send_locked(std::move(req));
+    }
+    by_server_id_.erase(entry->server_id_);
+    entry->server_id_ = -1;
+  } else {
+    // Not created yet: drop it from the queue unless its create is on the
+    // wire, in which case the created response cancels it.
+    for (auto it = pending_creates_.begin(); it != pending_creates_.end(); ++it) {
+      if (*it == entry && !(it == pending_creates_.begin() && create_in_flight_)) {
+        pending_creates_.erase(it);
+        break;
+      }
+    }
+  }
+}
+
+void WatchHub::send_locked(etcdserverpb::WatchRequest request) {
+  // Posted, not called: the io thread holds none of our locks when gRPC
+  // runs a reaction inline, and one thread keeps the writes in order.
+  asio::post(core_.io(), [stream = stream_, request = std::move(request)]() mutable {
+    stream->write(std::move(request));
+  });
+}
+
+void WatchHub::ensure_stream_locked() {
+  if (stream_ || shutdown_ || reconnect_scheduled_) return;
+  auto stream = std::make_shared<WatchStream>(*this);
+  stream_ = stream;
+  ++live_streams_;
+  create_in_flight_ = false;
+  asio::post(core_.io(), [this, stream, ep = core_.current_endpoint()] { stream->start(core_, *ep, stream); });
+}
+
+void WatchHub::pump_creates_locked() {
+  if (!stream_ || create_in_flight_ || pending_creates_.empty()) return;
+  auto& e = pending_creates_.front();
+  etcdserverpb::WatchRequest req;
+  *req.mutable_create_request() = e->request_;
+  req.mutable_create_request()->set_start_revision(e->next_revision_);
+  create_in_flight_ = true;
+  send_locked(std::move(req));
+}
+
+void WatchHub::finish_entry_locked(const std::shared_ptr<WatchEntry>& e, Status why) {
+  if (e->position_ != std::list<std::shared_ptr<WatchEntry>>::iterator{}) {
+    entries_.erase(e->position_);
+    e->position_ = {};
+  }
+  if (e->server_id_ >= 0) by_server_id_.erase(e->server_id_);
+  e->server_id_ = -1;
+  e->finished_ = true;
+  {
+    std::lock_guard lock(e->created_mu_);
+  }
+  e->created_cv_.notify_all();
+  e->deliver(std::move(why), 0);
+}
+
+void WatchHub::on_response(WatchStream* stream, const etcdserverpb::WatchResponse& r) {
+  std::lock_guard lock(mu_);
+  if (stream != stream_.get()) return;  // a stale stream's last words
+  const int64_t header_rev = r.header().revision();
+
+  if (r.created()) {
+    if (pending_creates_.empty()) return;
+    auto e = pending_creates_.front();
+    pending_creates_.pop_front();
+    create_in_flight_ = false;
+    reconnect_attempt_ = 0;
+    if (r.canceled()) {
+      Status why = r.compact_revision() > 0
+                       ? Status(StatusCode::kOutOfRange,
+                                "watch start revision was compacted (compact revision " +
+                                    std::to_string(r.compact_revision()) + ")",
+                                e->resumed_ ? Errc::kResyncNeeded : Errc::kCompacted)
+                             .with_revision(r.compact_revision())
+                       : Status(StatusCode::kFailedPrecondition, "watch rejected: " + r.cancel_reason(),
+                                Errc::kWatchCanceled);
+      finish_entry_locked(e, std::move(why));
+    } else if (e->cancelled_.load()) {
+      etcdserverpb::WatchRequest req;
+      req.mutable_cancel_request()->set_watch_id(r.watch_id());
+      send_locked(std::move(req));
+    } else {
+      e->server_id_ = r.watch_id();
+      by_server_id_[r.watch_id()] = e;
+      if (e->next_revision_ <= 0) e->next_revision_ = header_rev + 1;
+      {
+        std::lock_guard created_lock(e->created_mu_);
+        e->created_ = true;
+      }
+      e->created_cv_.notify_all();
+    }
+    pump_creates_locked();
+    if (r.events_size() == 0) return;
+  }
+
+  if (r.watch_id() == -1 && r.events_size() == 0) {
+    // A stream-wide progress notification: everything up to header_rev is
+    // delivered for every established watch.
+    for (auto& [id, e] : by_server_id_) {
+      if (header_rev + 1 > e->next_revision_) e->next_revision_ = header_rev + 1;
+      WatchResponse progress;
+      progress.header = convert(r.header());
+      progress.progress = true;
+      e->deliver(std::move(progress), header_rev);
+    }
+    return;
+  }
+
+  auto it = by_server_id_.find(r.watch_id());
+  if (it == by_server_id_.end()) return;  // cancelled by us
+  auto e = it->second;
+
+  if (r.canceled()) {
+    if (r.compact_revision() > 0) {
+      finish_entry_locked(e, Status(StatusCode::kOutOfRange,
+                                    "watch fell behind a compaction (compact revision " +
+                                        std::to_string(r.compact_revision()) + ")",
+                                    e->resumed_ ? Errc::kResyncNeeded : Errc::kCompacted)
+                                 .with_revision(r.compact_revision()));
+    } else {
+      finish_entry_locked(e, Status(StatusCode::kAborted, "watch cancelled by the server: " + r.cancel_reason(),
+                                    Errc::kWatchCanceled));
+    }
+    return;
+  }
+
+  WatchResponse out;
+  out.header = convert(r.header());
+  int64_t through = header_rev;
+  if (r.events_size() > 0) {
+    out.events.reserve(static_cast<size_t>(r.events_size()));
+    for (const auto& ev : r.events()) out.events.push_back(core_.ns().convert(ev));
+    through = r.events(r.events_size() - 1).kv().mod_revision();
+    e->next_revision_ = through + 1;
+  } else {
+    out.progress = true;
+    if (header_rev + 1 > e->next_revision_) e->next_revision_ = header_rev + 1;
+  }
+  e->deliver(std::move(out), through);
+}
+
+void WatchHub::on_stream_done(WatchStream* stream, const grpc::Status& s) {
+  std::lock_guard lock(mu_);
+  --live_streams_;
+  if (stream == stream_.get()) {
+    stream_.reset();
+    by_server_id_.clear();
+    create_in_flight_ = false;
+    pending_creates_.clear();
+    if (!shutdown_) {
+      // Re-create every live watch from the revision after its last event.
+      for (auto& e : entries_) {
+        if (e->server_id_ >= 0) e->resumed_ = true;
+        e->server_id_ = -1;
+        pending_creates_.push_back(e);
+      }
+      if (s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+        core_.report_endpoint_failure(core_.current_endpoint());
+      }
+      if (!entries_.empty()) schedule_reconnect_locked();
+    }
+  }
+  stopped_cv_.notify_all();
+}
+
+void WatchHub::schedule_reconnect_locked() {
+  if (reconnect_scheduled_) return;
+  reconnect_scheduled_ = true;
+  restarts_.fetch_add(1);
+  auto delay = reconnect_attempt_ == 0 ? std::chrono::milliseconds(0) : core_.backoff(reconnect_attempt_);
+  ++reconnect_attempt_;
+  if (!reconnect_timer_) reconnect_timer_ = std::make_unique<asio::steady_timer>(core_.io());
+  reconnect_timer_->expires_after(delay);
+  reconnect_timer_->async_wait([this](const asio::error_code& ec) {
+    std::lock_guard lock(mu_);
+    reconnect_scheduled_ = false;
+    if (ec || shutdown_) {
+      stopped_cv_.notify_all();
+      return;
+    }
+    if (entries_.empty()) return;
+    ensure_stream_locked();
+    pump_creates_locked();
+  });
+}
+
+void WatchHub::shutdown() {
+  std::lock_guard lock(mu_);
+  if (shutdown_) return;
+  shutdown_ = true;
+  if (reconnect_timer_) reconnect_timer_->cancel();
+  if (stream_) asio::post(core_.io(), [stream = stream_] { stream->cancel(); });
+  stream_.reset();
+  auto entries = entries_;
+  for (auto& e : entries) finish_entry_locked(e, Closed("client"));
+  pending_creates_.clear();
+}
+
+void WatchHub::wait_stopped(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  stopped_cv_.wait_for(lock, timeout, [this] { return live_streams_ == 0 && !reconnect_scheduled_; });
+}
+
+uint64_t WatchHub::open_watches() const {
+  std::lock_guard lock(mu_);
+  return entries_.size();
+}
+
+}  // namespace etcd::detail

@@ -1,0 +1,103 @@
+// All watches of one client over one gRPC Watch stream, re-created from
+// their next revision whenever the stream has to be re-established.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <asio/steady_timer.hpp>
+#include <asio/strand.hpp>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "etcd/etcdserverpb/rpc.grpc.pb.h"
+#include "etcd/watch.h"
+
+namespace etcd::detail {
+
+class ClientCore;
+class WatchHub;
+class WatchStream;
+
+class WatchEntry : public std::enable_shared_from_this<WatchEntry> {
+ public:
+  WatchEntry(std::weak_ptr<ClientCore> core, etcdserverpb::WatchCreateRequest request, WatchHandler handler,
+             Executor ex)
+      : core_(std::move(core)),
+        request_(std::move(request)),
+        handler_(std::move(handler)),
+        strand_(asio::make_strand(ex)) {}
+
+  void cancel();
+  bool active() const { return !cancelled_.load() && !finished_.load(); }
+  int64_t delivered_revision() const { return delivered_revision_.load(); }
+  bool wait_created(Deadline deadline);
+
+ private:
+  friend class WatchHub;
+  void deliver(Result<WatchResponse> r, int64_t through_revision);
+
+  std::weak_ptr<ClientCore> core_;
+  etcdserverpb::WatchCreateRequest request_;
+  WatchHandler handler_;
+  asio::strand<Executor> strand_;
+  std::atomic<bool> cancelled_{false};
+  std::atomic<bool> finished_{false};  // an error ended it
+  std::atomic<int64_t> delivered_revision_{0};
+  // Guarded by the hub's mutex.
+  int64_t server_id_ = -1;
+  int64_t next_revision_ = 0;  // where a re-created watch starts; 0 = now
+  bool resumed_ = false;       // re-created after a stream break
+  std::list<std::shared_ptr<WatchEntry>>::iterator position_;
+  // wait_created
+  std::mutex created_mu_;
+  std::condition_variable created_cv_;
+  bool created_ = false;
+};
+
+class WatchHub {
+ public:
+  explicit WatchHub(ClientCore& core);
+  ~WatchHub();
+
+  Watcher add(etcdserverpb::WatchCreateRequest request, WatchHandler handler, Executor ex);
+  void cancel(const std::shared_ptr<WatchEntry>& entry);
+
+  void shutdown();
+  void wait_stopped(std::chrono::milliseconds timeout);
+  uint64_t stream_restarts() const { return restarts_.load(); }
+  uint64_t open_watches() const;
+
+  // From the stream (gRPC threads).
+  void on_response(WatchStream* stream, const etcdserverpb::WatchResponse& r);
+  void on_stream_done(WatchStream* stream, const grpc::Status& s);
+
+ private:
+  void ensure_stream_locked();
+  void send_locked(etcdserverpb::WatchRequest request);
+  void pump_creates_locked();
+  void finish_entry_locked(const std::shared_ptr<WatchEntry>& e, Status why);
+  void schedule_reconnect_locked();
+
+  ClientCore& core_;
+  mutable std::mutex mu_;
+  std::condition_variable stopped_cv_;
+  std::shared_ptr<WatchStream> stream_;
+  bool stream_ready_ = false;
+  std::list<std::shared_ptr<WatchEntry>> entries_;
+  std::deque<std::shared_ptr<WatchEntry>> pending_creates_;
+  bool create_in_flight_ = false;
+  std::unordered_map<int64_t, std::shared_ptr<WatchEntry>> by_server_id_;
+  std::unique_ptr<asio::steady_timer> reconnect_timer_;
+  bool reconnect_scheduled_ = false;
+  int reconnect_attempt_ = 0;
+  bool shutdown_ = false;
+  int live_streams_ = 0;
+  std::atomic<uint64_t> restarts_{0};
+};
+
+}  // namespace etcd::detail

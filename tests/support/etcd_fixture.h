@@ -1,0 +1,87 @@
+// Shared test support: one real single-member etcd per test binary, unique
+// key prefixes per test, and deadline-bounded waiting.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "etcd/client.h"
+#include "etcd/testing/etcd_cluster.h"
+
+namespace etcd::test {
+
+using namespace std::chrono_literals;
+
+// Waits until `pred` holds, polling; false if `timeout` passed first.
+inline bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 10s,
+                       std::chrono::milliseconds step = 10ms) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(step);
+  }
+  return pred();
+}
+
+// A value handed from a callback thread to the test thread.
+template <class T>
+class Mailbox {
+ public:
+  void put(T v) {
+    {
+      std::lock_guard lock(mu_);
+      value_ = std::move(v);
+    }
+    cv_.notify_all();
+  }
+  std::optional<T> take(std::chrono::milliseconds timeout = 10s) {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_for(lock, timeout, [&] { return value_.has_value(); })) return std::nullopt;
+    auto v = std::move(value_);
+    value_.reset();
+    return v;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<T> value_;
+};
+
+class SingleMemberTest : public ::testing::Test {
+ public:
+  static void SetUpTestSuite() {
+    if (!cluster_) cluster_ = etcd::testing::EtcdCluster::start_single();
+  }
+  static void TearDownTestSuite() { cluster_.reset(); }
+
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    prefix_ = std::string("/t/") + info->test_suite_name() + "/" + info->name() + "/";
+    client_ = std::make_unique<Client>(options());
+  }
+  void TearDown() override { client_.reset(); }
+
+  ClientOptions options() const {
+    ClientOptions o;
+    o.endpoints = cluster_->endpoints();
+    return o;
+  }
+  std::string key(const std::string& k) const { return prefix_ + k; }
+  Client& client() { return *client_; }
+  static etcd::testing::EtcdCluster& cluster() { return *cluster_; }
+
+  static inline std::unique_ptr<etcd::testing::EtcdCluster> cluster_;
+  std::string prefix_;
+  std::unique_ptr<Client> client_;
+};
+
+}  // namespace etcd::test
