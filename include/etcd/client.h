@@ -111,9 +111,15 @@ class Client {
   Client& operator=(Client&&) noexcept = default;
 
   // --- KV
-  Call<GetResponse> get(std::string key, GetOptions options = {});
-  Call<PutResponse> put(std::string key, std::string value, PutOptions options = {});
-  Call<DeleteResponse> del(std::string key, DeleteOptions options = {});
+  // (Overloads rather than default arguments: GCC 12 destroys a defaulted
+  // class-type argument twice inside `co_await`. With GCC 12, also pass
+  // options as a named variable, not a braced temporary, inside co_await.)
+  Call<GetResponse> get(std::string key) { return get(std::move(key), GetOptions()); }
+  Call<GetResponse> get(std::string key, GetOptions options);
+  Call<PutResponse> put(std::string key, std::string value) { return put(std::move(key), std::move(value), PutOptions()); }
+  Call<PutResponse> put(std::string key, std::string value, PutOptions options);
+  Call<DeleteResponse> del(std::string key) { return del(std::move(key), DeleteOptions()); }
+  Call<DeleteResponse> del(std::string key, DeleteOptions options);
   Call<TxnResponse> txn(const Txn& txn);
   Call<CompactResponse> compact(int64_t revision, bool physical = false);
 
@@ -136,7 +142,8 @@ class Client {
   Call<MemberListResponse> member_list();
   // Status of the member this client currently talks to, or of a given
   // endpoint (host:port; it need not be one of the client's endpoints).
-  Call<StatusResponse> status(std::string endpoint = {});
+  Call<StatusResponse> status() { return status(std::string()); }
+  Call<StatusResponse> status(std::string endpoint);
 
   // --- The client itself
   Executor executor() const;

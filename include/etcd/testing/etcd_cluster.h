@@ -1,0 +1,192 @@
+#pragma once
+
+// etcd::testing::EtcdCluster — starts real etcd processes (Debian's
+// /usr/bin/etcd, 3.4.x) on free loopback ports for tests.
+//
+//   auto cluster = etcd::testing::EtcdCluster::start_three();
+//   MyClient client(cluster->endpoints());           // "127.0.0.1:PORT" each
+//   int l = cluster->wait_for_leader(std::chrono::seconds(10));
+//   cluster->kill(l);                                  // SIGKILL the leader
+//   int l2 = cluster->wait_for_leader(std::chrono::seconds(10));
+//   cluster->restart(l);                               // same ports + data dir
+//   cluster->wait_healthy(std::chrono::seconds(10));
+//
+// Process hygiene: every member runs in its own process group with
+// PR_SET_PDEATHSIG(SIGKILL) (members are forked from a process-wide helper
+// thread that lives as long as the process, so the death signal fires only
+// when the test process dies, not when the thread that called start() /
+// restart() exits). Live member pids are kept in a process-wide registry that
+// an atexit() handler SIGKILLs. The destructor SIGKILLs + reaps all members
+// and removes the private temp directory (unless keep_data_on_failure is set
+// *and* mark_failed() was called; the kept path is then printed to stderr).
+//
+// Health and leadership are checked over plain HTTP on a dedicated
+// --listen-metrics-urls port per member (GET /health and GET /metrics), so
+// they also work when client URLs are TLS-only.
+//
+// Thread-safety: all methods may be called concurrently from several threads
+// (member state is guarded by an internal mutex). Member indices are
+// 0 .. size()-1; out-of-range indices throw std::out_of_range.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "etcd/testing/certs.h"
+
+namespace etcd::testing {
+
+struct EtcdClusterOptions {
+  int members = 1;
+  std::chrono::milliseconds heartbeat{25};
+  std::chrono::milliseconds election_timeout{250};
+  // A path (contains '/') is used as is; a bare name is searched on PATH,
+  // then /usr/bin and /usr/local/bin.
+  std::string etcd_binary = "etcd";
+  // Appended last to every member's command line; etcd's flag parser lets a
+  // later flag win, so e.g. {"--log-level=info"} overrides our default.
+  std::vector<std::string> extra_args;
+  bool keep_data_on_failure = false;
+  // Bound for start() (including port-collision retries) and restart().
+  std::chrono::seconds start_timeout{30};
+  // Where member logs go; empty = inside the cluster's temp dir. Logs in a
+  // user-supplied log_dir are never deleted.
+  std::string log_dir;
+  // If set, client URLs are https:// (--cert-file/--key-file/
+  // --trusted-ca-file = server cert/key + CA) and peers also talk TLS with the
+  // same server cert (which carries serverAuth+clientAuth).
+  std::optional<TestCerts> tls;
+  // With tls: require client certificates signed by the CA
+  // (--client-cert-auth); etcd then uses the certificate CN as user name.
+  bool client_cert_auth = false;
+};
+
+class EtcdCluster {
+ public:
+  // Starts options.members members and waits (bounded by start_timeout)
+  // until every member answers GET /health with "health":"true".
+  // Throws std::runtime_error (including the tail of the failing member's
+  // log) on failure; all processes started so far are killed.
+  static std::unique_ptr<EtcdCluster> start(EtcdClusterOptions options = {});
+  static std::unique_ptr<EtcdCluster> start_single();
+  static std::unique_ptr<EtcdCluster> start_three();
+
+  ~EtcdCluster();
+  EtcdCluster(const EtcdCluster&) = delete;
+  EtcdCluster& operator=(const EtcdCluster&) = delete;
+  EtcdCluster(EtcdCluster&&) = delete;
+  EtcdCluster& operator=(EtcdCluster&&) = delete;
+
+  int size() const;
+  const EtcdClusterOptions& options() const { return options_; }
+  bool tls() const { return options_.tls.has_value(); }
+  // "http" or "https" (scheme of the client URLs).
+  std::string scheme() const;
+
+  // "127.0.0.1:PORT" client endpoints of every member, running or not.
+  std::vector<std::string> endpoints() const;
+  std::string endpoint(int i) const;
+  // endpoints() joined with ','.
+  std::string endpoints_csv() const;
+  // "http(s)://127.0.0.1:PORT" for every member.
+  std::vector<std::string> client_urls() const;
+  int client_port(int i) const;
+  int peer_port(int i) const;
+  // Plain-HTTP port serving /health and /metrics (always present).
+  int metrics_port(int i) const;
+
+  // --- member control ----------------------------------------------------
+  // SIGTERM (+SIGCONT in case it is paused), wait up to 5 s, then SIGKILL;
+  // always reaps. No-op if not running.
+  void stop(int i);
+  // SIGKILL + reap. No-op if not running.
+  void kill(int i);
+  // SIGSTOP; returns once the kernel reports the member stopped. No-op if
+  // not running or already paused.
+  void pause(int i);
+  // SIGCONT. No-op if not running or not paused.
+  void resume(int i);
+  // Stops the member if running (stop(i)), then starts it again with the
+  // same name, ports and data dir. Returns once the process is up (its
+  // metrics port accepts connections), NOT once it is healthy — a member can
+  // only become healthy with quorum; use wait_healthy() for that. Retries a
+  // few times if a port is briefly still in use. Throws std::runtime_error
+  // (with log tail) if the process exits or does not come up in
+  // start_timeout.
+  void restart(int i);
+  // True while the process exists (paused counts as running). Reaps it if
+  // it exited on its own.
+  bool is_running(int i) const;
+  bool is_paused(int i) const;
+  // Current pid, or -1 if not running.
+  pid_t pid(int i) const;
+
+  // --- health --------------------------------------------------------------
+  // GET /health on member i answered "health":"true" within timeout.
+  bool healthy(int i, std::chrono::milliseconds timeout = std::chrono::seconds(1)) const;
+  // Index of the (single) running, non-paused member whose /metrics has
+  // `etcd_server_is_leader 1`; nullopt if none or more than one (transient
+  // split during an election). Each member is given `timeout`.
+  std::optional<int> leader(std::chrono::milliseconds timeout = std::chrono::seconds(1)) const;
+  // Polls leader() until one exists; throws std::runtime_error after
+  // `deadline`.
+  int wait_for_leader(std::chrono::milliseconds deadline = std::chrono::seconds(10)) const;
+  // Waits until every running, non-paused member is healthy and a leader
+  // exists; throws std::runtime_error (with details) after `deadline`.
+  void wait_healthy(std::chrono::milliseconds deadline = std::chrono::seconds(10)) const;
+
+  // --- files -----------------------------------------------------------------
+  // The private temp dir (e.g. /tmp/etcd-recipes-AbC123).
+  std::filesystem::path dir() const { return dir_; }
+  std::filesystem::path data_dir(int i) const;
+  std::filesystem::path log_path(int i) const;
+  // Last `lines` lines of member i's log (stdout+stderr of every incarnation).
+  std::string log_tail(int i, int lines = 40) const;
+
+  // Call when the test failed: with keep_data_on_failure the destructor then
+  // keeps the temp dir (data + logs) and prints its path to stderr.
+  void mark_failed();
+
+ private:
+  struct Member {
+    std::string name;
+    int client_port = 0;
+    int peer_port = 0;
+    int metrics_port = 0;
+    std::filesystem::path data_dir;
+    std::filesystem::path log_path;
+    pid_t pid = -1;
+    bool paused = false;
+    int last_status = 0;       // waitpid status of the last incarnation
+    long long log_offset = 0;  // log size when the current incarnation started
+  };
+
+  explicit EtcdCluster(EtcdClusterOptions options);
+
+  void check_index(int i) const;
+  std::vector<std::string> member_args(int i) const;
+  void spawn_locked(int i);
+  bool port_clash_since_spawn_locked(int i) const;
+  bool reap_if_exited_locked(int i) const;
+  void kill_locked(int i);
+  void stop_locked(int i);
+  void kill_all_locked();
+  bool metrics_port_open(int i) const;
+
+  EtcdClusterOptions options_;
+  std::string binary_;
+  std::filesystem::path dir_;
+  std::string token_;
+  bool failed_ = false;
+  pid_t owner_pid_ = -1;  // process that created the cluster (fork safety)
+  mutable std::mutex mu_;
+  mutable std::vector<Member> members_;
+};
+
+}  // namespace etcd::testing
