@@ -107,7 +107,14 @@ class UnaryAttempt : public std::enable_shared_from_this<UnaryAttempt> {
         core_->inflight_contexts_.emplace(ctx_.get(), ctx_);
       }
     }
-    issue_(*ep, ctx_.get(), [self = shared_from_this(), ep](grpc::Status s) { self->on_done(ep, s); });
+    // Completion hops to the io thread, moving every reference along: the
+    // last reference to a channel must never drop on a gRPC thread (gRPC's
+    // callback threads cannot shut themselves down), and nothing of ours
+    // runs inline inside gRPC.
+    issue_(*ep, ctx_.get(), [self = shared_from_this(), ep](grpc::Status s) mutable {
+      asio::io_context& io = self->core_->io();
+      asio::post(io, [self = std::move(self), ep = std::move(ep), s = std::move(s)] { self->on_done(ep, s); });
+    });
   }
 
   void on_done(const std::shared_ptr<Endpoint>& ep, const grpc::Status& s) {

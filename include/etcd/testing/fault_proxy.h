@@ -10,7 +10,8 @@
 //
 //   pass()           normal forwarding (also clears any delay) — same as restore()
 //   set_delay(d)     forward every chunk d after it was read, order preserved
-//                    (in both directions; a round trip costs ~2*d)
+//                    (in both directions; a round trip costs ~2*d); like
+//                    pass(), this leaves blackhole/cut mode
 //   blackhole()      keep existing connections open and accept new ones, but
 //                    silently drop all bytes in both directions (also bytes
 //                    already queued); EOFs are not propagated either
