@@ -645,7 +645,7 @@ EtcdCluster::EtcdCluster(EtcdClusterOptions options)
   members_.resize(static_cast<size_t>(options_.members));
   for (int i = 0; i < options_.members; ++i) {
     Member& m = members_[static_cast<size_t>(i)];
-    m.name = "m" + std::to_string(i);
+    m.name = std::to_string(i).insert(0, 1, 'm');
     m.data_dir = dir_ / (m.name + ".etcd");
     m.log_path = log_dir / (log_prefix + m.name + ".log");
   }

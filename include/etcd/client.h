@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "etcd/call.h"
+#include "etcd/connection.h"
 #include "etcd/kv.h"
 #include "etcd/lease.h"
 #include "etcd/status.h"
@@ -28,6 +29,11 @@ namespace etcd {
 
 struct RetryPolicy {
   int max_attempts = 5;  // for idempotent calls only; 1 disables retries
+  // An idempotent call's attempt gives up after this long (when its deadline
+  // is further away) and is retried on the next member, so that a member
+  // that stopped answering does not hold calls until their deadline.
+  // Zero disables it.
+  std::chrono::milliseconds attempt_timeout{3000};
   std::chrono::milliseconds initial_backoff{20};
   std::chrono::milliseconds max_backoff{1000};
   double multiplier = 2.0;
@@ -144,6 +150,15 @@ class Client {
   // endpoint (host:port; it need not be one of the client's endpoints).
   Call<StatusResponse> status() { return status(std::string()); }
   Call<StatusResponse> status(std::string endpoint);
+
+  // --- Health
+  ConnectionState state() const;
+  // Runs `listener` on the client's executor at every state change, in order.
+  Subscription on_state_change(std::function<void(ConnectionState)> listener);
+  // Passive: no call or stream is failing right now.
+  bool is_healthy() const;
+  // Active: a linearizable read that needs the cluster's quorum.
+  Call<void> ping();
 
   // --- The client itself
   Executor executor() const;

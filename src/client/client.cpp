@@ -43,7 +43,8 @@ Call<GetResponse> Client::get(std::string key, GetOptions options) {
   core_->ns().fill(req, key, options);
   auto core = core_.get();
   return core_->unary<GetResponse, pb::RangeRequest, pb::RangeResponse>(
-      "Range", /*idempotent=*/true, std::move(req),
+      // A serializable read is answered locally, leader or not.
+      {"Range", true, /*require_leader=*/!options.serializable}, std::move(req),
       [](Endpoint& ep, grpc::ClientContext* ctx, const pb::RangeRequest* q, pb::RangeResponse* r, auto cb) {
         ep.kv->async()->Range(ctx, q, r, std::move(cb));
       },
@@ -56,7 +57,7 @@ Call<PutResponse> Client::put(std::string key, std::string value, PutOptions opt
   core_->ns().fill(req, key, value, options);
   auto core = core_.get();
   return core_->unary<PutResponse, pb::PutRequest, pb::PutResponse>(
-      "Put", /*idempotent=*/false, std::move(req),
+      {"Put", false}, std::move(req),
       [](Endpoint& ep, grpc::ClientContext* ctx, const pb::PutRequest* q, pb::PutResponse* r, auto cb) {
         ep.kv->async()->Put(ctx, q, r, std::move(cb));
       },
@@ -69,7 +70,7 @@ Call<DeleteResponse> Client::del(std::string key, DeleteOptions options) {
   core_->ns().fill(req, key, options);
   auto core = core_.get();
   return core_->unary<DeleteResponse, pb::DeleteRangeRequest, pb::DeleteRangeResponse>(
-      "DeleteRange", /*idempotent=*/false, std::move(req),
+      {"DeleteRange", false}, std::move(req),
       [](Endpoint& ep, grpc::ClientContext* ctx, const pb::DeleteRangeRequest* q, pb::DeleteRangeResponse* r,
          auto cb) { ep.kv->async()->DeleteRange(ctx, q, r, std::move(cb)); },
       [core](const pb::DeleteRangeResponse& r) -> Result<DeleteResponse> { return core->ns().convert(r); });
@@ -85,7 +86,7 @@ Call<TxnResponse> Client::txn(const Txn& txn) {
   }
   auto core = core_.get();
   return core_->unary<TxnResponse, pb::TxnRequest, pb::TxnResponse>(
-      "Txn", read_only, std::move(req),
+      {"Txn", read_only}, std::move(req),
       [](Endpoint& ep, grpc::ClientContext* ctx, const pb::TxnRequest* q, pb::TxnResponse* r, auto cb) {
         ep.kv->async()->Txn(ctx, q, r, std::move(cb));
       },
@@ -98,7 +99,7 @@ Call<CompactResponse> Client::compact(int64_t revision, bool physical) {
   req.set_revision(revision);
   req.set_physical(physical);
   return core_->unary<CompactResponse, pb::CompactionRequest, pb::CompactionResponse>(
-      "Compact", /*idempotent=*/true, std::move(req),
+      {"Compact", true}, std::move(req),
       [](Endpoint& ep, grpc::ClientContext* ctx, const pb::CompactionRequest* q, pb::CompactionResponse* r,
          auto cb) { ep.kv->async()->Compact(ctx, q, r, std::move(cb)); },
       [](const pb::CompactionResponse& r) -> Result<CompactResponse> { return detail::convert(r); });
@@ -111,7 +112,7 @@ Call<LeaseGrantResponse> Client::lease_grant(std::chrono::seconds ttl, int64_t i
   req.set_id(id);
   // Granting is not idempotent (each grant is a new lease) unless the id is chosen.
   return core_->unary<LeaseGrantResponse, pb::LeaseGrantRequest, pb::LeaseGrantResponse>(
-      "LeaseGrant", /*idempotent=*/id != 0, std::move(req),
+      {"LeaseGrant", id != 0}, std::move(req),
       [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseGrantRequest* q, pb::LeaseGrantResponse* r,
          auto cb) { ep.lease->async()->LeaseGrant(ctx, q, r, std::move(cb)); },
       [](const pb::LeaseGrantResponse& r) -> Result<LeaseGrantResponse> {
@@ -125,7 +126,7 @@ Call<LeaseRevokeResponse> lease_revoke_call(const std::shared_ptr<ClientCore>& c
   pb::LeaseRevokeRequest req;
   req.set_id(id);
   return core->unary<LeaseRevokeResponse, pb::LeaseRevokeRequest, pb::LeaseRevokeResponse>(
-      "LeaseRevoke", /*idempotent=*/true, std::move(req),
+      {"LeaseRevoke", true}, std::move(req),
       [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseRevokeRequest* q, pb::LeaseRevokeResponse* r,
          auto cb) { ep.lease->async()->LeaseRevoke(ctx, q, r, std::move(cb)); },
       [](const pb::LeaseRevokeResponse& r) -> Result<LeaseRevokeResponse> { return detail::convert(r); });
@@ -140,7 +141,7 @@ Call<LeaseTimeToLiveResponse> Client::lease_time_to_live(int64_t id, bool with_k
   req.set_keys(with_keys);
   auto core = core_.get();
   return core_->unary<LeaseTimeToLiveResponse, pb::LeaseTimeToLiveRequest, pb::LeaseTimeToLiveResponse>(
-      "LeaseTimeToLive", /*idempotent=*/true, std::move(req),
+      {"LeaseTimeToLive", true}, std::move(req),
       [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseTimeToLiveRequest* q,
          pb::LeaseTimeToLiveResponse* r, auto cb) { ep.lease->async()->LeaseTimeToLive(ctx, q, r, std::move(cb)); },
       [core](const pb::LeaseTimeToLiveResponse& r) -> Result<LeaseTimeToLiveResponse> {
@@ -150,7 +151,7 @@ Call<LeaseTimeToLiveResponse> Client::lease_time_to_live(int64_t id, bool with_k
 
 Call<LeaseLeasesResponse> Client::lease_leases() {
   return core_->unary<LeaseLeasesResponse, pb::LeaseLeasesRequest, pb::LeaseLeasesResponse>(
-      "LeaseLeases", /*idempotent=*/true, pb::LeaseLeasesRequest{},
+      {"LeaseLeases", true}, pb::LeaseLeasesRequest{},
       [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseLeasesRequest* q, pb::LeaseLeasesResponse* r,
          auto cb) { ep.lease->async()->LeaseLeases(ctx, q, r, std::move(cb)); },
       [](const pb::LeaseLeasesResponse& r) -> Result<LeaseLeasesResponse> { return detail::convert(r); });
@@ -208,7 +209,7 @@ Watcher Client::watch(std::string key, WatchOptions options, WatchHandler handle
 
 Call<MemberListResponse> Client::member_list() {
   return core_->unary<MemberListResponse, pb::MemberListRequest, pb::MemberListResponse>(
-      "MemberList", /*idempotent=*/true, pb::MemberListRequest{},
+      {"MemberList", true, /*require_leader=*/false}, pb::MemberListRequest{},
       [](Endpoint& ep, grpc::ClientContext* ctx, const pb::MemberListRequest* q, pb::MemberListResponse* r,
          auto cb) { ep.cluster->async()->MemberList(ctx, q, r, std::move(cb)); },
       [](const pb::MemberListResponse& r) -> Result<MemberListResponse> { return detail::convert(r); });
@@ -216,14 +217,36 @@ Call<MemberListResponse> Client::member_list() {
 
 Call<StatusResponse> Client::status(std::string endpoint) {
   std::shared_ptr<Endpoint> fixed;
-  if (!endpoint.empty()) fixed = core_->make_endpoint(endpoint);
+  if (!endpoint.empty()) fixed = core_->endpoint_for(endpoint);
   return core_->unary<StatusResponse, pb::StatusRequest, pb::StatusResponse>(
-      "Status", /*idempotent=*/true, pb::StatusRequest{},
+      {"Status", true, /*require_leader=*/false}, pb::StatusRequest{},
       [fixed](Endpoint& ep, grpc::ClientContext* ctx, const pb::StatusRequest* q, pb::StatusResponse* r, auto cb) {
         Endpoint& target = fixed ? *fixed : ep;
         target.maintenance->async()->Status(ctx, q, r, std::move(cb));
       },
       [](const pb::StatusResponse& r) -> Result<StatusResponse> { return detail::convert(r); });
+}
+
+ConnectionState Client::state() const { return core_->state(); }
+Subscription Client::on_state_change(std::function<void(ConnectionState)> listener) {
+  return core_->on_state_change(std::move(listener));
+}
+bool Client::is_healthy() const {
+  const auto s = core_->state();
+  return !core_->closed() && (s == ConnectionState::kConnected || s == ConnectionState::kReconnected);
+}
+Call<void> Client::ping() {
+  // A linearizable read needs the leader and a quorum: the real thing.
+  auto read = std::make_shared<Call<GetResponse>>(get("etcd-recipes/ping", GetOptions{.count_only = true}));
+  return Call<void>(
+      [read](CallOptions options, Callback<void> done) {
+        if (options.deadline) read->deadline(*options.deadline);
+        read->stop_token(options.stop);
+        detail::CallAccess::start_inline(std::move(*read), [done = std::move(done)](Result<GetResponse> r) {
+          done(r.ok() ? Result<void>() : Result<void>(std::move(r).status()));
+        });
+      },
+      executor());
 }
 
 Executor Client::executor() const { return core_->executor(); }

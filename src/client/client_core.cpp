@@ -3,6 +3,7 @@
 #include <grpcpp/security/credentials.h>
 
 #include <asio/post.hpp>
+#include <algorithm>
 #include <climits>
 #include <fstream>
 #include <sstream>
@@ -49,16 +50,43 @@ bool never_sent(const grpc::Status& s) {
          m.find("Connection refused") != std::string::npos;
 }
 
+// gRPC 1.51 (Debian 12) runs callback-API completions on a shared pool of
+// "nexting" threads that is torn down when the last channel that used it is
+// destroyed, and that teardown races with a completion still unwinding on
+// one of those threads (an assertion in grpc_cq_internal_unref). A client
+// closing while its last call completes hit it. One process-wide channel
+// that made a callback call and is never destroyed keeps the pool alive for
+// the life of the process, so the teardown never happens.
+void pin_grpc_callback_threads() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // Reachable from a static: never destroyed, not reported as a leak.
+    static auto* channel = new std::shared_ptr<grpc::Channel>(
+        grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()));
+    static auto* stub = etcdserverpb::Maintenance::NewStub(*channel).release();
+    auto* ctx = new grpc::ClientContext();
+    ctx->set_deadline(std::chrono::system_clock::now());
+    auto* req = new etcdserverpb::StatusRequest();
+    auto* resp = new etcdserverpb::StatusResponse();
+    stub->async()->Status(ctx, req, resp, [ctx, req, resp](const grpc::Status&) {
+      delete resp;
+      delete req;
+      delete ctx;
+    });
+  });
+}
+
 }  // namespace
 
 // One unary RPC: attempts, failover, backoff, deadline and cancellation.
 class UnaryAttempt : public std::enable_shared_from_this<UnaryAttempt> {
  public:
-  UnaryAttempt(std::shared_ptr<ClientCore> core, const char* name, bool idempotent, Deadline deadline,
-               std::stop_token stop, IssueFn issue, std::function<void(Status)> finish)
+  UnaryAttempt(std::shared_ptr<ClientCore> core, Rpc rpc, Deadline deadline, std::stop_token stop, IssueFn issue,
+               std::function<void(Status)> finish)
       : core_(std::move(core)),
-        name_(name),
-        idempotent_(idempotent),
+        rpc_(rpc),
+        name_(rpc.name),
+        idempotent_(rpc.idempotent),
         deadline_(deadline),
         stop_(std::move(stop)),
         issue_(std::move(issue)),
@@ -88,6 +116,19 @@ class UnaryAttempt : public std::enable_shared_from_this<UnaryAttempt> {
   }
 
   void attempt() {
+    if (core_->auth_enabled() && !authenticated_) {
+      // Get a token first (shared with every other call waiting for one).
+      core_->with_token([self = shared_from_this()](Status st) {
+        if (!st.ok()) {
+          self->complete(std::move(st));
+          return;
+        }
+        self->authenticated_ = true;
+        self->attempt();
+      });
+      return;
+    }
+    authenticated_ = false;  // the next attempt checks the token again
     auto ep = core_->current_endpoint();
     {
       std::unique_lock lock(mu_);
@@ -98,8 +139,16 @@ class UnaryAttempt : public std::enable_shared_from_this<UnaryAttempt> {
         return;
       }
       ctx_ = std::make_shared<grpc::ClientContext>();
-      ctx_->set_deadline(ClientCore::to_system(deadline_));
-      core_->prepare_context(*ctx_, false);
+      Deadline attempt_deadline = deadline_;
+      const auto per_attempt = core_->options().retry.attempt_timeout;
+      if (idempotent_ && per_attempt.count() > 0 && Clock::now() + per_attempt < deadline_) {
+        attempt_deadline = Clock::now() + per_attempt;
+        attempt_limited_ = true;
+      } else {
+        attempt_limited_ = false;
+      }
+      ctx_->set_deadline(ClientCore::to_system(attempt_deadline));
+      token_used_ = core_->prepare_context(*ctx_, rpc_.require_leader);
       ++attempts_;
       core_->rpcs_started.fetch_add(1, std::memory_order_relaxed);
       {
@@ -107,14 +156,7 @@ class UnaryAttempt : public std::enable_shared_from_this<UnaryAttempt> {
         core_->inflight_contexts_.emplace(ctx_.get(), ctx_);
       }
     }
-    // Completion hops to the io thread, moving every reference along: the
-    // last reference to a channel must never drop on a gRPC thread (gRPC's
-    // callback threads cannot shut themselves down), and nothing of ours
-    // runs inline inside gRPC.
-    issue_(*ep, ctx_.get(), [self = shared_from_this(), ep](grpc::Status s) mutable {
-      asio::io_context& io = self->core_->io();
-      asio::post(io, [self = std::move(self), ep = std::move(ep), s = std::move(s)] { self->on_done(ep, s); });
-    });
+    issue_(*ep, ctx_.get(), [self = shared_from_this(), ep](grpc::Status s) { self->on_done(ep, s); });
   }
 
   void on_done(const std::shared_ptr<Endpoint>& ep, const grpc::Status& s) {
@@ -123,11 +165,19 @@ class UnaryAttempt : public std::enable_shared_from_this<UnaryAttempt> {
       core_->inflight_contexts_.erase(ctx_.get());
     }
     if (s.ok()) {
+      core_->note_success();
       complete(Status());
       return;
     }
     core_->rpcs_failed.fetch_add(1, std::memory_order_relaxed);
     Status status = from_grpc(s);
+    if (status.is(Errc::kTokenExpired) && core_->auth_enabled() && attempts_ < core_->options().retry.max_attempts) {
+      // Rejected before it was applied: authenticate again and resend.
+      core_->invalidate_token(token_used_);
+      core_->retries.fetch_add(1, std::memory_order_relaxed);
+      attempt();
+      return;
+    }
     bool cancelled;
     {
       std::lock_guard lock(mu_);
@@ -141,8 +191,14 @@ class UnaryAttempt : public std::enable_shared_from_this<UnaryAttempt> {
       }
       return;
     }
-    const bool unavailable = s.error_code() == grpc::StatusCode::UNAVAILABLE;
-    if (unavailable) core_->report_endpoint_failure(ep);
+    // An attempt that ran out of its own (per-attempt) time on an idempotent
+    // call means the member stopped answering: treat it like unavailable.
+    const bool attempt_timed_out = attempt_limited_ && s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+    const bool unavailable = s.error_code() == grpc::StatusCode::UNAVAILABLE || attempt_timed_out;
+    if (unavailable) {
+      core_->report_endpoint_failure(ep);
+      if (!status.is(Errc::kNoLeader)) core_->note_connection_failure();
+    }
     // A member without a leader rejects a request before proposing it, and
     // a connection that never opened sent nothing: both are safe to retry.
     const bool safe = idempotent_ || never_sent(s) || status.is(Errc::kNoLeader);
@@ -178,8 +234,11 @@ class UnaryAttempt : public std::enable_shared_from_this<UnaryAttempt> {
   }
 
   std::shared_ptr<ClientCore> core_;
+  Rpc rpc_;
   const char* name_;
   bool idempotent_;
+  std::string token_used_;
+  bool authenticated_ = false;
   Deadline deadline_;
   std::stop_token stop_;
   IssueFn issue_;
@@ -188,6 +247,7 @@ class UnaryAttempt : public std::enable_shared_from_this<UnaryAttempt> {
   std::mutex mu_;
   bool cancelled_ = false;
   int attempts_ = 0;
+  bool attempt_limited_ = false;  // this attempt's deadline is the per-attempt one
   std::shared_ptr<grpc::ClientContext> ctx_;
   std::optional<std::stop_callback<std::function<void()>>> stop_cb_;
 };
@@ -195,36 +255,20 @@ class UnaryAttempt : public std::enable_shared_from_this<UnaryAttempt> {
 ClientCore::ClientCore(ClientOptions options)
     : options_((validate(options), std::move(options))),
       ns_(options_.namespace_prefix),
-      io_(std::make_shared<asio::io_context>(1)),
       rng_(std::random_device{}()) {
-  io_work_.emplace(io_->get_executor());
-  io_thread_ = std::thread([io = io_] { io->run(); });
+  pin_grpc_callback_threads();
   if (options_.executor) {
     callback_executor_ = *options_.executor;
   } else {
-    callback_pool_ = std::make_shared<asio::thread_pool>(static_cast<size_t>(options_.callback_threads));
-    callback_executor_ = callback_pool_->get_executor();
+    callback_loop_ = std::make_unique<EventLoop>("etcd-callback", options_.callback_threads);
+    callback_executor_ = callback_loop_->executor();
   }
   endpoints_.resize(options_.endpoints.size());
   watch_hub_ = std::make_unique<WatchHub>(*this);
   lease_keeper_ = std::make_unique<LeaseKeeper>(*this);
 }
 
-ClientCore::~ClientCore() {
-  close();
-  // If the last reference went away on one of our own threads, that thread
-  // cannot join itself; close() left it to finish on its own.
-  if (io_thread_.joinable()) {
-    if (io_thread_.get_id() == std::this_thread::get_id()) {
-      io_thread_.detach();
-    } else {
-      io_thread_.join();
-    }
-  }
-  if (callback_pool_ && callback_pool_->get_executor().running_in_this_thread()) {
-    std::thread([pool = std::move(callback_pool_)] { pool->join(); }).detach();
-  }
-}
+ClientCore::~ClientCore() { close(); }
 
 std::shared_ptr<Endpoint> ClientCore::build_endpoint(const std::string& address) const {
   grpc::ChannelArguments args;
@@ -262,8 +306,18 @@ std::shared_ptr<Endpoint> ClientCore::build_endpoint(const std::string& address)
   return ep;
 }
 
-std::shared_ptr<Endpoint> ClientCore::make_endpoint(const std::string& address) const {
-  return build_endpoint(address);
+std::shared_ptr<Endpoint> ClientCore::endpoint_for(const std::string& address) {
+  std::lock_guard lock(endpoints_mu_);
+  for (size_t i = 0; i < options_.endpoints.size(); ++i) {
+    if (options_.endpoints[i] == address) {
+      if (!endpoints_[i]) endpoints_[i] = build_endpoint(address);
+      return endpoints_[i];
+    }
+  }
+  // Held by the core, so that its channel never dies with a call on a gRPC thread.
+  auto& ep = extra_endpoints_[address];
+  if (!ep) ep = build_endpoint(address);
+  return ep;
 }
 
 std::shared_ptr<Endpoint> ClientCore::current_endpoint() {
@@ -290,25 +344,122 @@ std::chrono::milliseconds ClientCore::backoff(int attempt) {
   return std::chrono::milliseconds(static_cast<int64_t>(ms * jitter(rng_)));
 }
 
-void ClientCore::prepare_context(grpc::ClientContext& ctx, bool require_leader) const {
-  // etcd cancels such streams when its member loses the raft leader, so a
-  // client on a partitioned member notices and fails over.
+std::string ClientCore::prepare_context(grpc::ClientContext& ctx, bool require_leader) const {
+  // A member without a raft leader refuses such a call at once (and cancels
+  // such a stream), so a client on a partitioned member fails over instead
+  // of waiting.
   if (require_leader) ctx.AddMetadata("hasleader", "true");
+  std::lock_guard lock(auth_mu_);
+  if (!token_.empty()) ctx.AddMetadata("token", token_);
+  return token_;
 }
 
-void ClientCore::run_unary(const char* name, bool idempotent, const CallOptions& options, IssueFn issue,
-                           std::function<void(Status)> finish) {
+void ClientCore::with_token(std::function<void(Status)> then) {
+  {
+    std::lock_guard lock(auth_mu_);
+    if (!token_.empty()) {
+      // fall through to call `then` outside the lock
+    } else {
+      auth_waiters_.push_back(std::move(then));
+      if (auth_in_flight_) return;
+      auth_in_flight_ = true;
+      then = nullptr;
+    }
+  }
+  if (then) {
+    then(Status());
+    return;
+  }
+  // One Authenticate call serves every waiter.
+  auto ep = current_endpoint();
+  auto ctx = std::make_shared<grpc::ClientContext>();
+  ctx->set_deadline(to_system(Clock::now() + options_.default_timeout));
+  auto req = std::make_shared<etcdserverpb::AuthenticateRequest>();
+  req->set_name(options_.user);
+  req->set_password(options_.password);
+  auto resp = std::make_shared<etcdserverpb::AuthenticateResponse>();
+  auto self = shared_from_this();
+  ep->auth->async()->Authenticate(
+      ctx.get(), req.get(), resp.get(),
+      [self, ep, ctx, req, resp](grpc::Status s) mutable {
+        asio::io_context& io = self->io();
+        asio::post(io, [self = std::move(self), ep = std::move(ep), ctx = std::move(ctx), req = std::move(req),
+                        resp = std::move(resp), s = std::move(s)]() mutable {
+          Status st = from_grpc(s);
+          if (!s.ok() && s.error_code() == grpc::StatusCode::UNAVAILABLE) self->report_endpoint_failure(ep);
+          if (st.is(Errc::kAuthFailed)) {
+            // Never echo the password; name the user only.
+            st = Status(st.code(), "authentication failed for user '" + self->options_.user + "'", Errc::kAuthFailed);
+          }
+          std::vector<std::function<void(Status)>> waiters;
+          {
+            std::lock_guard lock(self->auth_mu_);
+            if (s.ok()) self->token_ = resp->token();
+            self->auth_in_flight_ = false;
+            waiters.swap(self->auth_waiters_);
+          }
+          for (auto& w : waiters) w(st);
+        });
+      });
+}
+
+void ClientCore::invalidate_token(const std::string& token) {
+  std::lock_guard lock(auth_mu_);
+  if (token_ == token) token_.clear();
+}
+
+ConnectionState ClientCore::state() const {
+  std::lock_guard lock(state_mu_);
+  return state_;
+}
+
+Subscription ClientCore::on_state_change(std::function<void(ConnectionState)> listener) {
+  std::lock_guard lock(state_mu_);
+  const uint64_t id = next_listener_id_++;
+  state_listeners_[id] = std::make_shared<std::function<void(ConnectionState)>>(std::move(listener));
+  std::weak_ptr<ClientCore> weak = weak_from_this();
+  return Subscription([weak, id] {
+    if (auto core = weak.lock()) {
+      std::lock_guard l(core->state_mu_);
+      core->state_listeners_.erase(id);
+    }
+  });
+}
+
+void ClientCore::transition(std::initializer_list<ConnectionState> from, ConnectionState to) {
+  std::lock_guard lock(state_mu_);
+  if (std::find(from.begin(), from.end(), state_) == from.end() || state_ == to) return;
+  state_ = to;
+  if (!state_strand_) state_strand_.emplace(asio::make_strand(callback_executor_));
+  // Posted in order on one strand: listeners see every change, in order.
+  for (auto& [id, l] : state_listeners_) asio::post(*state_strand_, [l = l, to] { (*l)(to); });
+}
+
+void ClientCore::note_success() {
+  transition({ConnectionState::kSuspended, ConnectionState::kLost}, ConnectionState::kReconnected);
+}
+
+void ClientCore::note_connection_failure() {
+  transition({ConnectionState::kConnected, ConnectionState::kReconnected}, ConnectionState::kSuspended);
+}
+
+void ClientCore::note_lease_lost() {
+  transition({ConnectionState::kConnected, ConnectionState::kReconnected, ConnectionState::kSuspended},
+             ConnectionState::kLost);
+}
+
+void ClientCore::run_unary(Rpc rpc, const CallOptions& options, IssueFn issue, std::function<void(Status)> finish) {
   if (!try_enter()) {
     finish(Closed("client"));
     return;
   }
   if (options.stop.stop_requested()) {
     leave();
-    finish(Cancelled(std::string(name) + " cancelled before it started"));
+    finish(Cancelled(std::string(rpc.name) + " cancelled before it started"));
     return;
   }
-  auto op = std::make_shared<UnaryAttempt>(shared_from_this(), name, idempotent, deadline_for(options),
-                                           options.stop, std::move(issue), std::move(finish));
+  auto op = std::make_shared<UnaryAttempt>(shared_from_this(), rpc, deadline_for(options), options.stop,
+                                           std::move(issue), std::move(finish));
   op->start();
 }
 
@@ -325,8 +476,7 @@ void ClientCore::leave() {
 }
 
 bool ClientCore::on_own_thread() const {
-  if (io_thread_.get_id() == std::this_thread::get_id()) return true;
-  return callback_pool_ && callback_pool_->get_executor().running_in_this_thread();
+  return io_loop_.running_in_this_thread() || (callback_loop_ && callback_loop_->running_in_this_thread());
 }
 
 void ClientCore::close() {
@@ -343,23 +493,16 @@ void ClientCore::close() {
     to_cancel.clear();
     watch_hub_->shutdown();
     lease_keeper_->shutdown();
-    const bool own_thread = on_own_thread();
-    {
+    if (!on_own_thread()) {
       // In-flight calls were cancelled above; gRPC completes them promptly.
       std::unique_lock lock(gate_mu_);
-      if (!own_thread) gate_cv_.wait_for(lock, std::chrono::seconds(5), [this] { return inflight_ == 0; });
-    }
-    io_work_.reset();
-    if (!own_thread) {
+      gate_cv_.wait_for(lock, std::chrono::seconds(5), [this] { return inflight_ == 0; });
+      lock.unlock();
       watch_hub_->wait_stopped(std::chrono::seconds(5));
       lease_keeper_->wait_stopped(std::chrono::seconds(5));
-      io_->stop();
-      if (io_thread_.joinable()) io_thread_.join();
-      if (callback_pool_) callback_pool_->join();
-    } else {
-      io_->stop();
-      if (callback_pool_) callback_pool_->stop();
     }
+    io_loop_.finish();
+    if (callback_loop_) callback_loop_->finish();
   });
 }
 

@@ -12,10 +12,12 @@
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
+#include <asio/strand.hpp>
 #include <asio/thread_pool.hpp>
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include "convert.h"
+#include "event_loop.h"
 #include "etcd/client.h"
 #include "etcd/etcdserverpb/rpc.grpc.pb.h"
 
@@ -47,6 +50,13 @@ class WatchHub;
 class LeaseKeeper;
 class LeaseState;
 
+// What the core needs to know about an RPC.
+struct Rpc {
+  const char* name;
+  bool idempotent;             // safe to send again after an unknown outcome
+  bool require_leader = true;  // a member without a raft leader refuses it at once
+};
+
 // Issues one attempt of a unary RPC on an endpoint; calls `done` once.
 using IssueFn = std::function<void(Endpoint&, grpc::ClientContext*, std::function<void(grpc::Status)> done)>;
 
@@ -60,28 +70,44 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   const ClientOptions& options() const { return options_; }
   const Namespace& ns() const { return ns_; }
   Executor executor() const { return callback_executor_; }
-  asio::io_context& io() { return *io_; }
+  asio::io_context& io() { return io_loop_.context(); }
 
   // The endpoint calls go to now (connecting lazily).
   std::shared_ptr<Endpoint> current_endpoint();
   // A call on `ep` failed in a way that suggests the member is unusable:
   // move on to the next endpoint (once per failure of the current one).
   void report_endpoint_failure(const std::shared_ptr<Endpoint>& ep);
-  // A standalone endpoint for one-off calls to a specific member.
-  std::shared_ptr<Endpoint> make_endpoint(const std::string& address) const;
+  // The endpoint for a specific member (one of ours, or any other), kept
+  // for the client's lifetime.
+  std::shared_ptr<Endpoint> endpoint_for(const std::string& address);
 
   // Runs one unary RPC with the client's deadline, cancellation, failover
   // and retry rules; `finish` gets the final status exactly once, on a gRPC
   // or io thread (it must not run user code).
-  void run_unary(const char* name, bool idempotent, const CallOptions& options, IssueFn issue,
-                 std::function<void(Status)> finish);
+  void run_unary(Rpc rpc, const CallOptions& options, IssueFn issue, std::function<void(Status)> finish);
 
   // Typed wrapper: a lazily started Call<Out> around run_unary.
   template <class Out, class Req, class Resp, class Issue, class Convert>
-  Call<Out> unary(const char* name, bool idempotent, Req request, Issue issue, Convert convert);
+  Call<Out> unary(Rpc rpc, Req request, Issue issue, Convert convert);
 
-  // Adds the auth token (if any) and stream/leader metadata to a context.
-  void prepare_context(grpc::ClientContext& ctx, bool require_leader) const;
+  // Adds the auth token (if any) and leader metadata to a context; returns
+  // the token used, so a rejection can invalidate exactly that one.
+  std::string prepare_context(grpc::ClientContext& ctx, bool require_leader) const;
+
+  // --- Authentication (user/password): one token, refreshed on demand.
+  bool auth_enabled() const { return !options_.user.empty(); }
+  // Runs `then` (on the io thread or inline) once a token is available.
+  void with_token(std::function<void(Status)> then);
+  // The server rejected `token`: the next call authenticates again.
+  void invalidate_token(const std::string& token);
+
+  // --- Connection state
+  ConnectionState state() const;
+  Subscription on_state_change(std::function<void(ConnectionState)> listener);
+  // Calls and streams report what they see.
+  void note_success();
+  void note_connection_failure();
+  void note_lease_lost();
   Deadline deadline_for(const CallOptions& options) const {
     return options.deadline ? *options.deadline : Clock::now() + options_.default_timeout;
   }
@@ -113,16 +139,13 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   ClientOptions options_;
   Namespace ns_;
 
-  // Shared with the threads that run them, so that a core destroyed on one
-  // of its own threads does not pull the loop out from under that thread.
-  std::shared_ptr<asio::io_context> io_;
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> io_work_;
-  std::thread io_thread_;
-  std::shared_ptr<asio::thread_pool> callback_pool_;
+  EventLoop io_loop_{"etcd-io", 1};
+  std::unique_ptr<EventLoop> callback_loop_;  // unless the user gave an executor
   Executor callback_executor_;
 
   mutable std::mutex endpoints_mu_;
   std::vector<std::shared_ptr<Endpoint>> endpoints_;  // lazily filled
+  std::unordered_map<std::string, std::shared_ptr<Endpoint>> extra_endpoints_;
   size_t active_ = 0;
 
   std::mutex rng_mu_;
@@ -130,6 +153,19 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   std::unique_ptr<WatchHub> watch_hub_;
   std::unique_ptr<LeaseKeeper> lease_keeper_;
+
+  void transition(std::initializer_list<ConnectionState> from, ConnectionState to);
+
+  mutable std::mutex auth_mu_;
+  std::string token_;
+  bool auth_in_flight_ = false;
+  std::vector<std::function<void(Status)>> auth_waiters_;
+
+  mutable std::mutex state_mu_;
+  ConnectionState state_ = ConnectionState::kConnected;
+  uint64_t next_listener_id_ = 1;
+  std::unordered_map<uint64_t, std::shared_ptr<std::function<void(ConnectionState)>>> state_listeners_;
+  std::optional<asio::strand<Executor>> state_strand_;  // keeps notifications in order
 
   std::atomic<bool> closing_{false};
   std::mutex gate_mu_;
@@ -141,13 +177,13 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 };
 
 template <class Out, class Req, class Resp, class Issue, class Convert>
-Call<Out> ClientCore::unary(const char* name, bool idempotent, Req request, Issue issue, Convert convert) {
+Call<Out> ClientCore::unary(Rpc rpc, Req request, Issue issue, Convert convert) {
   auto self = shared_from_this();
   auto state = std::make_shared<std::pair<Req, Resp>>(std::move(request), Resp{});
   return Call<Out>(
-      [self, name, idempotent, state, issue, convert](CallOptions options, Callback<Out> done) {
+      [self, rpc, state, issue, convert](CallOptions options, Callback<Out> done) {
         self->run_unary(
-            name, idempotent, options,
+            rpc, options,
             [state, issue](Endpoint& ep, grpc::ClientContext* ctx, std::function<void(grpc::Status)> cb) {
               state->second.Clear();
               issue(ep, ctx, &state->first, &state->second, std::move(cb));

@@ -13,6 +13,9 @@ constexpr auto kTick = std::chrono::milliseconds(100);
 // safe_until() stays this far ahead of the computed expiry, for clock rate
 // differences between this host and the members.
 constexpr auto kSafetyMargin = std::chrono::milliseconds(250);
+// How long a renewal may go unanswered before the stream counts as stuck.
+constexpr auto kMinStallLimit = std::chrono::milliseconds(1000);
+constexpr auto kMaxStallLimit = std::chrono::milliseconds(3000);
 }  // namespace
 
 class KeepAliveStream
@@ -22,7 +25,7 @@ class KeepAliveStream
 
   void start(ClientCore& core, Endpoint& ep, std::shared_ptr<KeepAliveStream> self) {
     self_ = std::move(self);
-    core.prepare_context(ctx_, /*require_leader=*/true);
+    token_ = core.prepare_context(ctx_, /*require_leader=*/true);
     ep.lease->async()->LeaseKeepAlive(&ctx_, this);
     StartRead(&response_);
     StartCall();
@@ -44,6 +47,7 @@ class KeepAliveStream
     if (next) StartWrite(next);
   }
   void cancel() { ctx_.TryCancel(); }
+  const std::string& token() const { return token_; }
 
   void OnWriteDone(bool ok) override {
     const etcdserverpb::LeaseKeepAliveRequest* next = nullptr;
@@ -81,6 +85,7 @@ class KeepAliveStream
   bool writing_ = false;
   bool done_ = false;
   std::shared_ptr<KeepAliveStream> self_;
+  std::string token_;
 };
 
 // --- LeaseState -------------------------------------------------------------
@@ -121,6 +126,11 @@ void LeaseState::mark_lost(Status why) {
     listeners.swap(listeners_);
   }
   lost_source_.request_stop();
+  // Lost on the server's side (not revoked by its owner, not closed): the
+  // client reports it as a state.
+  if (why.code() != StatusCode::kCancelled && (why.is(Errc::kLeaseExpired) || why.is(Errc::kLeaseNotFound))) {
+    if (auto core = core_.lock()) core->note_lease_lost();
+  }
   for (auto& l : listeners) {
     asio::post(executor_, [l = std::move(l), why] { l(why); });
   }
@@ -183,7 +193,14 @@ void LeaseKeeper::ensure_stream_locked() {
   auto stream = std::make_shared<KeepAliveStream>(*this);
   stream_ = stream;
   ++live_streams_;
-  asio::post(core_.io(), [this, stream, ep = core_.current_endpoint()] { stream->start(core_, *ep, stream); });
+  asio::post(core_.io(), [this, stream] {
+    auto start = [this, stream](const Status&) { stream->start(core_, *core_.current_endpoint(), stream); };
+    if (core_.auth_enabled()) {
+      core_.with_token(start);
+    } else {
+      start(Status());
+    }
+  });
 }
 
 void LeaseKeeper::send_locked(int64_t id) {
@@ -221,6 +238,23 @@ void LeaseKeeper::tick() {
     }
     const auto now = Clock::now();
     ensure_stream_locked();
+    // A stream whose renewals go unanswered is stuck (member paused, link
+    // blackholed): drop it, so the next one starts on another member while
+    // the leases still have time left.
+    Deadline oldest_unanswered{};
+    Clock::duration stall_limit = kMinStallLimit;
+    for (auto& [id, q] : sent_at_) {
+      if (!q.empty() && (oldest_unanswered == Deadline{} || q.front() < oldest_unanswered)) oldest_unanswered = q.front();
+    }
+    for (auto& [id, k] : kept_) {
+      for (auto& w : k.states) {
+        if (auto st = w.lock()) stall_limit = std::max<Clock::duration>(stall_limit, std::min<Clock::duration>(st->ttl() / 3, kMaxStallLimit));
+      }
+    }
+    if (stream_ && oldest_unanswered != Deadline{} && now - oldest_unanswered > stall_limit) {
+      asio::post(core_.io(), [stream = stream_] { stream->cancel(); });
+      sent_at_.clear();
+    }
     for (auto it = kept_.begin(); it != kept_.end();) {
       auto& k = it->second;
       std::erase_if(k.states, [](const std::weak_ptr<LeaseState>& w) { return w.expired(); });
@@ -264,6 +298,7 @@ void LeaseKeeper::tick() {
 }
 
 void LeaseKeeper::on_response(KeepAliveStream* stream, const etcdserverpb::LeaseKeepAliveResponse& r) {
+  core_.note_success();
   std::vector<std::shared_ptr<LeaseState>> states;
   Deadline sent_at{};
   std::vector<Callback<LeaseKeepAliveResponse>> once;
@@ -318,8 +353,12 @@ void LeaseKeeper::on_stream_done(KeepAliveStream* stream, const grpc::Status& s)
       }
       once_.clear();
       if (!shutdown_) {
-        if (s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+        const Status why = from_grpc(s);
+        if (why.is(Errc::kTokenExpired)) core_.invalidate_token(stream->token());
+        if (s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+            s.error_code() == grpc::StatusCode::CANCELLED) {
           core_.report_endpoint_failure(core_.current_endpoint());
+          if (!why.is(Errc::kNoLeader)) core_.note_connection_failure();
         }
         reconnect_not_before_ = Clock::now() + (reconnect_attempt_ == 0 ? Clock::duration{}
                                                                           : Clock::duration(core_.backoff(reconnect_attempt_)));

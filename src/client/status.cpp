@@ -1,5 +1,6 @@
 #include "etcd/status.h"
 
+#include "etcd/connection.h"
 #include "etcd/kv.h"
 
 namespace etcd {
@@ -51,6 +52,16 @@ std::string_view to_string(Errc reason) noexcept {
     case Errc::kMismatch: return "mismatch";
   }
   return "unknown_reason";
+}
+
+std::string_view to_string(ConnectionState state) noexcept {
+  switch (state) {
+    case ConnectionState::kConnected: return "CONNECTED";
+    case ConnectionState::kSuspended: return "SUSPENDED";
+    case ConnectionState::kReconnected: return "RECONNECTED";
+    case ConnectionState::kLost: return "LOST";
+  }
+  return "UNKNOWN";
 }
 
 std::string Status::to_string() const {

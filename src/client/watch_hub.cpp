@@ -15,7 +15,7 @@ class WatchStream : public grpc::ClientBidiReactor<etcdserverpb::WatchRequest, e
   void start(ClientCore& core, Endpoint& ep, std::shared_ptr<WatchStream> self) {
     self_ = std::move(self);
     endpoint_ = ep.address;
-    core.prepare_context(ctx_, /*require_leader=*/true);
+    token_ = core.prepare_context(ctx_, /*require_leader=*/true);
     ep.watch->async()->Watch(&ctx_, this);
     StartRead(&response_);
     StartCall();
@@ -69,6 +69,7 @@ class WatchStream : public grpc::ClientBidiReactor<etcdserverpb::WatchRequest, e
   }
 
   const std::string& endpoint() const { return endpoint_; }
+  const std::string& token() const { return token_; }
 
  private:
   WatchHub& hub_;
@@ -80,6 +81,7 @@ class WatchStream : public grpc::ClientBidiReactor<etcdserverpb::WatchRequest, e
   bool done_ = false;
   std::shared_ptr<WatchStream> self_;
   std::string endpoint_;
+  std::string token_;
 };
 
 void WatchEntry::cancel() {
@@ -159,7 +161,16 @@ void WatchHub::ensure_stream_locked() {
   stream_ = stream;
   ++live_streams_;
   create_in_flight_ = false;
-  asio::post(core_.io(), [this, stream, ep = core_.current_endpoint()] { stream->start(core_, *ep, stream); });
+  asio::post(core_.io(), [this, stream] {
+    // With authentication, a stream starts with a valid token; a failure to
+    // get one lets the stream fail and be retried like any other.
+    auto start = [this, stream](const Status&) { stream->start(core_, *core_.current_endpoint(), stream); };
+    if (core_.auth_enabled()) {
+      core_.with_token(start);
+    } else {
+      start(Status());
+    }
+  });
 }
 
 void WatchHub::pump_creates_locked() {
@@ -188,6 +199,7 @@ void WatchHub::finish_entry_locked(const std::shared_ptr<WatchEntry>& e, Status 
 }
 
 void WatchHub::on_response(WatchStream* stream, const etcdserverpb::WatchResponse& r) {
+  core_.note_success();
   std::lock_guard lock(mu_);
   if (stream != stream_.get()) return;  // a stale stream's last words
   const int64_t header_rev = r.header().revision();
@@ -287,8 +299,11 @@ void WatchHub::on_stream_done(WatchStream* stream, const grpc::Status& s) {
         e->server_id_ = -1;
         pending_creates_.push_back(e);
       }
+      const Status why = from_grpc(s);
+      if (why.is(Errc::kTokenExpired)) core_.invalidate_token(stream->token());
       if (s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
         core_.report_endpoint_failure(core_.current_endpoint());
+        if (!why.is(Errc::kNoLeader)) core_.note_connection_failure();
       }
       if (!entries_.empty()) schedule_reconnect_locked();
     }

@@ -173,7 +173,8 @@ TEST_F(KvTest, NestedTxnAndMultipleOps) {
   ASSERT_EQ(r->responses.size(), 4u);
   EXPECT_TRUE(r->responses[2].txn().succeeded);
   EXPECT_EQ(r->responses[3].del().deleted, 1);
-  EXPECT_EQ(client().get(key("n"), {.prefix = true, .count_only = true}).wait()->count, 2);
+  EXPECT_EQ(client().get(key("n"), {.prefix = true, .count_only = true}).wait()->count, 3);  // n1 n2 n3
+  EXPECT_TRUE(client().get(key("n0")).wait()->kvs.empty());
 }
 
 TEST_F(KvTest, TxnWritingTheSameKeyTwiceIsANamedError) {

@@ -1,0 +1,224 @@
+// etcd-recipes-bench: the metric registry and the measuring helpers that
+// metric files share.
+//
+// A metric lives in its own .cpp file and registers itself at static
+// initialisation:
+//
+//   [[maybe_unused]] const bool kRegistered = bench::add_metrics({{
+//       .name = "lock_cycle_seq", .unit = "cycles/s", .order = 400,
+//       .run = [](bench::Context& ctx) { return bench::measure_sequential(ctx, [&] { ... }); },
+//   }});
+//
+// Metrics run in ascending `order` (ties by name) against one etcd cluster
+// and one Client. Numbers drift on shared machines, so every rate is also
+// reported relative to a base rate of the same run (see README.md).
+#pragma once
+
+#include <any>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "etcd/client.h"
+#include "etcd/testing/etcd_cluster.h"
+
+namespace bench {
+
+using Clock = std::chrono::steady_clock;
+
+// How a metric relates to its base rate.
+enum class Kind {
+  kRate,     // ops/s: ratio = value / base
+  kLatency,  // ms: ratio = value / (1000 / base), i.e. in base-op round trips
+  kCount,    // no ratio
+};
+
+struct Settings {
+  int members = 1;
+  bool quick = false;
+  Clock::duration duration = std::chrono::seconds(5);  // timed window per metric
+  Clock::duration warmup = std::chrono::seconds(1);    // before each timed window
+  bool go_peer = false;
+  std::filesystem::path go_peer_src;  // empty: look in the usual places
+  std::filesystem::path go_workdir;
+};
+
+// Thrown by a metric that cannot run here (e.g. no Go toolchain): reported
+// as skipped, not as a failure.
+class Skipped : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Context {
+ public:
+  Context(etcd::Client& c, const etcd::testing::EtcdCluster& etcd, const Settings& s)
+      : client(c), cluster(etcd), settings(s) {}
+
+  etcd::Client& client;
+  const etcd::testing::EtcdCluster& cluster;
+  const Settings& settings;
+  // Threads of this process (by name) before the Client was created.
+  std::map<std::string, int> threads_before_client;
+
+  // Each metric writes under its own prefix so metrics cannot disturb each
+  // other's watches or compares.
+  static std::string key_prefix(std::string_view metric) { return "bench/" + std::string(metric) + "/"; }
+
+  // A line printed under the table (diagnostics that do not fit a number).
+  void note(std::string text) { notes_.push_back(std::move(text)); }
+  const std::vector<std::string>& notes() const { return notes_; }
+
+  // Runs `compute` once per run and caches its value (or its exception), so
+  // several metrics can share one measurement (p50 and p99 of one sample
+  // set; the three numbers of one Go peer run).
+  template <class T>
+  const T& memo(const std::string& key, const std::function<T()>& compute) {
+    auto it = memo_.find(key);
+    if (it == memo_.end()) {
+      std::any slot;
+      try {
+        slot = compute();
+      } catch (...) {
+        slot = std::current_exception();
+      }
+      it = memo_.emplace(key, std::move(slot)).first;
+    }
+    if (const auto* error = std::any_cast<std::exception_ptr>(&it->second)) std::rethrow_exception(*error);
+    return std::any_cast<const T&>(it->second);
+  }
+
+ private:
+  std::vector<std::string> notes_;
+  std::map<std::string, std::any> memo_;
+};
+
+struct Metric {
+  std::string name;
+  std::string unit;
+  Kind kind = Kind::kRate;
+  std::string base = "put_seq";  // empty: no ratio
+  int order = 1000;
+  bool needs_go_peer = false;  // only run with --go-peer
+  std::function<double(Context&)> run;
+};
+
+// A derived ratio numerator / denominator, e.g. put_seq_vs_go.
+struct Comparison {
+  std::string name;
+  std::string numerator;
+  std::string denominator;
+};
+
+bool add_metrics(std::vector<Metric> metrics);
+bool add_comparison(Comparison comparison);
+// Sorted by (order, name).
+std::vector<Metric> metrics();
+const std::vector<Comparison>& comparisons();
+
+// --- measuring helpers ---------------------------------------------------
+
+// Runs `op` back to back for the warm-up, then for the timed window;
+// returns completions per second of the timed window. `op` reports failure
+// by throwing (e.g. `.wait().value()`).
+double measure_sequential(const Context& ctx, const std::function<void()>& op);
+
+// Thread names of this process (from /proc/self/task/*/comm) → count.
+std::map<std::string, int> thread_names();
+int total(const std::map<std::string, int>& counts);
+std::string describe(const std::map<std::string, int>& counts);
+
+namespace detail {
+
+// Keeps `depth` calls in flight: each completion that lands inside the
+// window issues the next call from the completion callback.
+template <class T>
+class Pipeline : public std::enable_shared_from_this<Pipeline<T>> {
+ public:
+  Pipeline(std::function<etcd::Call<T>()> make_call, Clock::time_point end)
+      : make_call_(std::move(make_call)), end_(end) {}
+
+  void start(int depth) {
+    {
+      std::lock_guard lock(mu_);
+      in_flight_ = depth;
+    }
+    for (int i = 0; i < depth; ++i) issue();
+  }
+
+  // Returns the number of completions inside the window.
+  uint64_t wait(Clock::time_point give_up) {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_until(lock, give_up, [&] { return in_flight_ == 0; })) {
+      throw std::runtime_error("pipelined calls did not drain in time");
+    }
+    if (error_) throw etcd::Error(*error_);
+    return completed_;
+  }
+
+ private:
+  void issue() {
+    make_call_().then([self = this->shared_from_this()](etcd::Result<T> r) { self->on_done(std::move(r)); });
+  }
+
+  void on_done(etcd::Result<T> result) {
+    const auto now = Clock::now();
+    {
+      std::lock_guard lock(mu_);
+      if (!result.ok() && !error_) error_ = result.status();
+      if (result.ok() && now < end_) ++completed_;
+      if (error_ || now >= end_) {
+        if (--in_flight_ == 0) cv_.notify_all();
+        return;
+      }
+    }
+    issue();
+  }
+
+  std::function<etcd::Call<T>()> make_call_;
+  const Clock::time_point end_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int in_flight_ = 0;
+  uint64_t completed_ = 0;
+  std::optional<etcd::Status> error_;
+};
+
+template <class T>
+double run_pipeline(const std::function<etcd::Call<T>()>& make_call, int depth, Clock::duration window,
+                    Clock::duration drain_bound) {
+  const auto start = Clock::now();
+  auto pipeline = std::make_shared<Pipeline<T>>(make_call, start + window);
+  pipeline->start(depth);
+  const uint64_t completed = pipeline->wait(start + window + drain_bound);
+  return static_cast<double>(completed) / std::chrono::duration<double>(window).count();
+}
+
+}  // namespace detail
+
+// Like measure_sequential, but with `depth` calls in flight from one client
+// via `.then` callbacks (refilled on completion).
+template <class T>
+double measure_pipelined(const Context& ctx, int depth, const std::function<etcd::Call<T>()>& make_call) {
+  // A call may legitimately take up to the client's default timeout.
+  const auto drain = ctx.client.options().default_timeout + std::chrono::seconds(5);
+  detail::run_pipeline(make_call, depth, ctx.settings.warmup, drain);
+  return detail::run_pipeline(make_call, depth, ctx.settings.duration, drain);
+}
+
+// Shared by the C++ and Go workloads (go-peer/main.go uses the same sizes).
+inline constexpr int kPipelineDepth = 64;
+inline constexpr std::size_t kValueSize = 32;
+
+}  // namespace bench

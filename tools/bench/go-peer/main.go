@@ -1,0 +1,153 @@
+// Command etcdbench measures etcd's own Go client (clientv3) with the same
+// workloads as etcd-recipes-bench, so the C++ numbers can be compared with a
+// reference client against the same server in the same run. It prints one
+// JSON object on stdout; diagnostics go to stderr.
+//
+// Built in GOPATH mode against Debian's golang-etcd-server-dev; see
+// ../README.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/clientv3"
+	"go.etcd.io/etcd/clientv3/concurrency"
+)
+
+// Must match the C++ bench so that both clients send identical requests.
+const (
+	valueSize     = 32
+	pipelineDepth = 64
+	keyPrefix     = "bench/go/"
+)
+
+var value = strings.Repeat("v", valueSize)
+
+// warmupFor is how long each workload runs untimed first, so that
+// connection setup and lazy initialisation stay out of the timed window.
+var warmupFor time.Duration
+
+func warmup(fn func() error) error {
+	end := time.Now().Add(warmupFor)
+	for time.Now().Before(end) {
+		if err := fn(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sequential runs fn back to back for d and returns completions per second.
+func sequential(d time.Duration, fn func() error) (float64, error) {
+	if err := warmup(fn); err != nil {
+		return 0, err
+	}
+	n := 0
+	start := time.Now()
+	end := start.Add(d)
+	for time.Now().Before(end) {
+		if err := fn(); err != nil {
+			return 0, err
+		}
+		n++
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// concurrent runs fn from `workers` goroutines for d (one shared client:
+// the idiomatic Go way to keep `workers` requests in flight).
+func concurrent(d time.Duration, workers int, fn func() error) (float64, error) {
+	if _, err := workersFor(warmupFor, workers, fn); err != nil {
+		return 0, err
+	}
+	return workersFor(d, workers, fn)
+}
+
+func workersFor(d time.Duration, workers int, fn func() error) (float64, error) {
+	var n int64
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	start := time.Now()
+	end := start.Add(d)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(end) {
+				if err := fn(); err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+				if time.Now().Before(end) {
+					atomic.AddInt64(&n, 1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(n) / d.Seconds(), firstErr
+}
+
+func run(endpoints []string, d time.Duration) (map[string]float64, error) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	defer cli.Close()
+	ctx := context.Background()
+	put := func() error {
+		_, err := cli.Put(ctx, keyPrefix+"put", value)
+		return err
+	}
+	out := map[string]float64{}
+
+	if out["go_put_seq"], err = sequential(d, put); err != nil {
+		return nil, fmt.Errorf("go_put_seq: %w", err)
+	}
+	if out["go_put_pipelined"], err = concurrent(d, pipelineDepth, put); err != nil {
+		return nil, fmt.Errorf("go_put_pipelined: %w", err)
+	}
+
+	session, err := concurrency.NewSession(cli, concurrency.WithTTL(10))
+	if err != nil {
+		return nil, fmt.Errorf("session: %w", err)
+	}
+	defer session.Close()
+	mu := concurrency.NewMutex(session, keyPrefix+"mutex")
+	cycle := func() error {
+		if err := mu.Lock(ctx); err != nil {
+			return err
+		}
+		return mu.Unlock(ctx)
+	}
+	if out["go_mutex_cycle_seq"], err = sequential(d, cycle); err != nil {
+		return nil, fmt.Errorf("go_mutex_cycle_seq: %w", err)
+	}
+	return out, nil
+}
+
+func main() {
+	endpoints := flag.String("endpoints", "127.0.0.1:2379", "comma-separated host:port list")
+	duration := flag.Duration("duration", 5*time.Second, "timed window per metric")
+	flag.DurationVar(&warmupFor, "warmup", time.Second, "untimed run before each timed window")
+	flag.Parse()
+
+	out, err := run(strings.Split(*endpoints, ","), *duration)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "etcdbench:", err)
+		os.Exit(1)
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
+		fmt.Fprintln(os.Stderr, "etcdbench:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,329 @@
+// etcd-recipes-bench: starts its own etcd (1 or 3 members), runs the
+// registered metrics against it with one Client, prints a table and
+// optionally writes JSON. See README.md.
+#include <algorithm>
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "bench.h"
+
+namespace bench {
+namespace {
+
+using std::chrono::duration_cast;
+using std::chrono::milliseconds;
+using Seconds = std::chrono::duration<double>;
+
+struct Outcome {
+  Metric metric;
+  std::optional<double> value{};
+  std::string skipped{};  // reason, if skipped
+  std::string error{};    // message, if failed
+  std::optional<double> ratio{};
+};
+
+struct RunInfo {
+  Settings settings;
+  std::chrono::milliseconds heartbeat{100};
+  std::chrono::milliseconds election{1000};
+  std::string etcd_version;
+  std::string date;
+};
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string format_value(const Outcome& o) {
+  if (!o.value) return o.skipped.empty() ? "error" : "skipped";
+  switch (o.metric.kind) {
+    case Kind::kRate: return fixed(*o.value, *o.value >= 100 ? 0 : 2);
+    case Kind::kLatency: return fixed(*o.value, 3);
+    case Kind::kCount: return fixed(*o.value, 0);
+  }
+  return {};
+}
+
+// Selects the metrics to run: all (minus Go ones without --go-peer) or
+// --only's, plus the base metrics their ratios need.
+std::vector<Metric> select(const std::vector<std::string>& only, Settings& settings) {
+  const auto all = metrics();
+  const auto find = [&](const std::string& name) {
+    return std::ranges::find(all, name, &Metric::name);
+  };
+  std::set<std::string> wanted;
+  if (only.empty()) {
+    for (const auto& m : all) {
+      if (!m.needs_go_peer || settings.go_peer) wanted.insert(m.name);
+    }
+  } else {
+    for (const auto& name : only) {
+      const auto it = find(name);
+      if (it == all.end()) {
+        std::string known;
+        for (const auto& m : all) known += " " + m.name;
+        throw CLI::ValidationError("--only", "unknown metric '" + name + "'; known:" + known);
+      }
+      if (it->needs_go_peer) settings.go_peer = true;
+      wanted.insert(name);
+    }
+  }
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const auto& name : std::set(wanted)) {
+      const auto& base = find(name)->base;
+      if (!base.empty() && find(base) != all.end()) grew |= wanted.insert(base).second;
+    }
+  }
+  std::vector<Metric> selected;
+  for (const auto& m : all) {
+    if (wanted.contains(m.name)) selected.push_back(m);
+  }
+  return selected;
+}
+
+Outcome run_one(Context& ctx, const Metric& metric) {
+  Outcome o{.metric = metric};
+  try {
+    o.value = metric.run(ctx);
+  } catch (const Skipped& e) {
+    o.skipped = e.what();
+  } catch (const std::exception& e) {
+    o.error = e.what();
+  }
+  return o;
+}
+
+const Outcome* find_outcome(const std::vector<Outcome>& outcomes, const std::string& name) {
+  const auto it = std::ranges::find(outcomes, name, [](const Outcome& o) { return o.metric.name; });
+  return it == outcomes.end() || !it->value ? nullptr : &*it;
+}
+
+void compute_ratios(std::vector<Outcome>& outcomes) {
+  for (auto& o : outcomes) {
+    const Outcome* base = o.metric.base.empty() ? nullptr : find_outcome(outcomes, o.metric.base);
+    if (!o.value || base == nullptr || *base->value <= 0) continue;
+    switch (o.metric.kind) {
+      case Kind::kRate: o.ratio = *o.value / *base->value; break;
+      case Kind::kLatency: o.ratio = *o.value / (1000.0 / *base->value); break;
+      case Kind::kCount: break;
+    }
+  }
+}
+
+struct Derived {
+  std::string name;
+  double value;
+};
+
+std::vector<Derived> compute_comparisons(const std::vector<Outcome>& outcomes) {
+  std::vector<Derived> out;
+  for (const auto& c : comparisons()) {
+    const Outcome* num = find_outcome(outcomes, c.numerator);
+    const Outcome* den = find_outcome(outcomes, c.denominator);
+    if (num != nullptr && den != nullptr && *den->value > 0) out.push_back({c.name, *num->value / *den->value});
+  }
+  return out;
+}
+
+void print_table(const RunInfo& info, const std::vector<Outcome>& outcomes, const std::vector<Derived>& derived,
+                 const std::vector<std::string>& notes) {
+  const auto& s = info.settings;
+  std::printf("\netcd %s, %d member(s), heartbeat %lld ms, election %lld ms, %.1f s per metric (+%.1f s warm-up)%s\n\n",
+              info.etcd_version.c_str(), s.members, static_cast<long long>(info.heartbeat.count()),
+              static_cast<long long>(info.election.count()), Seconds(s.duration).count(), Seconds(s.warmup).count(),
+              s.quick ? ", quick" : "");
+  std::printf("%-24s %12s  %-9s %8s  %s\n", "metric", "value", "unit", "ratio", "ratio to");
+  std::printf("%s\n", std::string(72, '-').c_str());
+  for (const auto& o : outcomes) {
+    const std::string ratio = o.ratio ? fixed(*o.ratio, 2) : "-";
+    const std::string to = o.ratio ? (o.metric.kind == Kind::kLatency ? o.metric.base + " latency" : o.metric.base) : "";
+    std::printf("%-24s %12s  %-9s %8s  %s\n", o.metric.name.c_str(), format_value(o).c_str(), o.metric.unit.c_str(),
+                ratio.c_str(), to.c_str());
+  }
+  for (const auto& d : derived) {
+    std::printf("%-24s %12s  %-9s\n", d.name.c_str(), fixed(d.value, 2).c_str(), "ratio");
+  }
+  bool header = false;
+  for (const auto& o : outcomes) {
+    if (o.value) continue;
+    if (!std::exchange(header, true)) std::printf("\n");
+    std::printf("%s %s: %s\n", o.metric.name.c_str(), o.skipped.empty() ? "FAILED" : "skipped",
+                (o.skipped.empty() ? o.error : o.skipped).c_str());
+  }
+  if (!notes.empty()) std::printf("\n");
+  for (const auto& n : notes) std::printf("%s\n", n.c_str());
+  std::fflush(stdout);
+}
+
+nlohmann::json to_json(const RunInfo& info, const std::vector<Outcome>& outcomes, const std::vector<Derived>& derived,
+                       const std::vector<std::string>& notes) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& o : outcomes) {
+    nlohmann::json m = {{"value", nullptr}, {"unit", o.metric.unit}};
+    if (o.value && o.metric.kind == Kind::kCount) {
+      m["value"] = static_cast<int64_t>(*o.value);
+    } else if (o.value) {
+      m["value"] = *o.value;
+    }
+    if (o.ratio) {
+      m["ratio"] = *o.ratio;
+      m["ratio_to"] = o.metric.base;
+    }
+    if (!o.skipped.empty()) m["skipped"] = o.skipped;
+    if (!o.error.empty()) m["error"] = o.error;
+    out[o.metric.name] = std::move(m);
+  }
+  for (const auto& d : derived) out[d.name] = {{"value", d.value}, {"unit", "ratio"}};
+  const auto& s = info.settings;
+  out["_meta"] = {
+      {"members", s.members},
+      {"etcd_version", info.etcd_version},
+      {"date", info.date},
+      {"quick", s.quick},
+      {"duration_per_metric_s", Seconds(s.duration).count()},
+      {"warmup_s", Seconds(s.warmup).count()},
+      {"heartbeat_ms", info.heartbeat.count()},
+      {"election_ms", info.election.count()},
+      {"go_peer", s.go_peer},
+      {"notes", notes},
+  };
+  return out;
+}
+
+// Which member the client used matters with 3 members: a follower
+// forwards every write to the leader (one more hop).
+void note_endpoint(Context& ctx) {
+  const std::string endpoint = ctx.client.current_endpoint();
+  const auto leader = ctx.cluster.leader();
+  std::string role = "unknown role";
+  if (leader) role = ctx.cluster.endpoint(*leader) == endpoint ? "the leader" : "a follower";
+  ctx.note("client endpoint: " + endpoint + " (" + role + ")");
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"etcd-recipes-bench: client and recipe throughput/latency against a private etcd"};
+  RunInfo info;
+  Settings& s = info.settings;
+  std::optional<double> duration_s;
+  std::string json_path;
+  std::vector<std::string> only;
+  int heartbeat_ms = 100;
+  int election_ms = 1000;
+  bool list = false;
+  app.add_option("--members", s.members, "etcd members to start (1 or 3)")
+      ->check(CLI::IsMember({1, 3}))
+      ->capture_default_str();
+  app.add_flag("--quick", s.quick, "short windows (2 s per metric): the whole run stays under a minute");
+  app.add_option("--duration-per-metric", duration_s, "timed window per metric in seconds (default 5, quick 2)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--json", json_path, "also write the results as JSON to this path");
+  app.add_option("--only", only, "run only these metrics (and the base metrics of their ratios)")->delimiter(',');
+  app.add_flag("--go-peer", s.go_peer, "also measure etcd's Go client (clientv3) side by side");
+  app.add_option("--go-peer-src", s.go_peer_src, "directory holding go-peer/main.go")->check(CLI::ExistingDirectory);
+  app.add_option("--go-workdir", s.go_workdir, "where the Go peer is built (default: a per-user temp dir)");
+  app.add_option("--heartbeat", heartbeat_ms, "etcd --heartbeat-interval in ms")->capture_default_str();
+  app.add_option("--election", election_ms, "etcd --election-timeout in ms")->capture_default_str();
+  app.add_flag("--list", list, "list the metrics and exit");
+  CLI11_PARSE(app, argc, argv);
+
+  if (list) {
+    for (const auto& m : metrics()) {
+      std::printf("%-24s %-9s%s\n", m.name.c_str(), m.unit.c_str(), m.needs_go_peer ? " (--go-peer)" : "");
+    }
+    return 0;
+  }
+  const auto window = Seconds(duration_s.value_or(s.quick ? 2.0 : 5.0));
+  s.duration = duration_cast<Clock::duration>(window);
+  // Long enough to open connections and fill caches; short enough that
+  // --quick stays under a minute.
+  s.warmup = std::clamp<Clock::duration>(s.duration / 5, milliseconds(200), std::chrono::seconds(1));
+  info.heartbeat = milliseconds(heartbeat_ms);
+  info.election = milliseconds(election_ms);
+
+  std::vector<Metric> selected;
+  try {
+    selected = select(only, s);
+  } catch (const CLI::Error& e) {
+    return app.exit(e);
+  }
+
+  std::fprintf(stderr, "starting %d etcd member(s)...\n", s.members);
+  etcd::testing::EtcdClusterOptions cluster_options;
+  cluster_options.members = s.members;
+  cluster_options.heartbeat = info.heartbeat;
+  cluster_options.election_timeout = info.election;
+  auto cluster = etcd::testing::EtcdCluster::start(std::move(cluster_options));
+  cluster->wait_for_leader(std::chrono::seconds(30));
+
+  const auto threads_before_client = thread_names();
+  etcd::ClientOptions client_options;
+  client_options.endpoints = cluster->endpoints();
+  etcd::Client client(std::move(client_options));
+  Context ctx(client, *cluster, s);
+  ctx.threads_before_client = threads_before_client;
+  info.date = utc_now();
+  if (auto status = client.status().wait(); status.ok()) {
+    info.etcd_version = status->version;
+  } else {
+    std::fprintf(stderr, "etcd status failed: %s\n", status.status().to_string().c_str());
+    return 1;
+  }
+
+  std::vector<Outcome> outcomes;
+  for (std::size_t i = 0; i < selected.size(); ++i) {
+    const auto& metric = selected[i];
+    std::fprintf(stderr, "[%zu/%zu] %s ...", i + 1, selected.size(), metric.name.c_str());
+    const auto started = Clock::now();
+    outcomes.push_back(run_one(ctx, metric));
+    std::fprintf(stderr, " %s %s (%.1f s)\n", format_value(outcomes.back()).c_str(), metric.unit.c_str(),
+                 Seconds(Clock::now() - started).count());
+  }
+  note_endpoint(ctx);
+  client.close();
+
+  compute_ratios(outcomes);
+  const auto derived = compute_comparisons(outcomes);
+  print_table(info, outcomes, derived, ctx.notes());
+  if (!json_path.empty()) {
+    std::ofstream out(json_path);
+    out << to_json(info, outcomes, derived, ctx.notes()).dump(2) << "\n";
+    if (!out) {
+      std::fprintf(stderr, "cannot write %s\n", json_path.c_str());
+      return 1;
+    }
+  }
+  const bool failed = std::ranges::any_of(outcomes, [](const Outcome& o) { return !o.error.empty(); });
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace bench
+
+int main(int argc, char** argv) {
+  try {
+    return bench::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "etcd-recipes-bench: %s\n", e.what());
+    return 1;
+  }
+}

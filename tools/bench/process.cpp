@@ -1,0 +1,179 @@
+#include "process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdlib>
+#include <sstream>
+#include <system_error>
+#include <utility>
+
+extern char** environ;
+
+namespace bench {
+namespace {
+
+[[noreturn]] void throw_errno(const char* what) { throw std::system_error(errno, std::generic_category(), what); }
+
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&&) = delete;
+  ~Fd() { reset(); }
+  int get() const { return fd_; }
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+struct Pipe {
+  Fd read, write;
+};
+
+Pipe make_pipe() {
+  std::array<int, 2> fds{};
+  if (::pipe2(fds.data(), O_CLOEXEC) != 0) throw_errno("pipe2");
+  return {Fd(fds[0]), Fd(fds[1])};
+}
+
+class SpawnActions {
+ public:
+  SpawnActions() { posix_spawn_file_actions_init(&actions_); }
+  ~SpawnActions() { posix_spawn_file_actions_destroy(&actions_); }
+  SpawnActions(const SpawnActions&) = delete;
+  SpawnActions& operator=(const SpawnActions&) = delete;
+  posix_spawn_file_actions_t* get() { return &actions_; }
+
+ private:
+  posix_spawn_file_actions_t actions_;
+};
+
+class SpawnAttr {
+ public:
+  SpawnAttr() { posix_spawnattr_init(&attr_); }
+  ~SpawnAttr() { posix_spawnattr_destroy(&attr_); }
+  SpawnAttr(const SpawnAttr&) = delete;
+  SpawnAttr& operator=(const SpawnAttr&) = delete;
+  posix_spawnattr_t* get() { return &attr_; }
+
+ private:
+  posix_spawnattr_t attr_;
+};
+
+std::vector<std::string> merged_environment(const std::map<std::string, std::string>& overrides) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    const auto eq = entry.find('=');
+    if (!overrides.contains(entry.substr(0, eq))) env.push_back(entry);
+  }
+  for (const auto& [name, value] : overrides) env.push_back(name + "=" + value);
+  return env;
+}
+
+std::vector<char*> c_strings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+int exit_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
+
+}  // namespace
+
+ProcessResult run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                          std::chrono::milliseconds timeout) {
+  Pipe out = make_pipe();
+  Pipe err = make_pipe();
+  SpawnActions actions;
+  posix_spawn_file_actions_addopen(actions.get(), STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(actions.get(), out.write.get(), STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(actions.get(), err.write.get(), STDERR_FILENO);
+  SpawnAttr attr;
+  posix_spawnattr_setflags(attr.get(), POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(attr.get(), 0);
+
+  auto args = argv;
+  auto environment = merged_environment(env);
+  auto c_args = c_strings(args);
+  auto c_env = c_strings(environment);
+  pid_t pid = -1;
+  if (const int rc = ::posix_spawn(&pid, c_args[0], actions.get(), attr.get(), c_args.data(), c_env.data()); rc != 0) {
+    throw std::system_error(rc, std::generic_category(), "posix_spawn " + argv.front());
+  }
+  out.write.reset();
+  err.write.reset();
+
+  ProcessResult result;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::array<pollfd, 2> fds{{{out.read.get(), POLLIN, 0}, {err.read.get(), POLLIN, 0}}};
+  std::array<std::string*, 2> sinks{&result.out, &result.err};
+  int open_fds = 2;
+  while (open_fds > 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      result.timed_out = true;
+      ::kill(-pid, SIGKILL);  // the group we created for it
+      break;
+    }
+    if (::poll(fds.data(), fds.size(), static_cast<int>(left.count())) < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("poll");
+    }
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      std::array<char, 4096> buf{};
+      const ssize_t n = ::read(fds[i].fd, buf.data(), buf.size());
+      if (n > 0) {
+        sinks[i]->append(buf.data(), static_cast<std::size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        fds[i].fd = -1;  // poll ignores negative fds
+        --open_fds;
+      }
+    }
+  }
+
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!result.timed_out) result.exit_code = exit_code(status);
+  return result;
+}
+
+std::optional<std::filesystem::path> find_on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    if (dir.empty()) continue;
+    const auto candidate = std::filesystem::path(dir) / name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return std::nullopt;
+}
+
+std::string tail(std::string_view text, int lines) {
+  while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+  auto start = text.size();
+  while (lines-- > 0) {
+    const auto nl = start == 0 ? std::string_view::npos : text.rfind('\n', start - 1);
+    if (nl == std::string_view::npos) return std::string(text);
+    start = nl;
+  }
+  return std::string(text.substr(start + 1));
+}
+
+}  // namespace bench
