@@ -19,9 +19,18 @@ std::string Namespace::strip(const std::string& k) const {
   return k.substr(prefix_.size());
 }
 
+namespace {
+// etcd refuses an empty key; a range that starts at the very beginning of
+// the keyspace starts at "\0" instead.
+std::string range_start(std::string key, const std::string& end) {
+  if (key.empty() && !end.empty()) key.assign(1, '\0');
+  return key;
+}
+}  // namespace
+
 void Namespace::fill(etcdserverpb::RangeRequest& out, const std::string& key, const GetOptions& o) const {
-  out.set_key(this->key(key));
   out.set_range_end(range_end(key, o.range_end, o.prefix));
+  out.set_key(range_start(this->key(key), out.range_end()));
   out.set_limit(o.limit);
   out.set_revision(o.revision);
   out.set_sort_order(static_cast<etcdserverpb::RangeRequest::SortOrder>(o.sort_order));
@@ -46,8 +55,8 @@ void Namespace::fill(etcdserverpb::PutRequest& out, const std::string& key, cons
 }
 
 void Namespace::fill(etcdserverpb::DeleteRangeRequest& out, const std::string& key, const DeleteOptions& o) const {
-  out.set_key(this->key(key));
   out.set_range_end(range_end(key, o.range_end, o.prefix));
+  out.set_key(range_start(this->key(key), out.range_end()));
   out.set_prev_kv(o.prev_kv);
 }
 
@@ -94,8 +103,8 @@ void Namespace::fill(etcdserverpb::TxnRequest& out, const Txn& txn) const {
 }
 
 void Namespace::fill(etcdserverpb::WatchCreateRequest& out, const std::string& key, const WatchOptions& o) const {
-  out.set_key(this->key(key));
   out.set_range_end(range_end(key, o.range_end, o.prefix));
+  out.set_key(range_start(this->key(key), out.range_end()));
   out.set_start_revision(o.start_revision);
   out.set_progress_notify(o.progress_notify);
   out.set_prev_kv(o.prev_kv);

@@ -6,6 +6,14 @@
 
 namespace etcd::detail {
 
+namespace {
+// An idle stream is asked for progress this often...
+constexpr auto kProgressInterval = std::chrono::seconds(2);
+// ...and dropped (and re-established on another member) after this long
+// without any message.
+constexpr auto kStallTimeout = std::chrono::seconds(6);
+}  // namespace
+
 // One gRPC Watch stream. Reads are always outstanding; writes are queued
 // because the callback API allows one write in flight at a time.
 class WatchStream : public grpc::ClientBidiReactor<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse> {
@@ -161,6 +169,8 @@ void WatchHub::ensure_stream_locked() {
   stream_ = stream;
   ++live_streams_;
   create_in_flight_ = false;
+  last_heard_ = Clock::now();
+  arm_liveness_locked();
   asio::post(core_.io(), [this, stream] {
     // With authentication, a stream starts with a valid token; a failure to
     // get one lets the stream fail and be retried like any other.
@@ -202,6 +212,7 @@ void WatchHub::on_response(WatchStream* stream, const etcdserverpb::WatchRespons
   core_.note_success();
   std::lock_guard lock(mu_);
   if (stream != stream_.get()) return;  // a stale stream's last words
+  last_heard_ = Clock::now();
   const int64_t header_rev = r.header().revision();
 
   if (r.created()) {
@@ -332,11 +343,55 @@ void WatchHub::schedule_reconnect_locked() {
   });
 }
 
+void WatchHub::arm_liveness_locked() {
+  if (liveness_armed_ || shutdown_) return;
+  liveness_armed_ = true;
+  asio::post(core_.io(), [this] {
+    if (!liveness_timer_) liveness_timer_ = std::make_unique<asio::steady_timer>(core_.io());
+    liveness_timer_->expires_after(kProgressInterval);
+    liveness_timer_->async_wait([this](const asio::error_code& ec) {
+      if (!ec) {
+        check_liveness();
+        return;
+      }
+      std::lock_guard lock(mu_);
+      liveness_armed_ = false;
+      stopped_cv_.notify_all();
+    });
+  });
+}
+
+void WatchHub::check_liveness() {
+  std::lock_guard lock(mu_);
+  liveness_armed_ = false;
+  if (shutdown_) {
+    stopped_cv_.notify_all();
+    return;
+  }
+  if (entries_.empty()) return;  // re-armed by the next watch
+  if (stream_) {
+    const auto silent = Clock::now() - last_heard_;
+    if (silent > kStallTimeout) {
+      // Nothing at all for this long, not even progress: the member or the
+      // link is gone without the connection noticing.
+      asio::post(core_.io(), [stream = stream_] { stream->cancel(); });
+    } else if (silent >= kProgressInterval) {
+      etcdserverpb::WatchRequest req;
+      req.mutable_progress_request();
+      send_locked(std::move(req));
+    }
+  }
+  arm_liveness_locked();
+}
+
 void WatchHub::shutdown() {
   std::lock_guard lock(mu_);
   if (shutdown_) return;
   shutdown_ = true;
-  if (reconnect_timer_) reconnect_timer_->cancel();
+  asio::post(core_.io(), [this] {
+    if (reconnect_timer_) reconnect_timer_->cancel();
+    if (liveness_timer_) liveness_timer_->cancel();
+  });
   if (stream_) asio::post(core_.io(), [stream = stream_] { stream->cancel(); });
   stream_.reset();
   auto entries = entries_;
@@ -346,7 +401,8 @@ void WatchHub::shutdown() {
 
 void WatchHub::wait_stopped(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
-  stopped_cv_.wait_for(lock, timeout, [this] { return live_streams_ == 0 && !reconnect_scheduled_; });
+  stopped_cv_.wait_for(lock, timeout,
+                       [this] { return live_streams_ == 0 && !reconnect_scheduled_ && !liveness_armed_; });
 }
 
 uint64_t WatchHub::open_watches() const {

@@ -82,6 +82,8 @@ class WatchHub {
   void pump_creates_locked();
   void finish_entry_locked(const std::shared_ptr<WatchEntry>& e, Status why);
   void schedule_reconnect_locked();
+  void arm_liveness_locked();
+  void check_liveness();
 
   ClientCore& core_;
   mutable std::mutex mu_;
@@ -93,6 +95,11 @@ class WatchHub {
   bool create_in_flight_ = false;
   std::unordered_map<int64_t, std::shared_ptr<WatchEntry>> by_server_id_;
   std::unique_ptr<asio::steady_timer> reconnect_timer_;
+  // Liveness: an established stream with watches must hear from the server;
+  // progress requests make an idle one speak.
+  std::unique_ptr<asio::steady_timer> liveness_timer_;
+  bool liveness_armed_ = false;
+  Deadline last_heard_{};
   bool reconnect_scheduled_ = false;
   int reconnect_attempt_ = 0;
   bool shutdown_ = false;

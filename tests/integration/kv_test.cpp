@@ -206,6 +206,21 @@ TEST_F(KvTest, NamespaceIsTransparentAndIsolated) {
   EXPECT_EQ(client().get(key("outside")).wait()->kvs.size(), 1u);
 }
 
+TEST_F(KvTest, WholeKeyspaceOfANamespaceWithAnEmptyPrefix) {
+  auto o = options();
+  o.namespace_prefix = key("all/");
+  Client scoped(o);
+  ASSERT_TRUE(scoped.put("a", "1").wait().ok());
+  ASSERT_TRUE(scoped.put("b", "2").wait().ok());
+  auto all = scoped.get("", {.prefix = true, .count_only = true}).wait();
+  ASSERT_TRUE(all.ok()) << all.status().to_string();
+  EXPECT_EQ(all->count, 2);
+  // Without a namespace, an empty prefix means every key there is.
+  auto everything = client().get("", {.prefix = true, .count_only = true}).wait();
+  ASSERT_TRUE(everything.ok()) << everything.status().to_string();
+  EXPECT_GE(everything->count, 2);
+}
+
 TEST_F(KvTest, CompactMakesOldRevisionsUnreadable) {
   auto first = client().put(key("cmp"), "1").wait();
   auto second = client().put(key("cmp"), "2").wait();

@@ -1,0 +1,344 @@
+#include "etcd/session.h"
+
+#include <asio/post.hpp>
+#include <asio/strand.hpp>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace etcd {
+
+namespace {
+
+template <class F>
+struct Listener {
+  explicit Listener(F f) : fn(std::move(f)) {}
+  F fn;
+  std::atomic<bool> active{true};
+};
+
+}  // namespace
+
+struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
+  using LostListener = Listener<std::function<void(const Status&)>>;
+  using StateListener = Listener<std::function<void(ConnectionState)>>;
+
+  enum class Phase { kIdle, kStarting, kStarted, kLost, kClosed };
+
+  Impl(Client c, SessionOptions o)
+      : client(std::move(c)), options(o), strand(asio::make_strand(client.executor())), ttl(options.ttl) {}
+
+  // Declared first: destroyed last, after everything that may use its executor.
+  Client client;
+  SessionOptions options;
+  asio::strand<Executor> strand;  // keeps state notifications in order
+
+  mutable std::mutex mu;
+  Phase phase = Phase::kIdle;
+  std::vector<Callback<void>> start_waiters;
+  Lease lease;
+  int64_t lease_id = 0;
+  std::chrono::seconds ttl;
+  ConnectionState state = ConnectionState::kSuspended;
+  Status loss;
+  std::stop_source lost_source;
+  uint64_t next_listener_id = 1;
+  std::map<uint64_t, std::shared_ptr<LostListener>> lost_listeners;
+  std::map<uint64_t, std::shared_ptr<StateListener>> state_listeners;
+  Subscription client_sub;
+
+  // --- helpers (mu held)
+
+  void set_state_locked(ConnectionState s, bool notify = true) {
+    if (state == s) return;
+    state = s;
+    if (!notify) return;
+    for (auto& [id, l] : state_listeners) {
+      asio::post(strand, [l = l, s] {
+        if (l->active.load()) l->fn(s);
+      });
+    }
+  }
+
+  // Ends the session (loss or close). Returns the listeners to run.
+  std::vector<std::shared_ptr<LostListener>> end_locked(Phase to, Status why, bool notify_state) {
+    phase = to;
+    loss = std::move(why);
+    set_state_locked(ConnectionState::kLost, notify_state);
+    std::vector<std::shared_ptr<LostListener>> out;
+    for (auto& [id, l] : lost_listeners) out.push_back(l);
+    lost_listeners.clear();
+    return out;
+  }
+
+  void fire_lost(std::vector<std::shared_ptr<LostListener>> listeners, const Status& why) {
+    lost_source.request_stop();
+    for (auto& l : listeners) {
+      asio::post(client.executor(), [l, why] {
+        if (l->active.exchange(false)) l->fn(why);
+      });
+    }
+  }
+
+  // --- start
+
+  void begin_start(const CallOptions& call_options, Callback<void> done) {
+    std::unique_lock lock(mu);
+    switch (phase) {
+      case Phase::kStarted:
+        lock.unlock();
+        done(Result<void>());
+        return;
+      case Phase::kLost: {
+        Status why = loss;
+        lock.unlock();
+        done(std::move(why));
+        return;
+      }
+      case Phase::kClosed:
+        lock.unlock();
+        done(Closed("session"));
+        return;
+      case Phase::kStarting:
+        start_waiters.push_back(std::move(done));
+        return;
+      case Phase::kIdle:
+        break;
+    }
+    phase = Phase::kStarting;
+    start_waiters.push_back(std::move(done));
+    lock.unlock();
+
+    auto grant = client.lease(options.ttl);
+    if (call_options.deadline) grant.deadline(*call_options.deadline);
+    grant.stop_token(call_options.stop);
+    std::weak_ptr<Impl> weak = weak_from_this();
+    // Completes on whatever thread finished the grant: only bookkeeping here;
+    // the waiters' callbacks move on to their executors themselves.
+    detail::CallAccess::start_inline(std::move(grant), [weak](Result<Lease> r) {
+      if (auto self = weak.lock()) self->finish_start(std::move(r));
+      // else: the session is gone; the Lease (if any) revokes itself.
+    });
+  }
+
+  void finish_start(Result<Lease> r) {
+    std::vector<Callback<void>> waiters;
+    std::optional<Lease> discard;
+    {
+      std::lock_guard lock(mu);
+      if (phase != Phase::kStarting) {
+        // Closed meanwhile (its waiters were told): give the lease back.
+        if (r.ok()) discard.emplace(std::move(*r));
+        return;
+      }
+      waiters.swap(start_waiters);
+      if (!r.ok()) {
+        phase = Phase::kIdle;
+      } else {
+        lease = std::move(*r);
+        lease_id = lease.id();
+        ttl = lease.ttl();
+        phase = Phase::kStarted;
+        std::weak_ptr<Impl> weak = weak_from_this();
+        const int64_t id = lease_id;
+        // Neither registration calls back inline: safe under our lock.
+        lease.on_lost([weak, id](const Status& why) {
+          if (auto self = weak.lock()) self->on_lease_lost(id, why);
+        });
+        client_sub = client.on_state_change([weak](ConnectionState s) {
+          if (auto self = weak.lock()) self->on_client_state(s);
+        });
+        set_state_locked(client.state() == ConnectionState::kSuspended ? ConnectionState::kSuspended
+                                                                         : ConnectionState::kConnected);
+      }
+    }
+    const Status status = r.ok() ? Status() : r.status();
+    for (auto& w : waiters) w(status.ok() ? Result<void>() : Result<void>(status));
+  }
+
+  // --- events (on the client's executor)
+
+  void on_lease_lost(int64_t id, const Status& why) {
+    std::vector<std::shared_ptr<LostListener>> listeners;
+    Subscription sub;
+    {
+      std::lock_guard lock(mu);
+      if (phase != Phase::kStarted || lease_id != id) return;  // closed, or an old lease
+      listeners = end_locked(Phase::kLost, why, /*notify_state=*/true);
+      sub = std::move(client_sub);
+    }
+    fire_lost(std::move(listeners), why);
+  }
+
+  void on_client_state(ConnectionState s) {
+    std::lock_guard lock(mu);
+    if (phase != Phase::kStarted) return;
+    switch (s) {
+      case ConnectionState::kSuspended:
+        if (state == ConnectionState::kConnected || state == ConnectionState::kReconnected) {
+          set_state_locked(ConnectionState::kSuspended);
+        }
+        break;
+      case ConnectionState::kConnected:
+      case ConnectionState::kReconnected:
+        // If the lease died meanwhile, its loss (already decided by the
+        // keeper) arrives next and makes the session kLost instead.
+        if (state == ConnectionState::kSuspended && lease.alive()) set_state_locked(ConnectionState::kReconnected);
+        break;
+      case ConnectionState::kLost:
+        // Some lease of the client is gone; ours reports itself.
+        break;
+    }
+  }
+
+  // --- close
+
+  // Ends the session; returns the lease to revoke (empty if none).
+  std::optional<Lease> shut(bool& already_closed) {
+    std::vector<std::shared_ptr<LostListener>> listeners;
+    std::vector<Callback<void>> waiters;
+    std::optional<Lease> to_revoke;
+    Subscription sub;
+    bool fire = false;
+    {
+      std::lock_guard lock(mu);
+      already_closed = phase == Phase::kClosed;
+      if (already_closed) return std::nullopt;
+      const bool was_lost = phase == Phase::kLost;
+      waiters.swap(start_waiters);
+      if (lease) to_revoke.emplace(std::move(lease));
+      if (was_lost) {
+        phase = Phase::kClosed;  // keeps the loss status
+      } else {
+        listeners = end_locked(Phase::kClosed, Closed("session"), /*notify_state=*/false);
+        fire = true;
+      }
+      sub = std::move(client_sub);
+    }
+    if (fire) fire_lost(std::move(listeners), Closed("session"));
+    for (auto& w : waiters) w(Closed("session"));
+    return to_revoke;
+  }
+};
+
+std::shared_ptr<Session> Session::create(Client client, SessionOptions options) {
+  auto impl = std::make_shared<Impl>(std::move(client), options);
+  return std::shared_ptr<Session>(new Session(std::move(impl)));
+}
+
+Session::~Session() {
+  if (!impl_) return;
+  bool already = false;
+  // Destroying the Lease revokes it without waiting.
+  impl_->shut(already);
+}
+
+Call<void> Session::start() {
+  const Executor ex = impl_->client.executor();
+  if (impl_->options.ttl < std::chrono::seconds(1)) {
+    return Call<void>::ready(InvalidArgument("session TTL must be at least 1 s, got " +
+                                             std::to_string(impl_->options.ttl.count()) + " s"),
+                             ex);
+  }
+  std::weak_ptr<Impl> weak = impl_;
+  return Call<void>(
+      [weak](CallOptions options, Callback<void> done) {
+        auto self = weak.lock();
+        if (!self) {
+          done(Closed("session"));
+          return;
+        }
+        self->begin_start(options, std::move(done));
+      },
+      ex);
+}
+
+Call<void> Session::close() {
+  const Executor ex = impl_->client.executor();
+  bool already = false;
+  auto lease = impl_->shut(already);
+  if (already || !lease) return Call<void>::ready(Result<void>(), ex);
+  return lease->revoke().on(ex);
+}
+
+int64_t Session::lease_id() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->lease_id;
+}
+
+std::chrono::seconds Session::ttl() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->ttl;
+}
+
+bool Session::alive() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->phase == Impl::Phase::kStarted && impl_->lease.alive() && Clock::now() < impl_->lease.safe_until();
+}
+
+Deadline Session::safe_until() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->phase == Impl::Phase::kStarted ? impl_->lease.safe_until() : Deadline{};
+}
+
+std::stop_token Session::lost_token() const { return impl_->lost_source.get_token(); }
+
+Subscription Session::on_lost(std::function<void(const Status&)> listener) {
+  auto l = std::make_shared<Impl::LostListener>(std::move(listener));
+  std::unique_lock lock(impl_->mu);
+  if (impl_->phase == Impl::Phase::kLost || impl_->phase == Impl::Phase::kClosed) {
+    Status why = impl_->loss;
+    lock.unlock();
+    asio::post(impl_->client.executor(), [l, why] {
+      if (l->active.exchange(false)) l->fn(why);
+    });
+    return Subscription([l] { l->active.store(false); });
+  }
+  const uint64_t id = impl_->next_listener_id++;
+  impl_->lost_listeners.emplace(id, l);
+  std::weak_ptr<Impl> weak = impl_;
+  return Subscription([weak, id, l] {
+    l->active.store(false);
+    if (auto self = weak.lock()) {
+      std::lock_guard g(self->mu);
+      self->lost_listeners.erase(id);
+    }
+  });
+}
+
+Status Session::loss() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->loss;
+}
+
+ConnectionState Session::state() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->state;
+}
+
+Subscription Session::on_state_change(std::function<void(ConnectionState)> listener) {
+  auto l = std::make_shared<Impl::StateListener>(std::move(listener));
+  std::lock_guard lock(impl_->mu);
+  const uint64_t id = impl_->next_listener_id++;
+  impl_->state_listeners.emplace(id, l);
+  std::weak_ptr<Impl> weak = impl_;
+  return Subscription([weak, id, l] {
+    l->active.store(false);
+    if (auto self = weak.lock()) {
+      std::lock_guard g(self->mu);
+      self->state_listeners.erase(id);
+    }
+  });
+}
+
+bool Session::closed() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->phase == Impl::Phase::kClosed;
+}
+
+const Client& Session::client() const { return impl_->client; }
+
+}  // namespace etcd

@@ -1,0 +1,392 @@
+#!/usr/bin/env bash
+# End-to-end test of the etcd-recipes command-line tool.
+#
+#   bash tests/cli/cli_test.sh PATH/TO/etcd-recipes
+#
+# Starts a private etcd (ETCD_BINARY, default: etcd on PATH or /usr/bin/etcd)
+# on free loopback ports in a temporary directory, runs the tool against it,
+# and removes everything on exit. Prints one PASS/FAIL line per check and
+# "N passed, M failed" at the end; exits 1 if anything failed, 77 if etcd
+# cannot be started (CTest's skip code when SKIP_RETURN_CODE is set).
+
+# Checks are written as eval strings evaluated later, so expansions in single
+# quotes and variables only read inside them are intended.
+# shellcheck disable=SC2016,SC2034
+
+set -u
+
+BIN=${1:?usage: cli_test.sh PATH/TO/etcd-recipes}
+if [[ ! -x $BIN ]]; then
+  echo "not an executable: $BIN" >&2
+  exit 2
+fi
+BIN=$(realpath "$BIN")
+ETCD=${ETCD_BINARY:-$(command -v etcd || echo /usr/bin/etcd)}
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/etcd-recipes-cli-test.XXXXXX")
+ETCD_PID=""
+BG_PIDS=()
+
+cleanup() {
+  local p
+  for p in "${BG_PIDS[@]}" $ETCD_PID; do
+    kill -KILL "$p" 2>/dev/null
+    wait "$p" 2>/dev/null
+  done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+passed=0
+failed=0
+pass() {
+  passed=$((passed + 1))
+  echo "PASS: $1"
+}
+# fail NAME [DETAIL...]
+fail() {
+  failed=$((failed + 1))
+  echo "FAIL: $1"
+  shift
+  local line
+  for line in "$@"; do printf '      %s\n' "$line"; done
+}
+
+# run ARGS...: the tool against the private etcd; sets RC, OUT, ERR (OUT and
+# ERR without trailing newlines; the exact bytes are in $WORK/out, $WORK/err).
+run() {
+  timeout -k 5 60 "$BIN" --endpoints "$EP" --timeout 5s "$@" >"$WORK/out" 2>"$WORK/err"
+  RC=$?
+  OUT=$(cat "$WORK/out")
+  ERR=$(cat "$WORK/err")
+}
+details() { echo "rc=$RC" "stdout: $OUT" "stderr: $ERR"; }
+
+# check NAME CONDITION...: passes if the command CONDITION succeeds.
+check() {
+  local name=$1
+  shift
+  if "$@"; then
+    pass "$name"
+  else
+    local -a d
+    mapfile -t d < <(details)
+    fail "$name" "check: $*" "${d[@]}"
+  fi
+}
+
+# wait_until SECONDS COMMAND...: polls COMMAND every 0.1 s.
+wait_until() {
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@"; do
+    ((SECONDS >= deadline)) && return 1
+    sleep 0.1
+  done
+}
+lines_at_least() { [[ -f $1 ]] && (($(wc -l <"$1") >= $2)); }
+file_has() { grep -q -- "$2" "$1" 2>/dev/null; }
+alive() { kill -0 "$1" 2>/dev/null; }
+dead() { ! kill -0 "$1" 2>/dev/null; }
+
+health() {
+  # Plain HTTP over bash's /dev/tcp, so the test needs neither curl nor etcdctl.
+  (
+    exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+    printf 'GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+    timeout 2 cat <&3
+  ) 2>/dev/null | grep -q '"health":"true"'
+}
+
+start_etcd() {
+  local cport pport
+  for _ in 1 2 3 4 5; do
+    cport=$((20000 + RANDOM % 20000))
+    pport=$((40000 + RANDOM % 20000))
+    rm -rf "$WORK/etcd"
+    "$ETCD" --name cli-test --data-dir "$WORK/etcd" \
+      --listen-client-urls "http://127.0.0.1:$cport" --advertise-client-urls "http://127.0.0.1:$cport" \
+      --listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
+      --initial-cluster "cli-test=http://127.0.0.1:$pport" --initial-cluster-state new \
+      --heartbeat-interval 25 --election-timeout 250 >"$WORK/etcd.log" 2>&1 &
+    ETCD_PID=$!
+    EP="127.0.0.1:$cport"
+    # A member that exits at once most likely lost a port race: try others.
+    if wait_until 20 eval 'dead $ETCD_PID || health $cport' && alive "$ETCD_PID"; then
+      return 0
+    fi
+    kill -KILL "$ETCD_PID" 2>/dev/null
+    wait "$ETCD_PID" 2>/dev/null
+    ETCD_PID=""
+  done
+  return 1
+}
+
+if ! start_etcd; then
+  echo "cannot start $ETCD; its log:" >&2
+  tail -20 "$WORK/etcd.log" >&2
+  exit 77
+fi
+echo "etcd pid $ETCD_PID at $EP"
+
+# --- usage --------------------------------------------------------------------------
+
+run --help
+check "--help exits 0 and documents exit codes" eval '((RC == 0)) && [[ $OUT == *"Exit codes"* ]]'
+for args in "" "kv" "kv put only-a-key" "kv get" "kv get a --prefix b" "no-such-command" \
+  "--timeout bogus kv get a" "lease revoke not-an-id" "lease grant 0"; do
+  # shellcheck disable=SC2086  # word splitting intended
+  run $args
+  check "usage error exits 2: etcd-recipes $args" eval '((RC == 2)) && [[ -n $ERR ]]'
+done
+
+# --- kv -----------------------------------------------------------------------------
+
+run kv put cli/a 1
+check "kv put prints a revision" eval '((RC == 0)) && [[ $OUT =~ ^[0-9]+$ ]]'
+rev_a=$OUT
+
+run kv put cli/b "hello world"
+check "kv put: revisions increase" eval '((RC == 0)) && ((OUT == rev_a + 1))'
+
+run kv get cli/b
+check "kv get prints exactly the value" eval '((RC == 0)) && cmp -s "$WORK/out" <(printf "hello world\n") && [[ -z $ERR ]]'
+
+run kv put cli/empty ""
+run kv get cli/empty
+check "kv get of an empty value prints an empty line" eval '((RC == 0)) && cmp -s "$WORK/out" <(printf "\n")'
+
+run kv get cli/missing
+check "kv get of a missing key exits 1 with a message" \
+  eval '((RC == 1)) && [[ -z $OUT && $ERR == "etcd-recipes: kv get: "*"not found"* ]]'
+
+run kv get --prefix cli/
+check "kv get --prefix prints KEY=VALUE lines" \
+  eval '((RC == 0)) && cmp -s "$WORK/out" <(printf "cli/a=1\ncli/b=hello world\ncli/empty=\n")'
+
+run kv get --prefix cli/ --keys-only
+check "kv get --prefix --keys-only" eval '((RC == 0)) && cmp -s "$WORK/out" <(printf "cli/a\ncli/b\ncli/empty\n")'
+
+run kv get --prefix cli/nothing-here
+check "kv get --prefix with no match prints nothing, exits 0" eval '((RC == 0)) && [[ -z $OUT ]]'
+
+run kv get --prefix cli/ --json
+if command -v python3 >/dev/null; then
+  check "kv get --json" eval '((RC == 0)) && python3 -c "
+import json, sys
+kvs = json.load(open(sys.argv[1]))
+assert [kv[\"key\"] for kv in kvs] == [\"cli/a\", \"cli/b\", \"cli/empty\"], kvs
+assert kvs[0][\"value\"] == \"1\" and kvs[0][\"mod_revision\"] == $rev_a and kvs[0][\"version\"] == 1
+assert set(kvs[0]) == {\"key\", \"value\", \"create_revision\", \"mod_revision\", \"version\", \"lease\"}
+" "$WORK/out"'
+else
+  check "kv get --json" eval '((RC == 0)) && [[ $OUT == "["*"\"key\":\"cli/a\""*"]" ]]'
+fi
+
+run kv get --prefix "" --keys-only
+check "kv get --prefix \"\" lists every key" eval '((RC == 0)) && [[ $OUT == *cli/a* && $OUT == *cli/b* ]]'
+
+run kv put cli/dash -- -1
+run kv get cli/dash
+check "kv put -- accepts a value starting with -" eval '((RC == 0)) && [[ $OUT == "-1" ]]'
+
+run kv del cli/a
+check "kv del KEY prints 1" eval '((RC == 0)) && [[ $OUT == 1 ]]'
+run kv get cli/a
+check "a deleted key is gone" eval '((RC == 1))'
+run kv del cli/a
+check "kv del of a missing key prints 0" eval '((RC == 0)) && [[ $OUT == 0 ]]'
+run kv del --prefix cli/
+check "kv del --prefix prints the number deleted" eval '((RC == 0)) && [[ $OUT == 3 ]]'
+run kv get --prefix cli/
+check "kv del --prefix removed every key" eval '((RC == 0)) && [[ -z $OUT ]]'
+
+# --- leases -----------------------------------------------------------------------------
+
+run lease grant 60
+check "lease grant prints a 16-digit hex id" eval '((RC == 0)) && [[ $OUT =~ ^[0-9a-f]{16}$ ]]'
+lease=$OUT
+
+run kv put --lease "$lease" cli/leased v
+check "kv put --lease" eval '((RC == 0))'
+run lease ttl "$lease" --keys
+check "lease ttl --keys shows TTLs and the key" \
+  eval '((RC == 0)) && [[ $OUT == "lease $lease granted with TTL(60s), remaining("*"s), attached keys([cli/leased])" ]]'
+run lease ttl "0x$lease"
+check "lease ids are accepted with 0x" eval '((RC == 0))'
+run lease ttl "$((16#$lease))"
+check "lease ids are accepted in decimal" eval '((RC == 0))'
+run lease list
+check "lease list shows the lease" eval '((RC == 0)) && grep -qx "$lease" "$WORK/out"'
+run lease keep-alive --once "$lease"
+check "lease keep-alive --once" eval '((RC == 0)) && [[ $OUT == "lease $lease keepalived with TTL(60)" ]]'
+
+run lease revoke "$lease"
+check "lease revoke" eval '((RC == 0))'
+run kv get cli/leased
+check "revoking the lease removed its key" eval '((RC == 1))'
+run lease ttl "$lease"
+check "lease ttl of a revoked lease exits 1" eval '((RC == 1)) && [[ $ERR == "etcd-recipes: lease ttl "*"not found"* ]]'
+run lease revoke "$lease"
+check "revoking a revoked lease exits 1" eval '((RC == 1)) && [[ $ERR == "etcd-recipes: lease revoke "* ]]'
+
+# keep-alive holds a short lease past its TTL until it is stopped.
+run lease grant 2
+short=$OUT
+run kv put --lease "$short" cli/kept v
+"$BIN" --endpoints "$EP" lease keep-alive "$short" >"$WORK/ka.out" 2>"$WORK/ka.err" &
+ka_pid=$!
+BG_PIDS+=("$ka_pid")
+sleep 3.5
+run kv get cli/kept
+check "lease keep-alive keeps the key past the TTL" eval '((RC == 0)) && [[ $OUT == v ]]'
+kill -TERM "$ka_pid"
+wait "$ka_pid"
+ka_rc=$?
+check "lease keep-alive exits 0 on SIGTERM and printed renewals" \
+  eval '((ka_rc == 0)) && grep -q "^lease $short keepalived with TTL(2)$" "$WORK/ka.out"'
+check "lease keep-alive does not revoke when it stops" eval 'run kv get cli/kept; ((RC == 0))'
+
+# --- watch ----------------------------------------------------------------------------------
+
+run kv put cli/w/seed x
+seed_rev=$OUT
+# Anchored at the revision after the seed: the watch sees the events below
+# however late it is established.
+"$BIN" --endpoints "$EP" kv watch cli/w/k --rev $((seed_rev + 1)) >"$WORK/watch.out" 2>"$WORK/watch.err" &
+watch_pid=$!
+BG_PIDS+=("$watch_pid")
+run kv put cli/w/other o
+run kv put cli/w/k "v 1"
+run kv del cli/w/k
+if wait_until 15 lines_at_least "$WORK/watch.out" 2; then
+  sleep 0.3 # would reveal extra lines
+fi
+kill -TERM "$watch_pid"
+wait "$watch_pid"
+watch_rc=$?
+check "kv watch prints PUT and DELETE lines and exits 0 on SIGTERM" \
+  eval 'cmp -s "$WORK/watch.out" <(printf "PUT cli/w/k v 1\nDELETE cli/w/k\n") && ((watch_rc == 0))'
+((watch_rc == 0)) || echo "      watch stdout: $(cat "$WORK/watch.out") stderr: $(cat "$WORK/watch.err")"
+
+# timeout(1) signals both the process and its group: the duplicate must not
+# count as an impatient second Ctrl-C.
+RC=0
+timeout -s TERM 1 "$BIN" --endpoints "$EP" kv watch cli/w/k >"$WORK/out" 2>"$WORK/err" || RC=$?
+ERR=$(cat "$WORK/err")
+OUT=$(cat "$WORK/out")
+check "kv watch under timeout(1) shuts down cleanly" eval '((RC == 124)) && [[ -z $ERR ]]'
+
+"$BIN" --endpoints "$EP" kv watch --prefix cli/w/ --rev $((seed_rev + 1)) --prev-kv >"$WORK/pwatch.out" 2>&1 &
+pwatch_pid=$!
+BG_PIDS+=("$pwatch_pid")
+wait_until 15 lines_at_least "$WORK/pwatch.out" 3
+kill -TERM "$pwatch_pid"
+wait "$pwatch_pid"
+check "kv watch --prefix --prev-kv" \
+  eval 'cmp -s "$WORK/pwatch.out" <(printf "PUT cli/w/other o\nPUT cli/w/k v 1\nDELETE cli/w/k (was: v 1)\n")'
+
+run kv put cli/w/k again
+latest=$OUT
+run kv compact "$latest"
+check "kv compact" eval '((RC == 0))'
+run kv watch cli/w/k --rev 1
+check "kv watch from a compacted revision exits 1 with a message" \
+  eval '((RC == 1)) && [[ $ERR == "etcd-recipes: kv watch "* ]]'
+
+# --- cluster --------------------------------------------------------------------------------
+
+run status
+check "status prints a table row for the endpoint" \
+  eval '((RC == 0)) && [[ $OUT == "ENDPOINT"* ]] && grep -q "^$EP .*3\.4.* true" "$WORK/out"'
+run status --json
+check "status --json" eval '((RC == 0)) && [[ $OUT == *"\"endpoint\":\"$EP\""* && $OUT == *"\"is_leader\":true"* ]]'
+run member list
+check "member list" eval '((RC == 0)) && [[ $OUT == *cli-test* && $OUT == *"http://127.0.0.1:"* ]]'
+
+RC=0
+timeout 60 "$BIN" --endpoints 127.0.0.1:1 --timeout 500ms kv get x >"$WORK/out" 2>"$WORK/err" || RC=$?
+OUT=$(cat "$WORK/out")
+ERR=$(cat "$WORK/err")
+check "an unreachable endpoint fails with exit 1 and etcd-recipes: <what>: <status>" \
+  eval '((RC == 1)) && [[ $ERR == "etcd-recipes: kv get: "* ]]'
+
+ETCD_ENDPOINTS=$EP timeout 60 "$BIN" kv put cli/env yes >/dev/null 2>&1
+RC=$?
+check "ETCD_ENDPOINTS supplies the endpoints" eval '((RC == 0))'
+
+# --- authentication (last: it changes the server for every later call) ----------------------
+
+if command -v etcdctl >/dev/null; then
+  ctl() { ETCDCTL_API=3 timeout 30 etcdctl --endpoints "$EP" "$@" >>"$WORK/etcdctl.log" 2>&1; }
+  if ctl user add root:s3cret && ctl user grant-role root root && ctl auth enable; then
+    run --user root:s3cret kv put cli/authed yes
+    check "--user NAME:PASSWORD authenticates" eval '((RC == 0))'
+    ETCD_PASSWORD=s3cret timeout 60 "$BIN" --endpoints "$EP" --user root kv get cli/authed >"$WORK/out" 2>"$WORK/err"
+    RC=$?
+    OUT=$(cat "$WORK/out")
+    ERR=$(cat "$WORK/err")
+    check "--user NAME takes the password from ETCD_PASSWORD" eval '((RC == 0)) && [[ $OUT == yes ]]'
+    run --user root:wrong kv get cli/authed
+    check "a wrong password exits 1 without echoing it" \
+      eval '((RC == 1)) && [[ $ERR == "etcd-recipes: kv get: "* && $ERR != *wrong* ]]'
+    run kv get cli/authed
+    check "no credentials on an auth-enabled server exits 1" eval '((RC == 1)) && [[ $ERR == "etcd-recipes: kv get: "* ]]'
+    run --user root kv get cli/authed
+    check "--user without a password is a usage error" eval '((RC == 2))'
+  else
+    fail "enable authentication with etcdctl" "$(cat "$WORK/etcdctl.log")"
+  fi
+else
+  echo "SKIP: authentication checks (no etcdctl)"
+fi
+
+# --- demo -----------------------------------------------------------------------------------
+
+# demo_started FILE: sets DEMO_ETCD_PID and DEMO_DIR from the demo's output.
+demo_started() {
+  local line
+  line=$(grep -m1 -o 'etcd pid [0-9]* serving [^,]*, data in .*' "$1" 2>/dev/null) || return 1
+  DEMO_ETCD_PID=$(awk '{print $3}' <<<"$line")
+  DEMO_DIR=${line##*data in }
+}
+
+timeout -k 5 180 "$BIN" demo >"$WORK/demo.out" 2>"$WORK/demo.err"
+demo_rc=$?
+DEMO_ETCD_PID=""
+DEMO_DIR=""
+demo_started "$WORK/demo.out"
+check "demo exits 0 and ends with 'demo finished OK'" \
+  eval '((demo_rc == 0)) && [[ $(tail -1 "$WORK/demo.out") == *"] demo finished OK" ]]'
+if ((demo_rc != 0)); then
+  sed 's/^/      | /' "$WORK/demo.out" "$WORK/demo.err"
+fi
+check "demo showed a watch event written by another process" \
+  eval 'grep -q "watch: PUT demo/from-child = hello from another process" "$WORK/demo.out"'
+check "demo leaves no etcd running and removes its directory" \
+  eval '[[ -n $DEMO_ETCD_PID && -n $DEMO_DIR ]] && wait_until 5 dead "$DEMO_ETCD_PID" && [[ ! -e $DEMO_DIR ]]'
+
+# Interrupted mid-scenario, the demo still cleans up.
+"$BIN" demo >"$WORK/idemo.out" 2>"$WORK/idemo.err" &
+idemo_pid=$!
+BG_PIDS+=("$idemo_pid")
+DEMO_ETCD_PID=""
+DEMO_DIR=""
+if wait_until 60 file_has "$WORK/idemo.out" "step 4/"; then
+  demo_started "$WORK/idemo.out"
+  kill -TERM "$idemo_pid"
+fi
+wait_until 30 dead "$idemo_pid"
+wait "$idemo_pid"
+idemo_rc=$?
+check "demo on SIGTERM exits 143 after cleaning up" \
+  eval '((idemo_rc == 143)) && grep -q "cleanup: etcd pid .* removed" "$WORK/idemo.out"'
+check "an interrupted demo leaves no etcd running and removes its directory" \
+  eval '[[ -n $DEMO_ETCD_PID && -n $DEMO_DIR ]] && wait_until 5 dead "$DEMO_ETCD_PID" && [[ ! -e $DEMO_DIR ]]'
+if ((idemo_rc != 143)); then
+  sed 's/^/      | /' "$WORK/idemo.out" "$WORK/idemo.err"
+fi
+
+echo "$passed passed, $failed failed"
+((failed == 0))

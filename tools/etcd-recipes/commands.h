@@ -1,0 +1,15 @@
+// Every command family registers itself through one of these functions;
+// main.cpp lists them. A new recipe command (lock, elect, queue, ...) is a
+// new .cpp file with an add_*_commands function and one line in main.cpp.
+#pragma once
+
+#include "common.h"
+
+namespace etcd_cli {
+
+void add_kv_commands(Commands& commands);
+void add_lease_commands(Commands& commands);
+void add_status_commands(Commands& commands);  // status, member list
+void add_demo_command(Commands& commands);
+
+}  // namespace etcd_cli

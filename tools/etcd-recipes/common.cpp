@@ -1,0 +1,352 @@
+#include "common.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <condition_variable>
+#include <csignal>
+#include <ctime>
+#include <cstdio>
+#include <cstdlib>
+#include <iomanip>
+#include <iostream>
+#include <iterator>
+#include <mutex>
+#include <system_error>
+#include <thread>
+
+namespace etcd_cli {
+
+Failure::Failure(std::string what, etcd::Status status)
+    : std::runtime_error(what + ": " + status.to_string()), context_(std::move(what)), status_(std::move(status)) {}
+
+void check(etcd::Result<void>&& result, std::string_view what) {
+  if (!result.ok()) throw Failure(std::string(what), std::move(result).status());
+}
+
+// --- parsing ------------------------------------------------------------------
+
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  struct Unit {
+    std::string_view name;
+    double nanos;
+  };
+  // Longest names first so "ms" is not read as "m" followed by junk.
+  static constexpr Unit kUnits[] = {{"ns", 1.0},    {"us", 1e3},   {"\xC2\xB5s", 1e3}, {"ms", 1e6},
+                                    {"s", 1e9},     {"m", 60e9},   {"h", 3600e9}};
+  double total = 0;
+  std::string_view rest = text;
+  bool bare = true;
+  while (!rest.empty()) {
+    size_t n = 0;
+    while (n < rest.size() && (std::isdigit(static_cast<unsigned char>(rest[n])) || rest[n] == '.')) ++n;
+    if (n == 0) return std::nullopt;
+    // strtod needs a terminated string; the number is short.
+    std::string number(rest.substr(0, n));
+    char* end = nullptr;
+    double value = std::strtod(number.c_str(), &end);
+    if (end != number.c_str() + number.size()) return std::nullopt;
+    rest.remove_prefix(n);
+    if (rest.empty()) {
+      if (!bare) return std::nullopt;  // "1m30" is ambiguous; Go rejects it too
+      total = value * 1e9;
+      break;
+    }
+    bare = false;
+    const Unit* unit = nullptr;
+    for (const auto& u : kUnits) {
+      if (rest.starts_with(u.name) &&
+          (unit == nullptr || u.name.size() > unit->name.size())) {
+        unit = &u;
+      }
+    }
+    if (unit == nullptr) return std::nullopt;
+    total += value * unit->nanos;
+    rest.remove_prefix(unit->name.size());
+  }
+  auto ms = static_cast<int64_t>(std::ceil(total / 1e6));
+  if (ms <= 0) return std::nullopt;
+  return std::chrono::milliseconds(ms);
+}
+
+CLI::Validator duration_validator() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        return parse_duration(s) ? std::string() : "not a positive duration (e.g. 500ms, 5s, 1m30s): " + s;
+      },
+      "DURATION");
+}
+
+std::optional<int64_t> parse_lease_id(std::string_view text) {
+  bool hex = false;
+  if (text.starts_with("0x") || text.starts_with("0X")) {
+    text.remove_prefix(2);
+    hex = true;
+  }
+  if (text.empty()) return std::nullopt;
+  hex = hex || text.size() == 16 ||
+        std::any_of(text.begin(), text.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) &&
+                                                                    !std::isdigit(static_cast<unsigned char>(c)); });
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, hex ? 16 : 10);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  // etcd lease ids are int64 on the wire; hex forms may use the sign bit.
+  if (!hex && value > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+  auto id = static_cast<int64_t>(value);
+  if (id == 0) return std::nullopt;
+  return id;
+}
+
+CLI::Validator lease_id_validator() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        return parse_lease_id(s) ? std::string() : "not a lease id (hex like 694d7d5b2bad7c0b or 0x1f, or decimal): " + s;
+      },
+      "LEASE_ID");
+}
+
+std::vector<std::string> split_endpoints(std::string_view csv) {
+  std::vector<std::string> out;
+  while (!csv.empty()) {
+    auto comma = csv.find(',');
+    auto item = csv.substr(0, comma);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front()))) item.remove_prefix(1);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back()))) item.remove_suffix(1);
+    if (!item.empty()) out.emplace_back(item);
+    if (comma == std::string_view::npos) break;
+    csv.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+// --- formatting -----------------------------------------------------------------
+
+std::string lease_hex(int64_t id) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(id));
+  return buf;
+}
+
+std::string member_hex(uint64_t id) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(id));
+  return buf;
+}
+
+std::string human_bytes(int64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "kB", "MB", "GB", "TB"};
+  double v = static_cast<double>(bytes);
+  size_t u = 0;
+  while (v >= 1000 && u + 1 < std::size(kUnits)) {
+    v /= 1000;
+    ++u;
+  }
+  std::ostringstream os;
+  if (u == 0) {
+    os << bytes << " B";
+  } else {
+    os << std::fixed << std::setprecision(v < 10 ? 1 : 0) << v << ' ' << kUnits[u];
+  }
+  return os.str();
+}
+
+std::string dump_json(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+namespace {
+std::mutex& output_mutex() {
+  static std::mutex m;
+  return m;
+}
+}  // namespace
+
+void print_line(std::string_view line) {
+  std::lock_guard lock(output_mutex());
+  std::cout << line << '\n' << std::flush;
+}
+
+void print_table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    width.resize(std::max(width.size(), row.size()));
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::lock_guard lock(output_mutex());
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line.append(width[i] - row[i].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    std::cout << line << '\n';
+  }
+  std::cout << std::flush;
+}
+
+// --- signals --------------------------------------------------------------------------
+
+namespace {
+
+struct SignalState {
+  std::stop_source source;
+  int pipe_read = -1;
+  int pipe_write = -1;
+  std::atomic<int> signal{0};
+  std::atomic<int64_t> first_at_ns{0};
+};
+
+// Only a signal this long after the first one forces an exit: tools such
+// as timeout(1) deliver the same signal twice at once (to the process and
+// to its group), which must not skip the cleanup.
+constexpr int64_t kForceAfterNs = 1'000'000'000;
+
+int64_t monotonic_ns() noexcept {  // async-signal-safe
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Never destroyed: a signal may arrive while static destructors run.
+SignalState* g_signals = nullptr;
+
+extern "C" void on_stop_signal(int sig) {
+  int saved_errno = errno;
+  // The first signal's time doubles as the "a stop was requested" marker,
+  // so handlers running at once on two threads agree on which was first.
+  const int64_t now = monotonic_ns();
+  int64_t first = 0;
+  if (g_signals->first_at_ns.compare_exchange_strong(first, now)) {
+    g_signals->signal.store(sig);
+    char byte = 1;
+    [[maybe_unused]] auto n = ::write(g_signals->pipe_write, &byte, 1);
+  } else if (now - first >= kForceAfterNs) {
+    static constexpr char kMsg[] = "etcd-recipes: second signal, exiting without cleanup\n";
+    [[maybe_unused]] auto n = ::write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+  }
+  errno = saved_errno;
+}
+
+}  // namespace
+
+std::stop_token install_stop_signals() {
+  if (g_signals != nullptr) return g_signals->source.get_token();
+  g_signals = new SignalState;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe2");
+  g_signals->pipe_read = fds[0];
+  g_signals->pipe_write = fds[1];
+  // The handler must never block.
+  ::fcntl(fds[1], F_SETFL, ::fcntl(fds[1], F_GETFL) | O_NONBLOCK);
+  // Request the stop from an ordinary thread: stop callbacks (waits,
+  // cancellations) are not async-signal-safe.
+  std::thread([] {
+    char byte;
+    while (::read(g_signals->pipe_read, &byte, 1) < 0 && errno == EINTR) {
+    }
+    g_signals->source.request_stop();
+  }).detach();
+
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction old {};
+    ::sigaction(sig, nullptr, &old);
+    // Keep ignoring what the parent chose to ignore (nohup, background jobs).
+    if (sig != SIGTERM && old.sa_handler == SIG_IGN) continue;
+    ::sigaction(sig, &action, nullptr);
+  }
+  return g_signals->source.get_token();
+}
+
+int stop_signal() noexcept { return g_signals == nullptr ? 0 : g_signals->signal.load(); }
+
+bool sleep_for(std::chrono::milliseconds d, std::stop_token stop) {
+  std::mutex m;
+  std::condition_variable_any cv;
+  std::unique_lock lock(m);
+  cv.wait_for(lock, stop, d, [] { return false; });
+  return !stop.stop_requested();
+}
+
+// --- commands -----------------------------------------------------------------------------
+
+std::chrono::milliseconds Context::timeout() const {
+  auto d = parse_duration(global_.timeout);
+  if (!d) throw UsageError("--timeout: not a positive duration: " + global_.timeout);
+  return *d;
+}
+
+etcd::ClientOptions Context::client_options(std::vector<std::string> endpoints) const {
+  etcd::ClientOptions options;
+  bool https = false;
+  if (endpoints.empty()) endpoints = split_endpoints(global_.endpoints);
+  for (auto& ep : endpoints) {
+    // Accept etcdctl-style URLs; the client wants host:port.
+    if (ep.starts_with("https://")) {
+      https = true;
+      ep.erase(0, 8);
+    } else if (ep.starts_with("http://")) {
+      ep.erase(0, 7);
+    }
+    while (!ep.empty() && ep.back() == '/') ep.pop_back();
+  }
+  if (endpoints.empty()) throw UsageError("--endpoints: no endpoint given");
+  options.endpoints = std::move(endpoints);
+  options.default_timeout = timeout();
+
+  if (global_.cert.empty() != global_.key.empty()) throw UsageError("--cert and --key must be given together");
+  if (https || !global_.cacert.empty() || !global_.cert.empty()) {
+    etcd::TlsOptions tls;
+    tls.ca_file = global_.cacert;
+    tls.cert_file = global_.cert;
+    tls.key_file = global_.key;
+    options.tls = std::move(tls);
+  }
+
+  if (!global_.user.empty()) {
+    auto colon = global_.user.find(':');
+    if (colon != std::string::npos) {
+      options.user = global_.user.substr(0, colon);
+      options.password = global_.user.substr(colon + 1);
+    } else if (const char* pw = std::getenv("ETCD_PASSWORD")) {
+      options.user = global_.user;
+      options.password = pw;
+    } else {
+      throw UsageError("--user: give user:password, or set ETCD_PASSWORD");
+    }
+  }
+  options.namespace_prefix = global_.namespace_prefix;
+  return options;
+}
+
+etcd::Client Context::make_client(std::vector<std::string> endpoints) const {
+  try {
+    return etcd::Client(client_options(std::move(endpoints)));
+  } catch (const etcd::Error& e) {
+    throw UsageError(e.status().message());
+  }
+}
+
+etcd::Client& Context::client() {
+  if (!client_) client_.emplace(make_client());
+  return *client_;
+}
+
+void Commands::on_run(CLI::App* command, Action action) {
+  command->callback([this, action = std::move(action)] { selected_ = action; });
+}
+
+}  // namespace etcd_cli

@@ -1,0 +1,163 @@
+// Shared plumbing of the etcd-recipes command-line tool: global options and
+// client construction, the command registry, error reporting, signal
+// handling and output helpers. Every command file builds on this header.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "etcd/client.h"
+#include "etcd/status.h"
+
+namespace etcd_cli {
+
+inline constexpr std::string_view kProgram = "etcd-recipes";
+
+// Process exit codes; the --help footer documents them.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitUsage = 2;
+// Interrupted long-running work that cannot finish (demo) exits with
+// 128 + the signal number, as shells report a death by that signal.
+inline constexpr int kExitSignalBase = 128;
+
+struct GlobalOptions {
+  std::string endpoints = "127.0.0.1:2379";
+  std::string timeout = "5s";
+  std::string cacert;
+  std::string cert;
+  std::string key;
+  std::string user;
+  std::string namespace_prefix;
+};
+
+// A failed etcd operation. main() prints "etcd-recipes: <what>: <status>"
+// and exits 1, so commands can stay linear instead of threading errors.
+class Failure : public std::runtime_error {
+ public:
+  Failure(std::string what, etcd::Status status);
+  const std::string& context() const noexcept { return context_; }
+  const etcd::Status& status() const noexcept { return status_; }
+
+ private:
+  std::string context_;
+  etcd::Status status_;
+};
+
+// Invalid usage found after CLI11 accepted the command line (exit 2).
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+template <class T>
+T check(etcd::Result<T>&& result, std::string_view what) {
+  if (!result.ok()) throw Failure(std::string(what), std::move(result).status());
+  return std::move(result).value();
+}
+void check(etcd::Result<void>&& result, std::string_view what);
+
+// --- parsing --------------------------------------------------------------
+
+// Go-style durations as etcdctl takes them ("500ms", "5s", "1m30s", "1.5h");
+// a bare number means seconds. Must be positive.
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
+CLI::Validator duration_validator();
+
+// Lease ids are printed as 16 hex digits (like etcdctl). Accepted input:
+// "0x"-prefixed hex, 16 digits (the printed form, read as hex), anything
+// containing a-f (hex), otherwise decimal.
+std::optional<int64_t> parse_lease_id(std::string_view text);
+CLI::Validator lease_id_validator();
+
+std::vector<std::string> split_endpoints(std::string_view csv);
+
+// --- formatting -------------------------------------------------------------
+
+std::string lease_hex(int64_t id);   // 16 hex digits, zero-padded
+std::string member_hex(uint64_t id);  // unpadded, as etcdctl prints member ids
+std::string human_bytes(int64_t bytes);
+// Keys and values are arbitrary bytes; invalid UTF-8 is replaced rather
+// than aborting the output.
+std::string dump_json(const nlohmann::json& j, int indent = -1);
+
+template <class... Args>
+std::string cat(const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  return os.str();
+}
+
+// Writes one line to stdout and flushes it, so output piped into another
+// process arrives line by line. Serialized across threads.
+void print_line(std::string_view line);
+// Prints rows as aligned columns; the first row is the header.
+void print_table(const std::vector<std::vector<std::string>>& rows);
+
+// --- signals -------------------------------------------------------------------
+
+// Installs SIGINT/SIGTERM handlers. The first signal requests a stop on the
+// returned token, so every wait in the tool can unwind and clean up; a
+// later one (a second Ctrl-C) gets the default action, immediate death, for
+// when the cleanup itself hangs.
+std::stop_token install_stop_signals();
+// The signal that requested the stop, 0 if none arrived.
+int stop_signal() noexcept;
+// Sleeps for `d` unless a stop is requested first; false if stopped.
+bool sleep_for(std::chrono::milliseconds d, std::stop_token stop);
+
+// --- commands ---------------------------------------------------------------------
+
+// What a command gets to work with.
+class Context {
+ public:
+  Context(const GlobalOptions& global, std::stop_token stop) : global_(global), stop_(std::move(stop)) {}
+
+  const GlobalOptions& global() const noexcept { return global_; }
+  std::stop_token stop() const noexcept { return stop_; }
+  std::chrono::milliseconds timeout() const;
+  // Built on first use, so commands that need no server (demo) never
+  // require valid endpoints. Throws UsageError on unusable options.
+  etcd::Client& client();
+  // A separate client for the given endpoints (default: --endpoints).
+  etcd::Client make_client(std::vector<std::string> endpoints = {}) const;
+  // The global options as client options, with `endpoints` overriding
+  // the --endpoints flag when non-empty.
+  etcd::ClientOptions client_options(std::vector<std::string> endpoints = {}) const;
+
+ private:
+  const GlobalOptions& global_;
+  std::stop_token stop_;
+  std::optional<etcd::Client> client_;
+};
+
+// A command's body; returns the exit code.
+using Action = std::function<int(Context&)>;
+
+// Command files register their subcommands here. CLI11 only records which
+// leaf command was chosen; its action runs after parsing has succeeded, so
+// usage errors never leave half-done work behind.
+class Commands {
+ public:
+  explicit Commands(CLI::App& root) : root_(root) {}
+  CLI::App& root() noexcept { return root_; }
+  void on_run(CLI::App* command, Action action);
+  const Action& selected() const noexcept { return selected_; }
+
+ private:
+  CLI::App& root_;
+  Action selected_;
+};
+
+}  // namespace etcd_cli

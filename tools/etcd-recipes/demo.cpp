@@ -1,0 +1,372 @@
+// demo: starts a private single-member etcd and runs a short scripted
+// scenario against it, several processes included, with live progress.
+//
+// The scenario is the kSteps table at the bottom of the file: a step is a
+// title and a function over the shared Demo state. New scenarios (lock
+// handover, leader failover, a work queue surviving a crashed worker) are
+// new functions plus a row in that table.
+
+#include <condition_variable>
+#include <cstring>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <mutex>
+
+#include "commands.h"
+#include "common.h"
+#include "etcd/testing/etcd_cluster.h"
+#include "process.h"
+
+namespace etcd_cli {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A stop was requested: unwind the scenario straight to the cleanup.
+struct Interrupted {};
+
+// The scenario did not go as it should.
+class StepFailed : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Progress lines stamped with the time since the demo started. Copyable,
+// so background handlers can hold their own copy.
+class Progress {
+ public:
+  void say(std::string_view text) const {
+    char stamp[24];
+    std::snprintf(stamp, sizeof stamp, "[%5.2fs] ",
+                  std::chrono::duration<double>(etcd::Clock::now() - start_).count());
+    print_line(stamp + std::string(text));
+  }
+
+ private:
+  etcd::Deadline start_ = etcd::Clock::now();
+};
+
+std::string describe(const etcd::Event& ev) {
+  return ev.type == etcd::Event::Type::kPut ? "PUT " + ev.kv.key + " = " + ev.kv.value : "DELETE " + ev.kv.key;
+}
+
+// Events of the demo's watch, kept until a step expects them.
+class EventLog {
+ public:
+  void add(const std::vector<etcd::Event>& events) {
+    std::lock_guard lock(mutex_);
+    events_.insert(events_.end(), events.begin(), events.end());
+    ++generation_;
+    changed_.notify_all();
+  }
+  void fail(etcd::Status status) {
+    std::lock_guard lock(mutex_);
+    error_ = std::move(status);
+    ++generation_;
+    changed_.notify_all();
+  }
+  // The next `type` event on `key`; events before it are dropped.
+  etcd::Event expect(etcd::Event::Type type, const std::string& key, etcd::Deadline deadline,
+                     std::stop_token stop) {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      for (auto it = events_.begin(); it != events_.end(); ++it) {
+        if (it->type == type && it->kv.key == key) {
+          etcd::Event found = *it;
+          events_.erase(events_.begin(), it + 1);
+          return found;
+        }
+      }
+      if (error_) throw Failure("watch demo/", *error_);
+      auto seen = generation_;
+      if (!changed_.wait_until(lock, stop, deadline, [&] { return generation_ != seen; })) {
+        if (stop.stop_requested()) throw Interrupted{};
+        throw StepFailed(cat("the watch saw no ", type == etcd::Event::Type::kPut ? "PUT" : "DELETE", " of ", key,
+                             " in time"));
+      }
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable_any changed_;
+  std::deque<etcd::Event> events_;
+  std::optional<etcd::Status> error_;
+  uint64_t generation_ = 0;
+};
+
+std::string shell_words(const std::vector<std::string>& args) {
+  std::string out;
+  for (const auto& a : args) {
+    if (!out.empty()) out += ' ';
+    out += a.find_first_of(" \t\"'") == std::string::npos && !a.empty() ? a : "\"" + a + "\"";
+  }
+  return out;
+}
+
+struct Demo {
+  Demo(Context& c, std::string binary) : ctx(c), etcd_binary(std::move(binary)) {}
+
+  Context& ctx;
+  std::string etcd_binary;
+  Progress progress;
+  std::string self = self_executable();
+  // Members are destroyed in reverse: lease and watch before the client,
+  // the client before the etcd it talks to.
+  std::unique_ptr<etcd::testing::EtcdCluster> cluster;
+  std::optional<etcd::Client> client;
+  std::shared_ptr<EventLog> events = std::make_shared<EventLog>();
+  etcd::Watcher watcher;
+  etcd::Lease lease;
+  int64_t revision = 0;  // the store revision after this process's last write
+  std::string last_keys;  // the last "keys now" line shown
+
+  void say(std::string_view text) const { progress.say("  " + std::string(text)); }
+  etcd::Client& etcd() { return *client; }
+  etcd::Deadline deadline() const { return etcd::Clock::now() + ctx.timeout(); }
+
+  template <class T>
+  T call(etcd::Call<T> c, std::string_view what) {
+    return check(std::move(c).stop_token(ctx.stop()).wait(), what);
+  }
+  void pause(std::chrono::milliseconds d) const {
+    if (!sleep_for(d, ctx.stop())) throw Interrupted{};
+  }
+  etcd::Event expect(etcd::Event::Type type, const std::string& key) {
+    return events->expect(type, key, deadline(), ctx.stop());
+  }
+
+  // Runs `etcd-recipes ARGS...` as a separate process against the private
+  // etcd and returns what it printed (without the final newline).
+  std::string run_self(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {self, "--endpoints", cluster->endpoints_csv(), "--timeout", ctx.global().timeout};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto child = ChildProcess::spawn(argv);
+    say(cat("pid ", child.pid(), " started: etcd-recipes ", shell_words(args)));
+    auto code = child.wait(ctx.stop(), deadline() + 5s);
+    if (!code) {
+      if (ctx.stop().stop_requested()) throw Interrupted{};
+      throw StepFailed(cat("pid ", child.pid(), " (etcd-recipes ", shell_words(args), ") did not finish in time"));
+    }
+    if (*code != 0) throw StepFailed(cat("pid ", child.pid(), " (etcd-recipes ", shell_words(args), ") exited ", *code));
+    std::string out = child.output();
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    say(cat("pid ", child.pid(), " exited 0 and printed \"", out, "\""));
+    return out;
+  }
+
+  // Every key under demo/ whenever that changed, so the reader sees the
+  // state grow and shrink.
+  void show_keys() {
+    if (!client) return;
+    etcd::GetOptions prefix;
+    prefix.prefix = true;
+    auto r = call(etcd().get("demo/", prefix), "get demo/");
+    std::string line = "keys now:";
+    for (const auto& kv : r.kvs) line += " " + kv.key + "=" + kv.value;
+    if (r.kvs.empty()) line += " (none)";
+    if (line != last_keys) say(line);
+    last_keys = std::move(line);
+  }
+};
+
+// --- the steps ---------------------------------------------------------------
+
+void start_etcd(Demo& d) {
+  d.say("starting " + d.etcd_binary + " on free loopback ports...");
+  etcd::testing::EtcdClusterOptions options;
+  options.members = 1;
+  options.etcd_binary = d.etcd_binary;
+  d.cluster = etcd::testing::EtcdCluster::start(std::move(options));
+  d.say(cat("etcd pid ", d.cluster->pid(0), " serving ", d.cluster->endpoint(0), ", data in ",
+            d.cluster->dir().string()));
+  etcd::ClientOptions client_options;
+  client_options.endpoints = d.cluster->endpoints();
+  client_options.default_timeout = d.ctx.timeout();
+  d.client.emplace(std::move(client_options));
+}
+
+void put_and_get(Demo& d) {
+  auto put = d.call(d.etcd().put("demo/greeting", "hello"), "put demo/greeting");
+  d.revision = put.header.revision;
+  d.say(cat("put demo/greeting = hello: store revision is now ", d.revision));
+  auto get = d.call(d.etcd().get("demo/greeting"), "get demo/greeting");
+  if (!get.first() || get.first()->value != "hello") throw StepFailed("get demo/greeting did not return \"hello\"");
+  d.say(cat("get demo/greeting: \"", get.first()->value, "\" (version ", get.first()->version, ", created at revision ",
+            get.first()->create_revision, ")"));
+}
+
+void start_watch(Demo& d) {
+  // Anchored at the revision after our last write: nothing in between can
+  // be missed, however late the watch gets established.
+  etcd::WatchOptions options;
+  options.prefix = true;
+  options.start_revision = d.revision + 1;
+  d.watcher = d.etcd().watch("demo/", options, [events = d.events, progress = d.progress](auto r) {
+    if (!r.ok()) {
+      progress.say("  watch: ended with " + r.status().to_string());
+      events->fail(std::move(r).status());
+      return;
+    }
+    for (const auto& ev : r->events) progress.say(cat("  watch: ", describe(ev), " (revision ", ev.kv.mod_revision, ")"));
+    events->add(r->events);
+  });
+  if (!d.watcher.wait_created(d.deadline())) throw StepFailed("the server did not confirm the watch");
+  d.say(cat("watching every key under demo/ from revision ", d.revision + 1));
+}
+
+void create_if_absent(Demo& d) {
+  auto attempt = [&](const std::string& value) {
+    auto txn = etcd::Txn()
+                   .when(etcd::Compare::absent("demo/owner"))
+                   .then(etcd::Op::put("demo/owner", value))
+                   .otherwise(etcd::Op::get("demo/owner"));
+    return d.call(d.etcd().txn(txn), "txn on demo/owner");
+  };
+  auto first = attempt("first");
+  if (!first.succeeded) throw StepFailed("the first create-if-absent of demo/owner failed");
+  d.revision = first.header.revision;
+  d.say("txn #1  if demo/owner absent then put demo/owner=first else get: the compare held, put done");
+  d.expect(etcd::Event::Type::kPut, "demo/owner");
+
+  auto second = attempt("second");
+  if (second.succeeded) throw StepFailed("the second create-if-absent overwrote demo/owner");
+  const auto& existing = second.responses.at(0).get();
+  if (existing.kvs.empty() || existing.kvs.front().value != "first") {
+    throw StepFailed("the else branch did not read demo/owner=first");
+  }
+  d.say("txn #2  same with demo/owner=second: the compare failed, the else branch read demo/owner=first");
+}
+
+void another_process_writes(Demo& d) {
+  auto printed = d.run_self({"kv", "put", "demo/from-child", "hello from another process"});
+  auto ev = d.expect(etcd::Event::Type::kPut, "demo/from-child");
+  if (std::to_string(ev.kv.mod_revision) != printed) {
+    throw StepFailed(cat("the child printed revision ", printed, " but the watch saw ", ev.kv.mod_revision));
+  }
+  d.say(cat("this process's watch saw the child's write at the revision the child printed (", printed, ")"));
+  auto owner = d.run_self({"kv", "get", "demo/owner"});
+  if (owner != "first") throw StepFailed("the child read demo/owner=" + owner + ", expected first");
+}
+
+void kept_lease_keeps_key(Demo& d) {
+  constexpr auto kTtl = 2s;
+  d.lease = d.call(d.etcd().lease(kTtl), "grant a lease");
+  const auto id = d.lease.id();
+  etcd::PutOptions with_lease;
+  with_lease.lease = id;
+  d.call(d.etcd().put("demo/session", "alive", with_lease), "put demo/session");
+  d.say(cat("lease ", lease_hex(id), " granted with TTL ", d.lease.ttl().count(),
+            "s and kept alive by this process; put demo/session on it"));
+  d.expect(etcd::Event::Type::kPut, "demo/session");
+  for (int second = 1; second <= 3; ++second) {
+    d.pause(1s);
+    auto get = d.call(d.etcd().get("demo/session"), "get demo/session");
+    if (!get.first()) throw StepFailed("demo/session vanished although its lease was kept alive");
+    auto ttl = d.call(d.etcd().lease_time_to_live(id), "lease time-to-live");
+    d.say(cat(second, "s later (TTL ", kTtl.count(), "s): demo/session still there, the lease has ", ttl.ttl,
+              "s left"));
+  }
+}
+
+void revoke_lease(Demo& d) {
+  const auto id = d.lease.id();
+  d.call(d.lease.revoke(), "revoke the lease");
+  d.say(cat("revoked lease ", lease_hex(id)));
+  auto ev = d.expect(etcd::Event::Type::kDelete, "demo/session");
+  d.say(cat("the watch saw demo/session deleted at revision ", ev.kv.mod_revision, ": the key went with its lease"));
+}
+
+void cluster_status(Demo& d) {
+  const auto endpoint = d.cluster->endpoint(0);
+  auto s = d.call(d.etcd().status(), "status " + endpoint);
+  if (s.leader == 0) throw StepFailed("the member reports no raft leader");
+  d.say(cat(endpoint, ": etcd ", s.version, ", member ", member_hex(s.header.member_id), ", leader ",
+            member_hex(s.leader), s.leader == s.header.member_id ? " (itself)" : "", ", raft term ", s.raft_term,
+            ", raft index ", s.raft_index, ", db size ", human_bytes(s.db_size)));
+}
+
+struct Step {
+  std::string_view title;
+  void (*run)(Demo&);
+};
+
+constexpr Step kSteps[] = {
+    {"start a private single-member etcd", start_etcd},
+    {"put a key and read it back", put_and_get},
+    {"watch the demo/ prefix", start_watch},
+    {"transaction: create-if-absent succeeds once, then fails", create_if_absent},
+    {"other processes write and read; the watch sees their write", another_process_writes},
+    {"a kept-alive lease keeps its key past the TTL", kept_lease_keeps_key},
+    {"revoking the lease deletes its key", revoke_lease},
+    {"cluster status", cluster_status},
+};
+
+// Stops everything the demo started and says so; the destructors do the
+// work (the cluster's kills and reaps etcd and removes its directory).
+void tear_down(std::unique_ptr<Demo> demo) {
+  const Progress progress = demo->progress;
+  if (!demo->cluster) return;
+  const auto pid = demo->cluster->pid(0);
+  const auto dir = demo->cluster->dir();
+  demo.reset();
+  std::error_code ec;
+  progress.say(cat("cleanup: etcd pid ", pid, " stopped, ", dir.string(),
+                   std::filesystem::exists(dir, ec) ? " LEFT BEHIND" : " removed"));
+}
+
+int run_demo(Context& ctx, const std::string& etcd_binary) {
+  auto demo = std::make_unique<Demo>(ctx, etcd_binary);
+  const Progress progress = demo->progress;
+  const int total = static_cast<int>(std::size(kSteps));
+  std::string failed_step;
+  std::string error;
+  for (int i = 0; i < total && failed_step.empty(); ++i) {
+    if (ctx.stop().stop_requested()) break;
+    progress.say(cat("step ", i + 1, "/", total, ": ", kSteps[i].title));
+    try {
+      kSteps[i].run(*demo);
+      demo->show_keys();
+    } catch (const Interrupted&) {
+      break;
+    } catch (const std::exception& e) {
+      // A call cancelled by the stop surfaces as an error: not the step's fault.
+      if (ctx.stop().stop_requested()) break;
+      failed_step = kSteps[i].title;
+      error = e.what();
+      progress.say(cat("FAILED: ", error));
+    }
+  }
+  tear_down(std::move(demo));
+
+  if (!failed_step.empty()) {
+    std::cerr << kProgram << ": demo: step \"" << failed_step << "\" failed: " << error << std::endl;
+    return kExitFailed;
+  }
+  if (ctx.stop().stop_requested()) {
+    const int sig = stop_signal();
+    const char* name = sigabbrev_np(sig);
+    progress.say(name ? cat("demo interrupted by SIG", name) : cat("demo interrupted by signal ", sig));
+    return kExitSignalBase + sig;
+  }
+  progress.say("demo finished OK");
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_demo_command(Commands& commands) {
+  auto etcd_binary = std::make_shared<std::string>("etcd");
+  auto* cmd = commands.root().add_subcommand(
+      "demo",
+      "Start a private single-member etcd in a temporary directory and run a short scripted scenario against it "
+      "(needs no --endpoints; cleans up on exit and on SIGINT/SIGTERM)");
+  cmd->add_option("--etcd", *etcd_binary, "The etcd server binary (a path, or a name searched on PATH)")
+      ->capture_default_str();
+  commands.on_run(cmd, [etcd_binary](Context& ctx) { return run_demo(ctx, *etcd_binary); });
+}
+
+}  // namespace etcd_cli
