@@ -1,0 +1,509 @@
+#include "etcd/recipes/mutex.h"
+
+#include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
+#include <cstdio>
+#include <set>
+
+namespace etcd::recipes {
+
+using etcd::detail::CallAccess;
+
+namespace {
+
+std::string hex(int64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Keys claimed by a DistributedMutex object of this process: two objects on
+// one name and one session would otherwise share a key and both "hold".
+std::mutex claims_mu;
+std::set<std::string> claims;
+
+bool claim(const std::string& key) {
+  std::lock_guard lock(claims_mu);
+  return claims.insert(key).second;
+}
+void unclaim(const std::string& key) {
+  std::lock_guard lock(claims_mu);
+  claims.erase(key);
+}
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+}  // namespace
+
+namespace detail {
+
+// One acquisition attempt in flight.
+struct Acquisition {
+  bool wait = true;
+  Callback<bool> done;
+  Clock::time_point started = Clock::now();
+  bool finished = false;
+  std::unique_ptr<asio::steady_timer> timer;
+  std::optional<std::stop_callback<std::function<void()>>> stop_cb;
+  Subscription close_sub;
+  Subscription session_lost_sub;
+  Watcher predecessor_watch;
+};
+
+class MutexState : public std::enable_shared_from_this<MutexState> {
+ public:
+  MutexState(Client client, std::string name, RecipeOptions options)
+      : core(std::make_shared<RecipeCore>(std::move(client), "DistributedMutex", name, std::move(options))),
+        name_status(validate_name("DistributedMutex", name)),
+        prefix(name + "/") {}
+
+  std::shared_ptr<RecipeCore> core;
+  const Status name_status;
+  const std::string prefix;
+
+  enum class Phase { kIdle, kAcquiring, kHeld };
+
+  mutable std::mutex mu;
+  Phase phase = Phase::kIdle;
+  std::shared_ptr<Acquisition> acq;
+  std::shared_ptr<Session> session;
+  std::string my_key;
+  int64_t my_rev = 0;
+  bool claimed = false;
+  bool lost = false;
+  std::stop_source hold_stop;
+  Clock::time_point held_since{};
+  Subscription hold_lost_sub;
+  uint64_t next_listener = 1;
+  std::vector<std::pair<uint64_t, std::shared_ptr<std::function<void(const Status&)>>>> lost_listeners;
+
+  Labels labels() const { return {{"lock", core->name()}}; }
+
+  // --- acquisition -------------------------------------------------------
+
+  void start(CallOptions options, bool wait, Callback<bool> done) {
+    if (!name_status.ok()) return done(name_status);
+    if (core->closed()) return done(core->closed_status());
+    auto a = std::make_shared<Acquisition>();
+    a->wait = wait;
+    a->done = std::move(done);
+    {
+      std::lock_guard lock(mu);
+      if (phase != Phase::kIdle) {
+        return a->done(core->named(Status(StatusCode::kFailedPrecondition,
+                                          "this DistributedMutex already holds or is acquiring the lock "
+                                          "(it is not recursive)")));
+      }
+      phase = Phase::kAcquiring;
+      acq = a;
+    }
+    auto self = shared_from_this();
+    if (options.deadline) {
+      a->timer = std::make_unique<asio::steady_timer>(core->client().executor(), *options.deadline);
+      a->timer->async_wait([self, a](const asio::error_code& ec) {
+        if (!ec) self->fail(a, DeadlineExceeded(self->core->identity() + ": timed out waiting for the lock"));
+      });
+    }
+    if (options.stop.stop_possible()) {
+      a->stop_cb.emplace(options.stop, std::function<void()>([self, a] {
+                           self->fail(a, Cancelled(self->core->identity() + ": acquire cancelled"));
+                         }));
+    }
+    a->close_sub = core->on_close([self, a] { self->fail(a, self->core->closed_status()); });
+    CallAccess::start_inline(core->session(), [self, a](Result<std::shared_ptr<Session>> s) {
+      if (!s.ok()) return self->fail(a, std::move(s).status());
+      self->with_session(a, *s);
+    });
+  }
+
+  void with_session(const std::shared_ptr<Acquisition>& a, const std::shared_ptr<Session>& s) {
+    const std::string key = prefix + hex(s->lease_id());
+    {
+      std::lock_guard lock(mu);
+      if (a->finished) return;
+      session = s;
+    }
+    if (!claimed_or_claim(key)) {
+      return fail(a, core->named(Status(StatusCode::kFailedPrecondition,
+                                        "another DistributedMutex of this process uses key " + key +
+                                            " (the same name on the same session); give it its own session")));
+    }
+    auto self = shared_from_this();
+    a->session_lost_sub = s->on_lost([self, a](const Status& why) {
+      self->fail(a, Status(StatusCode::kAborted, self->core->identity() + ": session lost while waiting: " +
+                                                     why.message(),
+                           Errc::kHoldLost));
+    });
+    // One round trip: create our key unless it exists, and read the owner.
+    const GetOptions first_created{.prefix = true, .limit = 1, .sort_order = SortOrder::kAscend,
+                                   .sort_target = SortTarget::kCreate};
+    Txn txn;
+    txn.when(Compare::absent(key))
+        .then({Op::put(key, core->client_id(), PutOptions{.lease = s->lease_id()}), Op::get(prefix, first_created)})
+        .otherwise({Op::get(key), Op::get(prefix, first_created)});
+    CallAccess::start_inline(core->client().txn(txn), [self, a, key](Result<TxnResponse> r) {
+      if (!r.ok()) return self->fail(a, std::move(r).status());
+      int64_t rev = 0;
+      if (r->succeeded) {
+        rev = r->header.revision;
+      } else if (const auto* kv = r->responses[0].get().first()) {
+        rev = kv->create_revision;
+      }
+      const auto* owner = r->responses[1].get().first();
+      {
+        std::lock_guard lock(self->mu);
+        self->my_key = key;
+        self->my_rev = rev;
+      }
+      if (rev == 0) return self->fail(a, Status(StatusCode::kAborted, "lock key vanished", Errc::kHoldLost));
+      if (owner && owner->create_revision == rev) return self->acquired(a);
+      if (!a->wait) return self->finish(a, false);
+      self->wait_for_predecessor(a);
+    });
+  }
+
+  bool claimed_or_claim(const std::string& key) {
+    std::lock_guard lock(mu);
+    if (claimed && my_key == key) return true;
+    if (claimed) {
+      unclaim(my_key);  // a new session: the old key is history
+      claimed = false;
+    }
+    if (!claim(key)) return false;
+    claimed = true;
+    my_key = key;
+    return true;
+  }
+
+  // Anchored wait: read (my key, the last key created before mine) at one
+  // revision, then watch only that predecessor from the next revision.
+  void wait_for_predecessor(const std::shared_ptr<Acquisition>& a) {
+    std::string key;
+    int64_t rev;
+    {
+      std::lock_guard lock(mu);
+      if (a->finished) return;
+      key = my_key;
+      rev = my_rev;
+    }
+    const GetOptions predecessor{.prefix = true, .limit = 1, .sort_order = SortOrder::kDescend,
+                                 .sort_target = SortTarget::kCreate, .max_create_revision = rev - 1};
+    auto self = shared_from_this();
+    CallAccess::start_inline(
+        core->client().txn(Txn().then({Op::get(key), Op::get(prefix, predecessor)})),
+        [self, a, rev](Result<TxnResponse> r) {
+          if (!r.ok()) return self->fail(a, std::move(r).status());
+          const auto* mine = r->responses[0].get().first();
+          if (!mine || mine->create_revision != rev) {
+            // Our key is gone (session lost): never report success.
+            return self->fail(a, Status(StatusCode::kAborted,
+                                        self->core->identity() + ": our key disappeared while waiting",
+                                        Errc::kHoldLost));
+          }
+          const auto* pred = r->responses[1].get().first();
+          if (!pred) return self->acquired(a);
+          self->watch_predecessor(a, pred->key, r->header.revision + 1);
+        });
+  }
+
+  void watch_predecessor(const std::shared_ptr<Acquisition>& a, const std::string& pred_key, int64_t from) {
+    auto self = shared_from_this();
+    auto fired = std::make_shared<std::atomic<bool>>(false);
+    Watcher w = core->client().watch(
+        pred_key, WatchOptions{.start_revision = from, .filter_puts = true},
+        [self, a, fired](Result<WatchResponse> r) {
+          if (r.ok() && r->events.empty()) return;  // progress
+          if (fired->exchange(true)) return;
+          // Deleted (or the watch failed): look again from scratch.
+          self->core->metrics().add("etcd_recipes_lock_wakeups_total", self->labels(), 1);
+          asio::post(self->core->client().executor(), [self, a] { self->wait_for_predecessor(a); });
+        });
+    std::lock_guard lock(mu);
+    if (a->finished) return;  // ~Watcher cancels it
+    a->predecessor_watch = std::move(w);
+  }
+
+  void acquired(const std::shared_ptr<Acquisition>& a) {
+    std::shared_ptr<Session> s;
+    {
+      std::lock_guard lock(mu);
+      if (a->finished) return;
+      phase = Phase::kHeld;
+      lost = false;
+      hold_stop = std::stop_source();
+      held_since = Clock::now();
+      s = session;
+    }
+    std::weak_ptr<MutexState> weak = shared_from_this();
+    auto sub = s->on_lost([weak](const Status& why) {
+      if (auto self = weak.lock()) self->hold_lost(why);
+    });
+    {
+      std::lock_guard lock(mu);
+      hold_lost_sub = std::move(sub);
+    }
+    core->metrics().observe("etcd_recipes_lock_wait_seconds", labels(), seconds_since(a->started));
+    core->metrics().add("etcd_recipes_lock_acquired_total", labels(), 1);
+    finish(a, true);
+  }
+
+  void fail(const std::shared_ptr<Acquisition>& a, Status why) {
+    if (why.code() == StatusCode::kDeadlineExceeded) {
+      core->metrics().add("etcd_recipes_lock_timeouts_total", labels(), 1);
+    }
+    finish(a, std::move(why));
+  }
+
+  // Ends an acquisition exactly once. A failed or declined one removes the
+  // key it may have created, so it never blocks the queue.
+  void finish(const std::shared_ptr<Acquisition>& a, Result<bool> result) {
+    bool remove_key = false;
+    std::string key;
+    int64_t rev = 0;
+    {
+      std::lock_guard lock(mu);
+      if (a->finished) return;
+      a->finished = true;
+      if (acq == a) acq.reset();
+      if (!(result.ok() && *result)) {
+        phase = Phase::kIdle;
+        remove_key = my_rev != 0;
+        key = my_key;
+        rev = my_rev;
+        my_rev = 0;
+      }
+    }
+    a->predecessor_watch.cancel();
+    if (a->timer) asio::post(core->client().executor(), [t = std::shared_ptr<asio::steady_timer>(std::move(a->timer))] {
+      t->cancel();
+    });
+    a->close_sub.reset();
+    a->session_lost_sub.reset();
+    if (remove_key) remove(key, rev);
+    auto done = std::move(a->done);
+    // The stop callback may be the caller of this very function: destroy it
+    // on another thread's time, never here.
+    asio::post(core->client().executor(), [a] { a->stop_cb.reset(); });
+    done(result.ok() ? Result<bool>(*result) : Result<bool>(core->named(std::move(result).status())));
+  }
+
+  // Deletes our key if it is still the one we created (fire and forget).
+  void remove(const std::string& key, int64_t rev) {
+    CallAccess::start_inline(
+        core->client().txn(Txn().when(Compare::create_revision(key) == rev).then(Op::del(key))),
+        [core = core](Result<TxnResponse> r) {
+          if (!r.ok()) core->record_error(Status(r.status().code(), "cleaning up the lock key: " + r.status().message(),
+                                                  r.status().reason()));
+        });
+  }
+
+  // --- the hold ------------------------------------------------------------
+
+  void hold_lost(const Status& why) {
+    std::vector<std::shared_ptr<std::function<void(const Status&)>>> listeners;
+    {
+      std::lock_guard lock(mu);
+      if (phase != Phase::kHeld || lost) return;
+      lost = true;
+      for (auto& [id, l] : lost_listeners) listeners.push_back(l);
+    }
+    hold_stop.request_stop();
+    core->metrics().add("etcd_recipes_lock_lost_total", labels(), 1);
+    Status status(StatusCode::kAborted, core->identity() + ": lock hold lost: " + why.message(), Errc::kHoldLost);
+    core->record_error(status);
+    for (auto& l : listeners) asio::post(core->client().executor(), [l, status] { (*l)(status); });
+  }
+
+  void release(Callback<bool> done) {
+    std::string key;
+    int64_t rev;
+    bool was_lost;
+    {
+      std::lock_guard lock(mu);
+      if (phase != Phase::kHeld) return done(false);
+      key = my_key;
+      rev = my_rev;
+      was_lost = lost;
+      phase = Phase::kIdle;
+      my_rev = 0;
+      core->metrics().observe("etcd_recipes_lock_hold_seconds", labels(), seconds_since(held_since));
+    }
+    hold_lost_sub.reset();
+    hold_stop.request_stop();
+    release_attempt(key, rev, was_lost, 1, std::move(done));
+  }
+
+  void release_attempt(std::string key, int64_t rev, bool was_lost, int attempt, Callback<bool> done) {
+    auto self = shared_from_this();
+    // The guarded delete is idempotent, so an unknown outcome is retried.
+    CallAccess::start_inline(
+        core->client().txn(Txn().when(Compare::create_revision(key) == rev).then(Op::del(key))),
+        [self, key, rev, was_lost, attempt, done = std::move(done)](Result<TxnResponse> r) mutable {
+          if (!r.ok() && attempt < 3 &&
+              (r.status().is(Errc::kOutcomeUnknown) || r.status().code() == StatusCode::kUnavailable)) {
+            return self->release_attempt(key, rev, was_lost, attempt + 1, std::move(done));
+          }
+          if (!r.ok()) {
+            self->core->record_error(r.status());
+            return done(self->core->named(std::move(r).status()));
+          }
+          done(r->succeeded && !was_lost);
+        });
+  }
+};
+
+}  // namespace detail
+
+DistributedMutex::DistributedMutex(Client client, std::string name, RecipeOptions options)
+    : state_(std::make_shared<detail::MutexState>(std::move(client), std::move(name), std::move(options))) {}
+
+DistributedMutex::~DistributedMutex() { close(); }
+
+Call<void> DistributedMutex::acquire() {
+  auto s = state_;
+  return Call<void>(
+      [s](CallOptions options, Callback<void> done) {
+        s->start(options, /*wait=*/true, [done = std::move(done)](Result<bool> r) {
+          done(r.ok() ? Result<void>() : Result<void>(std::move(r).status()));
+        });
+      },
+      s->core->client().executor());
+}
+
+Call<bool> DistributedMutex::try_acquire() {
+  auto s = state_;
+  return Call<bool>([s](CallOptions options, Callback<bool> done) { s->start(options, false, std::move(done)); },
+                    s->core->client().executor());
+}
+
+Call<bool> DistributedMutex::release() {
+  auto s = state_;
+  return Call<bool>([s](CallOptions, Callback<bool> done) { s->release(std::move(done)); },
+                    s->core->client().executor());
+}
+
+void DistributedMutex::lock() { acquire().wait().value(); }
+
+bool DistributedMutex::try_lock() {
+  auto r = try_acquire().wait();
+  return r.ok() && *r;
+}
+
+bool DistributedMutex::try_lock_until_steady(Deadline deadline) {
+  auto r = acquire().deadline(deadline).wait();
+  if (r.ok()) return true;
+  if (r.status().code() != StatusCode::kDeadlineExceeded) state_->core->record_error(r.status());
+  return false;
+}
+
+bool DistributedMutex::unlock() noexcept {
+  try {
+    auto r = release().wait();
+    return r.ok() && *r;
+  } catch (...) {
+    return false;
+  }
+}
+
+bool DistributedMutex::is_locked() const {
+  std::lock_guard lock(state_->mu);
+  return state_->phase == detail::MutexState::Phase::kHeld && !state_->lost;
+}
+
+int64_t DistributedMutex::fencing_token() const {
+  std::lock_guard lock(state_->mu);
+  return state_->phase == detail::MutexState::Phase::kHeld ? state_->my_rev : 0;
+}
+
+std::string DistributedMutex::key() const {
+  std::lock_guard lock(state_->mu);
+  return state_->my_key;
+}
+
+std::stop_token DistributedMutex::hold_token() const {
+  std::lock_guard lock(state_->mu);
+  return state_->hold_stop.get_token();
+}
+
+Subscription DistributedMutex::on_lost(std::function<void(const Status&)> listener) {
+  std::lock_guard lock(state_->mu);
+  const uint64_t id = state_->next_listener++;
+  state_->lost_listeners.emplace_back(id, std::make_shared<std::function<void(const Status&)>>(std::move(listener)));
+  std::weak_ptr<detail::MutexState> weak = state_;
+  return Subscription([weak, id] {
+    if (auto s = weak.lock()) {
+      std::lock_guard l(s->mu);
+      std::erase_if(s->lost_listeners, [id](const auto& p) { return p.first == id; });
+    }
+  });
+}
+
+Call<TxnResponse> DistributedMutex::guarded(Txn txn) {
+  std::string key;
+  int64_t rev = 0;
+  {
+    std::lock_guard lock(state_->mu);
+    if (state_->phase == detail::MutexState::Phase::kHeld && !state_->lost) {
+      key = state_->my_key;
+      rev = state_->my_rev;
+    }
+  }
+  auto& client = state_->core->client();
+  if (rev == 0) {
+    return Call<TxnResponse>::ready(
+        Status(StatusCode::kFailedPrecondition, state_->core->identity() + ": not held", Errc::kHoldLost),
+        client.executor());
+  }
+  auto outer = std::make_shared<Call<TxnResponse>>(
+      client.txn(Txn().when(Compare::create_revision(key) == rev).then(Op::txn(std::move(txn)))));
+  auto core = state_->core;
+  return Call<TxnResponse>(
+      [outer, core](CallOptions options, Callback<TxnResponse> done) {
+        if (options.deadline) outer->deadline(*options.deadline);
+        outer->stop_token(options.stop);
+        CallAccess::start_inline(std::move(*outer), [core, done = std::move(done)](Result<TxnResponse> r) {
+          if (!r.ok()) return done(std::move(r).status());
+          if (!r->succeeded) {
+            return done(Status(StatusCode::kFailedPrecondition,
+                               core->identity() + ": the lock is no longer held; nothing was written",
+                               Errc::kHoldLost));
+          }
+          done(TxnResponse(r->responses.at(0).txn()));
+        });
+      },
+      client.executor());
+}
+
+const std::string& DistributedMutex::name() const { return state_->core->name(); }
+const std::string& DistributedMutex::identity() const { return state_->core->identity(); }
+ConnectionState DistributedMutex::state() const { return state_->core->state(); }
+Subscription DistributedMutex::on_state_change(std::function<void(ConnectionState)> listener) {
+  return state_->core->on_state_change(std::move(listener));
+}
+std::vector<Status> DistributedMutex::errors() const { return state_->core->errors(); }
+Subscription DistributedMutex::on_error(std::function<void(const Status&)> listener) {
+  return state_->core->on_error(std::move(listener));
+}
+
+void DistributedMutex::close() {
+  auto s = state_;
+  if (s->core->closed()) return;
+  s->core->close();  // wakes a parked acquisition with kClosed
+  bool held;
+  {
+    std::lock_guard lock(s->mu);
+    held = s->phase == detail::MutexState::Phase::kHeld;
+  }
+  if (held) s->release([](Result<bool>) {});  // fire and forget
+  std::string key;
+  {
+    std::lock_guard lock(s->mu);
+    if (s->claimed) {
+      key = s->my_key;
+      s->claimed = false;
+    }
+  }
+  if (!key.empty()) unclaim(key);
+}
+
+}  // namespace etcd::recipes

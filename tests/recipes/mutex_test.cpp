@@ -1,0 +1,235 @@
+// DistributedMutex against a real etcd member.
+#include <sys/wait.h>
+
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+#include "etcd/recipes/mutex.h"
+#include "support/etcd_fixture.h"
+
+namespace etcd::test {
+namespace {
+
+using recipes::DistributedMutex;
+using recipes::RecipeOptions;
+using MutexTest = SingleMemberTest;
+
+std::string hex(int64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+TEST_F(MutexTest, UncontendedCycleUsesGoKeyLayoutAndFencingToken) {
+  DistributedMutex m(client(), key("lock"));
+  ASSERT_TRUE(m.acquire().wait().ok());
+  EXPECT_TRUE(m.is_locked());
+  const std::string k = m.key();
+  ASSERT_EQ(k.rfind(key("lock") + "/", 0), 0u) << k;
+  auto got = client().get(k).wait();
+  ASSERT_EQ(got->kvs.size(), 1u);
+  EXPECT_EQ(k, key("lock") + "/" + hex(got->kvs[0].lease));
+  EXPECT_EQ(m.fencing_token(), got->kvs[0].create_revision);
+  EXPECT_TRUE(m.unlock());
+  EXPECT_FALSE(m.is_locked());
+  EXPECT_EQ(m.fencing_token(), 0);
+  EXPECT_TRUE(client().get(k).wait()->kvs.empty());
+}
+
+TEST_F(MutexTest, UncontendedCycleCostsTwoWrites) {
+  DistributedMutex m(client(), key("cost"));
+  ASSERT_TRUE(m.acquire().wait().ok());  // warm: session granted
+  ASSERT_TRUE(m.unlock());
+  const int64_t before = client().put(key("probe"), "x").wait()->header.revision;
+  ASSERT_TRUE(m.acquire().wait().ok());
+  ASSERT_TRUE(m.unlock());
+  const int64_t after = client().put(key("probe"), "y").wait()->header.revision;
+  EXPECT_EQ(after - before - 1, 2) << "revisions consumed by one lock+unlock";
+}
+
+TEST_F(MutexTest, StandardLockAdaptersWork) {
+  DistributedMutex m(client(), key("std"));
+  {
+    std::unique_lock lock(m);
+    EXPECT_TRUE(m.is_locked());
+  }
+  EXPECT_FALSE(m.is_locked());
+  {
+    std::scoped_lock lock(m);
+    EXPECT_TRUE(m.is_locked());
+  }
+  std::unique_lock lock(m, std::defer_lock);
+  EXPECT_TRUE(lock.try_lock_for(2s));
+  lock.unlock();
+  EXPECT_EQ(m.with_lock([&] { return m.fencing_token() > 0; }), true);
+  EXPECT_FALSE(m.is_locked());
+}
+
+TEST_F(MutexTest, TryLockFailsWhileHeldAndLeavesNoKeyBehind) {
+  DistributedMutex a(client(), key("try")), b(client(), key("try"));
+  ASSERT_TRUE(a.try_lock());
+  EXPECT_FALSE(b.try_lock());
+  EXPECT_EQ(client().get(key("try/"), {.prefix = true, .count_only = true}).wait()->count, 1);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(b.try_lock_for(300ms));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 290ms);
+  EXPECT_TRUE(eventually([&] { return client().get(key("try/"), {.prefix = true, .count_only = true}).wait()->count == 1; }));
+  EXPECT_TRUE(a.unlock());
+  EXPECT_TRUE(b.try_lock());
+  EXPECT_TRUE(b.unlock());
+}
+
+TEST_F(MutexTest, SecondLockOnTheSameObjectFailsInsteadOfDeadlocking) {
+  DistributedMutex m(client(), key("reent"));
+  ASSERT_TRUE(m.acquire().wait().ok());
+  auto again = m.acquire().timeout(5s).wait();
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition) << again.status().to_string();
+  EXPECT_TRUE(m.unlock());
+}
+
+TEST_F(MutexTest, WaitersAreServedFifoAndEachWakesOnce) {
+  auto metrics = std::make_shared<recipes::PrometheusMetrics>();
+  RecipeOptions opts;
+  opts.metrics = metrics;
+  DistributedMutex holder(client(), key("fifo"), opts);
+  ASSERT_TRUE(holder.acquire().wait().ok());
+
+  constexpr int kWaiters = 8;
+  std::vector<std::unique_ptr<DistributedMutex>> waiters;
+  std::mutex order_mu;
+  std::vector<int> order;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kWaiters; ++i) {
+    waiters.push_back(std::make_unique<DistributedMutex>(client(), key("fifo"), opts));
+    auto* w = waiters.back().get();
+    threads.emplace_back([&, w, i] {
+      w->lock();
+      {
+        std::lock_guard lock(order_mu);
+        order.push_back(i);
+      }
+      EXPECT_TRUE(w->unlock());
+    });
+    // Queue them one by one, so arrival order is known.
+    ASSERT_TRUE(eventually([&] {
+      return client().get(key("fifo/"), {.prefix = true, .count_only = true}).wait()->count == i + 2;
+    }));
+  }
+  const double wakeups_before = metrics->value("etcd_recipes_lock_wakeups_total", {{"lock", key("fifo")}});
+  EXPECT_TRUE(holder.unlock());
+  for (auto& t : threads) t.join();
+  std::vector<int> expected(kWaiters);
+  for (int i = 0; i < kWaiters; ++i) expected[i] = i;
+  EXPECT_EQ(order, expected);
+  const double wakeups = metrics->value("etcd_recipes_lock_wakeups_total", {{"lock", key("fifo")}}) - wakeups_before;
+  EXPECT_LE(wakeups, kWaiters * 1.5) << "wake-ups for " << kWaiters << " releases";
+  EXPECT_EQ(metrics->value("etcd_recipes_lock_acquired_total", {{"lock", key("fifo")}}), kWaiters + 1);
+}
+
+TEST_F(MutexTest, LossIsReportedAndGuardedWritesFail) {
+  DistributedMutex m(client(), key("loss"));
+  ASSERT_TRUE(m.acquire().wait().ok());
+  Mailbox<Status> lost;
+  auto sub = m.on_lost([&](const Status& why) { lost.put(why); });
+  auto token = m.hold_token();
+
+  auto ok = m.guarded(Txn().then(Op::put(key("fenced"), "1"))).wait();
+  ASSERT_TRUE(ok.ok()) << ok.status().to_string();
+
+  auto lease = client().get(m.key()).wait()->kvs.at(0).lease;
+  Client other(options());
+  ASSERT_TRUE(other.lease_revoke(lease).wait().ok());  // the session dies under us
+  auto why = lost.take(5s);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_TRUE(why->is(Errc::kHoldLost)) << why->to_string();
+  EXPECT_TRUE(token.stop_requested());
+  EXPECT_FALSE(m.is_locked());
+
+  auto refused = m.guarded(Txn().then(Op::put(key("fenced"), "2"))).wait();
+  EXPECT_TRUE(refused.status().is(Errc::kHoldLost)) << refused.status().to_string();
+  EXPECT_EQ(client().get(key("fenced")).wait()->kvs.at(0).value, "1");
+  EXPECT_FALSE(m.unlock());
+
+  // The object can contend again, on a new session.
+  ASSERT_TRUE(m.acquire().timeout(5s).wait().ok());
+  EXPECT_TRUE(m.unlock());
+}
+
+TEST_F(MutexTest, AWaiterWhoseSessionDiedNeverReportsSuccess) {
+  DistributedMutex holder(client(), key("dead")), waiter(client(), key("dead"));
+  ASSERT_TRUE(holder.acquire().wait().ok());
+  auto pending = waiter.acquire().timeout(20s).future();
+  ASSERT_TRUE(eventually([&] { return client().get(key("dead/"), {.prefix = true, .count_only = true}).wait()->count == 2; }));
+  // Kill the waiter's session by revoking its lease.
+  auto kvs = client().get(key("dead/"), {.prefix = true, .sort_order = SortOrder::kAscend, .sort_target = SortTarget::kCreate}).wait()->kvs;
+  ASSERT_EQ(kvs.size(), 2u);
+  ASSERT_TRUE(client().lease_revoke(kvs[1].lease).wait().ok());
+  ASSERT_EQ(pending.wait_for(10s), std::future_status::ready);
+  auto r = pending.get();
+  EXPECT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().is(Errc::kHoldLost)) << r.status().to_string();
+  EXPECT_TRUE(holder.is_locked());
+  EXPECT_TRUE(holder.unlock());
+}
+
+TEST_F(MutexTest, CloseWakesParkedWaitersWithClosed) {
+  DistributedMutex holder(client(), key("close")), waiter(client(), key("close"));
+  ASSERT_TRUE(holder.acquire().wait().ok());
+  auto pending = waiter.acquire().future();
+  ASSERT_TRUE(eventually([&] { return client().get(key("close/"), {.prefix = true, .count_only = true}).wait()->count == 2; }));
+  waiter.close();
+  ASSERT_EQ(pending.wait_for(5s), std::future_status::ready);
+  EXPECT_TRUE(pending.get().status().is(Errc::kClosed));
+  // Its key is gone, so it does not block the queue.
+  EXPECT_TRUE(eventually([&] { return client().get(key("close/"), {.prefix = true, .count_only = true}).wait()->count == 1; }));
+  EXPECT_TRUE(waiter.acquire().wait().status().is(Errc::kClosed));
+  EXPECT_TRUE(holder.unlock());
+}
+
+TEST_F(MutexTest, StopTokenCancelsAWait) {
+  DistributedMutex holder(client(), key("stop")), waiter(client(), key("stop"));
+  ASSERT_TRUE(holder.acquire().wait().ok());
+  std::stop_source stop;
+  auto pending = waiter.acquire().stop_token(stop.get_token()).future();
+  EXPECT_EQ(pending.wait_for(200ms), std::future_status::timeout);
+  stop.request_stop();
+  ASSERT_EQ(pending.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(pending.get().status().code(), StatusCode::kCancelled);
+  EXPECT_TRUE(holder.unlock());
+}
+
+TEST_F(MutexTest, BadNameIsRejectedBeforeAnyWrite) {
+  const auto before = client().stats().rpcs_started;
+  for (std::string bad : {std::string(), key("trailing/"), std::string("nul\0byte", 8)}) {
+    DistributedMutex m(client(), bad);
+    auto r = m.acquire().wait();
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().to_string();
+  }
+  EXPECT_EQ(client().stats().rpcs_started, before);
+}
+
+TEST_F(MutexTest, SharesOneLockWithEtcdctl) {
+  const std::string name = key("interop");
+  const std::string endpoints = cluster().endpoint(0);
+  // etcdctl holds the lock for as long as its command runs.
+  FILE* p = popen(("ETCDCTL_API=3 etcdctl --endpoints=" + endpoints + " lock " + name + " sleep 3 2>&1").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(eventually([&] { return client().get(name + "/", {.prefix = true, .count_only = true}).wait()->count == 1; }));
+  DistributedMutex m(client(), name);
+  EXPECT_FALSE(m.try_lock());
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(m.acquire().timeout(15s).wait().ok());  // granted when etcdctl releases
+  EXPECT_GT(std::chrono::steady_clock::now() - start, 1s);
+  pclose(p);
+  // While we hold it, etcdctl waits.
+  const int rc = std::system(("timeout 2 env ETCDCTL_API=3 etcdctl --endpoints=" + endpoints + " lock " + name +
+                              " true >/dev/null 2>&1").c_str());
+  EXPECT_EQ(WEXITSTATUS(rc), 124) << "etcdctl got the lock while we held it";
+  EXPECT_TRUE(m.unlock());
+}
+
+}  // namespace
+}  // namespace etcd::test
