@@ -196,7 +196,11 @@ class UnaryAttempt : public std::enable_shared_from_this<UnaryAttempt> {
     const bool attempt_timed_out = attempt_limited_ && s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
     const bool unavailable = s.error_code() == grpc::StatusCode::UNAVAILABLE || attempt_timed_out;
     if (unavailable) {
-      core_->report_endpoint_failure(ep);
+      if (attempt_timed_out) {
+        core_->report_endpoint_stall(ep);
+      } else {
+        core_->report_endpoint_failure(ep);
+      }
       if (!status.is(Errc::kNoLeader)) core_->note_connection_failure();
     }
     // A member without a leader rejects a request before proposing it, and
@@ -332,6 +336,16 @@ void ClientCore::report_endpoint_failure(const std::shared_ptr<Endpoint>& ep) {
   if (endpoints_.size() < 2 || endpoints_[active_] != ep) return;  // someone already moved on
   active_ = (active_ + 1) % endpoints_.size();
   failovers.fetch_add(1, std::memory_order_relaxed);
+}
+
+void ClientCore::report_endpoint_stall(const std::shared_ptr<Endpoint>& ep) {
+  if (!ep) return;
+  report_endpoint_failure(ep);
+  std::lock_guard lock(endpoints_mu_);
+  for (size_t i = 0; i < endpoints_.size(); ++i) {
+    // The old channel lives on in calls still using it, and dies with them.
+    if (endpoints_[i] == ep) endpoints_[i] = build_endpoint(options_.endpoints[i]);
+  }
 }
 
 std::chrono::milliseconds ClientCore::backoff(int attempt) {

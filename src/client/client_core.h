@@ -77,6 +77,10 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   // A call on `ep` failed in a way that suggests the member is unusable:
   // move on to the next endpoint (once per failure of the current one).
   void report_endpoint_failure(const std::shared_ptr<Endpoint>& ep);
+  // `ep` stopped answering on an open connection (paused member, blackholed
+  // link): move on, and give the endpoint a fresh channel, because gRPC
+  // would keep using the dead connection until its keepalive gives up.
+  void report_endpoint_stall(const std::shared_ptr<Endpoint>& ep);
   // The endpoint for a specific member (one of ours, or any other), kept
   // for the client's lifetime.
   std::shared_ptr<Endpoint> endpoint_for(const std::string& address);

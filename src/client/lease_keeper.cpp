@@ -92,7 +92,8 @@ class KeepAliveStream
 
 bool LeaseState::alive() const {
   std::lock_guard lock(mu_);
-  return !lost_;
+  // Past its expiry it is gone, even before the keeper's next look says so.
+  return !lost_ && Clock::now() < expires_at_;
 }
 
 Deadline LeaseState::expires_at() const {
@@ -193,8 +194,9 @@ void LeaseKeeper::ensure_stream_locked() {
   auto stream = std::make_shared<KeepAliveStream>(*this);
   stream_ = stream;
   ++live_streams_;
-  asio::post(core_.io(), [this, stream] {
-    auto start = [this, stream](const Status&) { stream->start(core_, *core_.current_endpoint(), stream); };
+  stream_endpoint_ = core_.current_endpoint();
+  asio::post(core_.io(), [this, stream, ep = stream_endpoint_] {
+    auto start = [this, stream, ep](const Status&) { stream->start(core_, *ep, stream); };
     if (core_.auth_enabled()) {
       core_.with_token(start);
     } else {
@@ -254,6 +256,7 @@ void LeaseKeeper::tick() {
     if (stream_ && oldest_unanswered != Deadline{} && now - oldest_unanswered > stall_limit) {
       asio::post(core_.io(), [stream = stream_] { stream->cancel(); });
       sent_at_.clear();
+      core_.report_endpoint_stall(stream_endpoint_);
     }
     for (auto it = kept_.begin(); it != kept_.end();) {
       auto& k = it->second;

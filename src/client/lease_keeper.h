@@ -21,6 +21,7 @@ namespace etcd::detail {
 
 class ClientCore;
 class KeepAliveStream;
+struct Endpoint;
 
 class LeaseState : public std::enable_shared_from_this<LeaseState> {
  public:
@@ -94,6 +95,7 @@ class LeaseKeeper {
   std::map<int64_t, std::deque<OnceWaiter>> once_;
   uint64_t next_once_token_ = 1;
   std::shared_ptr<KeepAliveStream> stream_;
+  std::shared_ptr<Endpoint> stream_endpoint_;  // where stream_ runs
   int live_streams_ = 0;
   int reconnect_attempt_ = 0;
   Deadline reconnect_not_before_{};

@@ -171,10 +171,11 @@ void WatchHub::ensure_stream_locked() {
   create_in_flight_ = false;
   last_heard_ = Clock::now();
   arm_liveness_locked();
-  asio::post(core_.io(), [this, stream] {
+  stream_endpoint_ = core_.current_endpoint();
+  asio::post(core_.io(), [this, stream, ep = stream_endpoint_] {
     // With authentication, a stream starts with a valid token; a failure to
     // get one lets the stream fail and be retried like any other.
-    auto start = [this, stream](const Status&) { stream->start(core_, *core_.current_endpoint(), stream); };
+    auto start = [this, stream, ep](const Status&) { stream->start(core_, *ep, stream); };
     if (core_.auth_enabled()) {
       core_.with_token(start);
     } else {
@@ -375,6 +376,7 @@ void WatchHub::check_liveness() {
       // Nothing at all for this long, not even progress: the member or the
       // link is gone without the connection noticing.
       asio::post(core_.io(), [stream = stream_] { stream->cancel(); });
+      core_.report_endpoint_stall(stream_endpoint_);
     } else if (silent >= kProgressInterval) {
       etcdserverpb::WatchRequest req;
       req.mutable_progress_request();

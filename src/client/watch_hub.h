@@ -22,6 +22,7 @@ namespace etcd::detail {
 class ClientCore;
 class WatchHub;
 class WatchStream;
+struct Endpoint;
 
 class WatchEntry : public std::enable_shared_from_this<WatchEntry> {
  public:
@@ -89,6 +90,7 @@ class WatchHub {
   mutable std::mutex mu_;
   std::condition_variable stopped_cv_;
   std::shared_ptr<WatchStream> stream_;
+  std::shared_ptr<Endpoint> stream_endpoint_;  // where stream_ runs
   bool stream_ready_ = false;
   std::list<std::shared_ptr<WatchEntry>> entries_;
   std::deque<std::shared_ptr<WatchEntry>> pending_creates_;

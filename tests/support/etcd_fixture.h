@@ -35,10 +35,10 @@ template <class T>
 class Mailbox {
  public:
   void put(T v) {
-    {
-      std::lock_guard lock(mu_);
-      value_ = std::move(v);
-    }
+    // Notified under the lock: a taker may destroy the mailbox as soon as
+    // take() returns.
+    std::lock_guard lock(mu_);
+    value_ = std::move(v);
     cv_.notify_all();
   }
   std::optional<T> take(std::chrono::milliseconds timeout = 10s) {
