@@ -894,7 +894,6 @@ std::vector<std::string> EtcdCluster::member_args(int i) const {
     for (const auto& [flag, path] :
          {std::pair<std::string, fs::path>{"--cert-file", t.server_cert},
           {"--key-file", t.server_key},
-          {"--trusted-ca-file", t.ca_cert},
           {"--peer-cert-file", t.server_cert},
           {"--peer-key-file", t.server_key},
           {"--peer-trusted-ca-file", t.ca_cert}}) {
@@ -902,7 +901,12 @@ std::vector<std::string> EtcdCluster::member_args(int i) const {
       a.push_back(fs::absolute(path).string());
     }
     a.push_back("--peer-client-cert-auth=true");
-    if (options_.client_cert_auth) a.push_back("--client-cert-auth=true");
+    // etcd 3.4 demands client certificates whenever it has a client CA.
+    if (options_.client_cert_auth) {
+      a.push_back("--client-cert-auth=true");
+      a.push_back("--trusted-ca-file");
+      a.push_back(fs::absolute(t.ca_cert).string());
+    }
   }
   a.insert(a.end(), options_.extra_args.begin(), options_.extra_args.end());
   return a;

@@ -202,6 +202,11 @@ class UnaryAttempt : public std::enable_shared_from_this<UnaryAttempt> {
         core_->report_endpoint_failure(ep);
       }
       if (!status.is(Errc::kNoLeader)) core_->note_connection_failure();
+    } else if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && !cancelled) {
+      // The whole deadline passed without an answer (a write, or a call
+      // shorter than one attempt): the member may have stopped answering,
+      // so later calls go elsewhere (or over a fresh connection).
+      core_->report_endpoint_stall(ep);
     }
     // A member without a leader rejects a request before proposing it, and
     // a connection that never opened sent nothing: both are safe to retry.

@@ -27,6 +27,17 @@ class KeepAliveStream
     self_ = std::move(self);
     token_ = core.prepare_context(ctx_, /*require_leader=*/true);
     ep.lease->async()->LeaseKeepAlive(&ctx_, this);
+    // Renewals queued before the call existed (start waits for a token).
+    const etcdserverpb::LeaseKeepAliveRequest* first = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      started_ = true;
+      if (!writes_.empty() && !writing_) {
+        writing_ = true;
+        first = &writes_.front();
+      }
+    }
+    if (first) StartWrite(first);
     StartRead(&response_);
     StartCall();
   }
@@ -39,7 +50,7 @@ class KeepAliveStream
       std::lock_guard lock(mu_);
       if (done_) return;
       writes_.emplace_back().set_id(id);
-      if (!writing_) {
+      if (started_ && !writing_) {
         writing_ = true;
         next = &writes_.front();
       }
@@ -83,6 +94,7 @@ class KeepAliveStream
   std::mutex mu_;
   std::deque<etcdserverpb::LeaseKeepAliveRequest> writes_;
   bool writing_ = false;
+  bool started_ = false;
   bool done_ = false;
   std::shared_ptr<KeepAliveStream> self_;
   std::string token_;
@@ -360,7 +372,7 @@ void LeaseKeeper::on_stream_done(KeepAliveStream* stream, const grpc::Status& s)
         if (why.is(Errc::kTokenExpired)) core_.invalidate_token(stream->token());
         if (s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
             s.error_code() == grpc::StatusCode::CANCELLED) {
-          core_.report_endpoint_failure(core_.current_endpoint());
+          core_.report_endpoint_failure(stream_endpoint_);
           if (!why.is(Errc::kNoLeader)) core_.note_connection_failure();
         }
         reconnect_not_before_ = Clock::now() + (reconnect_attempt_ == 0 ? Clock::duration{}

@@ -25,6 +25,17 @@ class WatchStream : public grpc::ClientBidiReactor<etcdserverpb::WatchRequest, e
     endpoint_ = ep.address;
     token_ = core.prepare_context(ctx_, /*require_leader=*/true);
     ep.watch->async()->Watch(&ctx_, this);
+    // Writes queued before the call existed (start waits for a token).
+    const etcdserverpb::WatchRequest* first = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      started_ = true;
+      if (!writes_.empty() && !writing_) {
+        writing_ = true;
+        first = &writes_.front();
+      }
+    }
+    if (first) StartWrite(first);
     StartRead(&response_);
     StartCall();
   }
@@ -37,7 +48,7 @@ class WatchStream : public grpc::ClientBidiReactor<etcdserverpb::WatchRequest, e
       std::lock_guard lock(mu_);
       if (done_) return;
       writes_.push_back(std::move(request));  // deque: references stay valid
-      if (!writing_) {
+      if (started_ && !writing_) {
         writing_ = true;
         next = &writes_.front();
       }
@@ -86,6 +97,7 @@ class WatchStream : public grpc::ClientBidiReactor<etcdserverpb::WatchRequest, e
   std::mutex mu_;
   std::deque<etcdserverpb::WatchRequest> writes_;
   bool writing_ = false;
+  bool started_ = false;
   bool done_ = false;
   std::shared_ptr<WatchStream> self_;
   std::string endpoint_;
@@ -175,7 +187,23 @@ void WatchHub::ensure_stream_locked() {
   asio::post(core_.io(), [this, stream, ep = stream_endpoint_] {
     // With authentication, a stream starts with a valid token; a failure to
     // get one lets the stream fail and be retried like any other.
-    auto start = [this, stream, ep](const Status&) { stream->start(core_, *ep, stream); };
+    auto start = [this, stream, ep](const Status& st) {
+      if (st.is(Errc::kAuthFailed)) {
+        // Wrong credentials do not get better by retrying: tell the watchers.
+        std::lock_guard lock(mu_);
+        if (stream_ != stream) return;
+        stream_.reset();
+        --live_streams_;
+        create_in_flight_ = false;
+        pending_creates_.clear();
+        by_server_id_.clear();
+        auto entries = entries_;
+        for (auto& e : entries) finish_entry_locked(e, st);
+        stopped_cv_.notify_all();
+        return;
+      }
+      stream->start(core_, *ep, stream);
+    };
     if (core_.auth_enabled()) {
       core_.with_token(start);
     } else {
@@ -222,6 +250,14 @@ void WatchHub::on_response(WatchStream* stream, const etcdserverpb::WatchRespons
     pending_creates_.pop_front();
     create_in_flight_ = false;
     reconnect_attempt_ = 0;
+    if (r.canceled() && core_.auth_enabled() && r.cancel_reason().find("invalid auth token") != std::string::npos) {
+      // The stream's token expired: every watch is re-created on a new
+      // stream with a fresh token (on_stream_done queues them all again).
+      pending_creates_.push_front(e);
+      core_.invalidate_token(stream->token());
+      asio::post(core_.io(), [s = stream_] { s->cancel(); });
+      return;
+    }
     if (r.canceled()) {
       Status why = r.compact_revision() > 0
                        ? Status(StatusCode::kOutOfRange,
@@ -314,7 +350,7 @@ void WatchHub::on_stream_done(WatchStream* stream, const grpc::Status& s) {
       const Status why = from_grpc(s);
       if (why.is(Errc::kTokenExpired)) core_.invalidate_token(stream->token());
       if (s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-        core_.report_endpoint_failure(core_.current_endpoint());
+        core_.report_endpoint_failure(stream_endpoint_);
         if (!why.is(Errc::kNoLeader)) core_.note_connection_failure();
       }
       if (!entries_.empty()) schedule_reconnect_locked();
