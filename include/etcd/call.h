@@ -39,6 +39,9 @@ using Deadline = Clock::time_point;
 struct CallOptions {
   std::optional<Deadline> deadline{};  // none: the client's default timeout
   std::stop_token stop{};              // request a stop to cancel the call
+  // Set by wait(): the caller's thread blocks anyway, so the core may run
+  // the first attempt of a unary RPC on it (no hand-off between threads).
+  bool caller_waits = false;
 };
 
 template <class T>
@@ -94,6 +97,7 @@ class [[nodiscard]] Call {
 
   // Blocks until the call completes (its deadline bounds the wait).
   Result<T> wait() && {
+    options_.caller_waits = true;
     auto promise = std::make_shared<std::promise<Result<T>>>();
     auto future = promise->get_future();
     std::move(*this).start_inline([promise](Result<T> r) { promise->set_value(std::move(r)); });

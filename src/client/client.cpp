@@ -48,6 +48,9 @@ Call<GetResponse> Client::get(std::string key, GetOptions options) {
       [](Endpoint& ep, grpc::ClientContext* ctx, const pb::RangeRequest* q, pb::RangeResponse* r, auto cb) {
         ep.kv->async()->Range(ctx, q, r, std::move(cb));
       },
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::RangeRequest* q, pb::RangeResponse* r) {
+        return ep.kv->Range(ctx, *q, r);
+      },
       [core](const pb::RangeResponse& r) -> Result<GetResponse> { return core->ns().convert(r); });
 }
 
@@ -61,6 +64,9 @@ Call<PutResponse> Client::put(std::string key, std::string value, PutOptions opt
       [](Endpoint& ep, grpc::ClientContext* ctx, const pb::PutRequest* q, pb::PutResponse* r, auto cb) {
         ep.kv->async()->Put(ctx, q, r, std::move(cb));
       },
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::PutRequest* q, pb::PutResponse* r) {
+        return ep.kv->Put(ctx, *q, r);
+      },
       [core](const pb::PutResponse& r) -> Result<PutResponse> { return core->ns().convert(r); });
 }
 
@@ -71,8 +77,12 @@ Call<DeleteResponse> Client::del(std::string key, DeleteOptions options) {
   auto core = core_.get();
   return core_->unary<DeleteResponse, pb::DeleteRangeRequest, pb::DeleteRangeResponse>(
       {"DeleteRange", false}, std::move(req),
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::DeleteRangeRequest* q, pb::DeleteRangeResponse* r,
-         auto cb) { ep.kv->async()->DeleteRange(ctx, q, r, std::move(cb)); },
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::DeleteRangeRequest* q, pb::DeleteRangeResponse* r, auto cb) {
+        ep.kv->async()->DeleteRange(ctx, q, r, std::move(cb));
+      },
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::DeleteRangeRequest* q, pb::DeleteRangeResponse* r) {
+        return ep.kv->DeleteRange(ctx, *q, r);
+      },
       [core](const pb::DeleteRangeResponse& r) -> Result<DeleteResponse> { return core->ns().convert(r); });
 }
 
@@ -90,6 +100,9 @@ Call<TxnResponse> Client::txn(const Txn& txn) {
       [](Endpoint& ep, grpc::ClientContext* ctx, const pb::TxnRequest* q, pb::TxnResponse* r, auto cb) {
         ep.kv->async()->Txn(ctx, q, r, std::move(cb));
       },
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::TxnRequest* q, pb::TxnResponse* r) {
+        return ep.kv->Txn(ctx, *q, r);
+      },
       [core](const pb::TxnResponse& r) -> Result<TxnResponse> { return core->ns().convert(r); });
 }
 
@@ -100,8 +113,12 @@ Call<CompactResponse> Client::compact(int64_t revision, bool physical) {
   req.set_physical(physical);
   return core_->unary<CompactResponse, pb::CompactionRequest, pb::CompactionResponse>(
       {"Compact", true}, std::move(req),
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::CompactionRequest* q, pb::CompactionResponse* r,
-         auto cb) { ep.kv->async()->Compact(ctx, q, r, std::move(cb)); },
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::CompactionRequest* q, pb::CompactionResponse* r, auto cb) {
+        ep.kv->async()->Compact(ctx, q, r, std::move(cb));
+      },
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::CompactionRequest* q, pb::CompactionResponse* r) {
+        return ep.kv->Compact(ctx, *q, r);
+      },
       [](const pb::CompactionResponse& r) -> Result<CompactResponse> { return detail::convert(r); });
 }
 
@@ -113,8 +130,12 @@ Call<LeaseGrantResponse> Client::lease_grant(std::chrono::seconds ttl, int64_t i
   // Granting is not idempotent (each grant is a new lease) unless the id is chosen.
   return core_->unary<LeaseGrantResponse, pb::LeaseGrantRequest, pb::LeaseGrantResponse>(
       {"LeaseGrant", id != 0}, std::move(req),
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseGrantRequest* q, pb::LeaseGrantResponse* r,
-         auto cb) { ep.lease->async()->LeaseGrant(ctx, q, r, std::move(cb)); },
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseGrantRequest* q, pb::LeaseGrantResponse* r, auto cb) {
+        ep.lease->async()->LeaseGrant(ctx, q, r, std::move(cb));
+      },
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseGrantRequest* q, pb::LeaseGrantResponse* r) {
+        return ep.lease->LeaseGrant(ctx, *q, r);
+      },
       [](const pb::LeaseGrantResponse& r) -> Result<LeaseGrantResponse> {
         if (!r.error().empty()) return Status(StatusCode::kFailedPrecondition, "lease grant: " + r.error());
         return detail::convert(r);
@@ -127,8 +148,12 @@ Call<LeaseRevokeResponse> lease_revoke_call(const std::shared_ptr<ClientCore>& c
   req.set_id(id);
   return core->unary<LeaseRevokeResponse, pb::LeaseRevokeRequest, pb::LeaseRevokeResponse>(
       {"LeaseRevoke", true}, std::move(req),
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseRevokeRequest* q, pb::LeaseRevokeResponse* r,
-         auto cb) { ep.lease->async()->LeaseRevoke(ctx, q, r, std::move(cb)); },
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseRevokeRequest* q, pb::LeaseRevokeResponse* r, auto cb) {
+        ep.lease->async()->LeaseRevoke(ctx, q, r, std::move(cb));
+      },
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseRevokeRequest* q, pb::LeaseRevokeResponse* r) {
+        return ep.lease->LeaseRevoke(ctx, *q, r);
+      },
       [](const pb::LeaseRevokeResponse& r) -> Result<LeaseRevokeResponse> { return detail::convert(r); });
 }
 }  // namespace detail
@@ -144,6 +169,9 @@ Call<LeaseTimeToLiveResponse> Client::lease_time_to_live(int64_t id, bool with_k
       {"LeaseTimeToLive", true}, std::move(req),
       [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseTimeToLiveRequest* q,
          pb::LeaseTimeToLiveResponse* r, auto cb) { ep.lease->async()->LeaseTimeToLive(ctx, q, r, std::move(cb)); },
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseTimeToLiveRequest* q, pb::LeaseTimeToLiveResponse* r) {
+        return ep.lease->LeaseTimeToLive(ctx, *q, r);
+      },
       [core](const pb::LeaseTimeToLiveResponse& r) -> Result<LeaseTimeToLiveResponse> {
         return core->ns().convert(r);
       });
@@ -152,8 +180,12 @@ Call<LeaseTimeToLiveResponse> Client::lease_time_to_live(int64_t id, bool with_k
 Call<LeaseLeasesResponse> Client::lease_leases() {
   return core_->unary<LeaseLeasesResponse, pb::LeaseLeasesRequest, pb::LeaseLeasesResponse>(
       {"LeaseLeases", true}, pb::LeaseLeasesRequest{},
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseLeasesRequest* q, pb::LeaseLeasesResponse* r,
-         auto cb) { ep.lease->async()->LeaseLeases(ctx, q, r, std::move(cb)); },
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseLeasesRequest* q, pb::LeaseLeasesResponse* r, auto cb) {
+        ep.lease->async()->LeaseLeases(ctx, q, r, std::move(cb));
+      },
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseLeasesRequest* q, pb::LeaseLeasesResponse* r) {
+        return ep.lease->LeaseLeases(ctx, *q, r);
+      },
       [](const pb::LeaseLeasesResponse& r) -> Result<LeaseLeasesResponse> { return detail::convert(r); });
 }
 
@@ -210,8 +242,12 @@ Watcher Client::watch(std::string key, WatchOptions options, WatchHandler handle
 Call<MemberListResponse> Client::member_list() {
   return core_->unary<MemberListResponse, pb::MemberListRequest, pb::MemberListResponse>(
       {"MemberList", true, /*require_leader=*/false}, pb::MemberListRequest{},
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::MemberListRequest* q, pb::MemberListResponse* r,
-         auto cb) { ep.cluster->async()->MemberList(ctx, q, r, std::move(cb)); },
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::MemberListRequest* q, pb::MemberListResponse* r, auto cb) {
+        ep.cluster->async()->MemberList(ctx, q, r, std::move(cb));
+      },
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::MemberListRequest* q, pb::MemberListResponse* r) {
+        return ep.cluster->MemberList(ctx, *q, r);
+      },
       [](const pb::MemberListResponse& r) -> Result<MemberListResponse> { return detail::convert(r); });
 }
 
@@ -223,6 +259,10 @@ Call<StatusResponse> Client::status(std::string endpoint) {
       [fixed](Endpoint& ep, grpc::ClientContext* ctx, const pb::StatusRequest* q, pb::StatusResponse* r, auto cb) {
         Endpoint& target = fixed ? *fixed : ep;
         target.maintenance->async()->Status(ctx, q, r, std::move(cb));
+      },
+      [fixed](Endpoint& ep, grpc::ClientContext* ctx, const pb::StatusRequest* q, pb::StatusResponse* r) {
+        Endpoint& target = fixed ? *fixed : ep;
+        return target.maintenance->Status(ctx, *q, r);
       },
       [](const pb::StatusResponse& r) -> Result<StatusResponse> { return detail::convert(r); });
 }

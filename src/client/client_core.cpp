@@ -82,8 +82,9 @@ void pin_grpc_callback_threads() {
 class UnaryAttempt : public std::enable_shared_from_this<UnaryAttempt> {
  public:
   UnaryAttempt(std::shared_ptr<ClientCore> core, Rpc rpc, Deadline deadline, std::stop_token stop, IssueFn issue,
-               std::function<void(Status)> finish)
-      : core_(std::move(core)),
+               SyncIssueFn sync_issue, std::function<void(Status)> finish)
+      : sync_issue_(std::move(sync_issue)),
+        core_(std::move(core)),
         rpc_(rpc),
         name_(rpc.name),
         idempotent_(rpc.idempotent),
@@ -155,6 +156,15 @@ class UnaryAttempt : public std::enable_shared_from_this<UnaryAttempt> {
         std::lock_guard gate(core_->gate_mu_);
         core_->inflight_contexts_.emplace(ctx_.get(), ctx_);
       }
+    }
+    if (sync_issue_) {
+      // The caller waits anyway: its thread drives this first attempt, so
+      // the answer needs no hand-off from a gRPC thread. Retries are async.
+      auto sync = std::move(sync_issue_);
+      sync_issue_ = nullptr;
+      grpc::Status s = sync(*ep, ctx_.get());
+      on_done(ep, s);
+      return;
     }
     issue_(*ep, ctx_.get(), [self = shared_from_this(), ep](grpc::Status s) { self->on_done(ep, s); });
   }
@@ -242,6 +252,7 @@ class UnaryAttempt : public std::enable_shared_from_this<UnaryAttempt> {
     core_->leave();
   }
 
+  SyncIssueFn sync_issue_;  // set only for a first attempt on a waiting caller's thread
   std::shared_ptr<ClientCore> core_;
   Rpc rpc_;
   const char* name_;
@@ -467,7 +478,8 @@ void ClientCore::note_lease_lost() {
              ConnectionState::kLost);
 }
 
-void ClientCore::run_unary(Rpc rpc, const CallOptions& options, IssueFn issue, std::function<void(Status)> finish) {
+void ClientCore::run_unary(Rpc rpc, const CallOptions& options, IssueFn issue, SyncIssueFn sync_issue,
+                           std::function<void(Status)> finish) {
   if (!try_enter()) {
     finish(Closed("client"));
     return;
@@ -477,8 +489,9 @@ void ClientCore::run_unary(Rpc rpc, const CallOptions& options, IssueFn issue, s
     finish(Cancelled(std::string(rpc.name) + " cancelled before it started"));
     return;
   }
+  if (!options.caller_waits) sync_issue = nullptr;
   auto op = std::make_shared<UnaryAttempt>(shared_from_this(), rpc, deadline_for(options), options.stop,
-                                           std::move(issue), std::move(finish));
+                                           std::move(issue), std::move(sync_issue), std::move(finish));
   op->start();
 }
 

@@ -59,6 +59,8 @@ struct Rpc {
 
 // Issues one attempt of a unary RPC on an endpoint; calls `done` once.
 using IssueFn = std::function<void(Endpoint&, grpc::ClientContext*, std::function<void(grpc::Status)> done)>;
+// Runs one attempt synchronously on the calling thread.
+using SyncIssueFn = std::function<grpc::Status(Endpoint&, grpc::ClientContext*)>;
 
 class ClientCore : public std::enable_shared_from_this<ClientCore> {
  public:
@@ -88,11 +90,14 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   // Runs one unary RPC with the client's deadline, cancellation, failover
   // and retry rules; `finish` gets the final status exactly once, on a gRPC
   // or io thread (it must not run user code).
-  void run_unary(Rpc rpc, const CallOptions& options, IssueFn issue, std::function<void(Status)> finish);
+  // With `options.caller_waits`, the first attempt runs on the calling
+  // thread through `sync_issue`.
+  void run_unary(Rpc rpc, const CallOptions& options, IssueFn issue, SyncIssueFn sync_issue,
+                 std::function<void(Status)> finish);
 
   // Typed wrapper: a lazily started Call<Out> around run_unary.
-  template <class Out, class Req, class Resp, class Issue, class Convert>
-  Call<Out> unary(Rpc rpc, Req request, Issue issue, Convert convert);
+  template <class Out, class Req, class Resp, class Issue, class SyncIssue, class Convert>
+  Call<Out> unary(Rpc rpc, Req request, Issue issue, SyncIssue sync_issue, Convert convert);
 
   // Adds the auth token (if any) and leader metadata to a context; returns
   // the token used, so a rejection can invalidate exactly that one.
@@ -180,17 +185,21 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::once_flag close_once_;
 };
 
-template <class Out, class Req, class Resp, class Issue, class Convert>
-Call<Out> ClientCore::unary(Rpc rpc, Req request, Issue issue, Convert convert) {
+template <class Out, class Req, class Resp, class Issue, class SyncIssue, class Convert>
+Call<Out> ClientCore::unary(Rpc rpc, Req request, Issue issue, SyncIssue sync_issue, Convert convert) {
   auto self = shared_from_this();
   auto state = std::make_shared<std::pair<Req, Resp>>(std::move(request), Resp{});
   return Call<Out>(
-      [self, rpc, state, issue, convert](CallOptions options, Callback<Out> done) {
+      [self, rpc, state, issue, sync_issue, convert](CallOptions options, Callback<Out> done) {
         self->run_unary(
             rpc, options,
             [state, issue](Endpoint& ep, grpc::ClientContext* ctx, std::function<void(grpc::Status)> cb) {
               state->second.Clear();
               issue(ep, ctx, &state->first, &state->second, std::move(cb));
+            },
+            [state, sync_issue](Endpoint& ep, grpc::ClientContext* ctx) {
+              state->second.Clear();
+              return sync_issue(ep, ctx, &state->first, &state->second);
             },
             [state, convert, done = std::move(done)](Status status) {
               if (!status.ok()) {
