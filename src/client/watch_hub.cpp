@@ -107,6 +107,9 @@ class WatchStream : public grpc::ClientBidiReactor<etcdserverpb::WatchRequest, e
 void WatchEntry::cancel() {
   if (cancelled_.exchange(true)) return;
   if (auto core = core_.lock()) core->watch_hub().cancel(shared_from_this());
+  // Release what the handler holds (it may hold its own Watcher's owner);
+  // on the strand, so never while the handler runs.
+  asio::post(strand_, [self = shared_from_this()] { self->handler_ = nullptr; });
 }
 
 bool WatchEntry::wait_created(Deadline deadline) {

@@ -37,14 +37,18 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 namespace detail {
 
-// One acquisition attempt in flight.
+// One acquisition attempt in flight. Its registrations (timer, stop
+// callback, close and session listeners, the predecessor watch) hold the
+// mutex state strongly but the acquisition only weakly; finish() takes them
+// all out, which breaks every cycle.
 struct Acquisition {
   bool wait = true;
   Callback<bool> done;
   Clock::time_point started = Clock::now();
+  // Guarded by MutexState::mu.
   bool finished = false;
-  std::unique_ptr<asio::steady_timer> timer;
-  std::optional<std::stop_callback<std::function<void()>>> stop_cb;
+  std::shared_ptr<asio::steady_timer> timer;
+  std::shared_ptr<std::optional<std::stop_callback<std::function<void()>>>> stop_cb;
   Subscription close_sub;
   Subscription session_lost_sub;
   Watcher predecessor_watch;
@@ -98,22 +102,52 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
       acq = a;
     }
     auto self = shared_from_this();
+    std::weak_ptr<Acquisition> wa = a;
+    if (options.stop.stop_requested()) return fail(a, Cancelled("acquire cancelled"));
     if (options.deadline) {
-      a->timer = std::make_unique<asio::steady_timer>(core->client().executor(), *options.deadline);
-      a->timer->async_wait([self, a](const asio::error_code& ec) {
-        if (!ec) self->fail(a, DeadlineExceeded(self->core->identity() + ": timed out waiting for the lock"));
+      auto timer = std::make_shared<asio::steady_timer>(core->client().executor(), *options.deadline);
+      timer->async_wait([self, wa](const asio::error_code& ec) {
+        auto acq_ptr = wa.lock();
+        if (!ec && acq_ptr) self->fail(acq_ptr, DeadlineExceeded("timed out waiting for the lock"));
       });
+      keep(a, [&] { a->timer = timer; }, [&] { asio::post(core->client().executor(), [timer] { timer->cancel(); }); });
     }
     if (options.stop.stop_possible()) {
-      a->stop_cb.emplace(options.stop, std::function<void()>([self, a] {
-                           self->fail(a, Cancelled(self->core->identity() + ": acquire cancelled"));
-                         }));
+      // A separate object, stored only once registered: the callback may run
+      // inside the registration itself.
+      auto stop_cb = std::make_shared<std::optional<std::stop_callback<std::function<void()>>>>();
+      stop_cb->emplace(options.stop, std::function<void()>([self, wa] {
+                         if (auto acq_ptr = wa.lock()) self->fail(acq_ptr, Cancelled("acquire cancelled"));
+                       }));
+      keep(a, [&] { a->stop_cb = stop_cb; }, [&] { self->drop_later(stop_cb); });
     }
-    a->close_sub = core->on_close([self, a] { self->fail(a, self->core->closed_status()); });
+    auto close_sub = core->on_close([self, wa] {
+      if (auto acq_ptr = wa.lock()) self->fail(acq_ptr, self->core->closed_status());
+    });
+    keep(a, [&] { a->close_sub = std::move(close_sub); }, [] {});
     CallAccess::start_inline(core->session(), [self, a](Result<std::shared_ptr<Session>> s) {
       if (!s.ok()) return self->fail(a, std::move(s).status());
       self->with_session(a, *s);
     });
+  }
+
+  // Stores a registration in the acquisition, or undoes it if the
+  // acquisition already finished (possibly while it was being registered).
+  template <class Store, class Undo>
+  void keep(const std::shared_ptr<Acquisition>& a, Store store, Undo undo) {
+    {
+      std::lock_guard lock(mu);
+      if (!a->finished) {
+        store();
+        return;
+      }
+    }
+    undo();
+  }
+
+  // A stop callback is never destroyed on the thread that may be running it.
+  void drop_later(std::shared_ptr<std::optional<std::stop_callback<std::function<void()>>>> stop_cb) {
+    if (stop_cb) asio::post(core->client().executor(), [stop_cb] { stop_cb->reset(); });
   }
 
   void with_session(const std::shared_ptr<Acquisition>& a, const std::shared_ptr<Session>& s) {
@@ -129,11 +163,13 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
                                             " (the same name on the same session); give it its own session")));
     }
     auto self = shared_from_this();
-    a->session_lost_sub = s->on_lost([self, a](const Status& why) {
-      self->fail(a, Status(StatusCode::kAborted, self->core->identity() + ": session lost while waiting: " +
-                                                     why.message(),
-                           Errc::kHoldLost));
+    std::weak_ptr<Acquisition> wa = a;
+    auto lost_sub = s->on_lost([self, wa](const Status& why) {
+      if (auto acq_ptr = wa.lock()) {
+        self->fail(acq_ptr, Status(StatusCode::kAborted, "session lost while waiting: " + why.message(), Errc::kHoldLost));
+      }
     });
+    keep(a, [&] { a->session_lost_sub = std::move(lost_sub); }, [] {});
     // One round trip: create our key unless it exists, and read the owner.
     const GetOptions first_created{.prefix = true, .limit = 1, .sort_order = SortOrder::kAscend,
                                    .sort_target = SortTarget::kCreate};
@@ -151,7 +187,14 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
       }
       const auto* owner = r->responses[1].get().first();
       {
-        std::lock_guard lock(self->mu);
+        std::unique_lock lock(self->mu);
+        if (a->finished) {
+          // Timed out, cancelled or closed while the key was being created:
+          // the key must not stay behind and block the queue.
+          lock.unlock();
+          if (rev != 0) self->remove(key, rev);
+          return;
+        }
         self->my_key = key;
         self->my_rev = rev;
       }
@@ -197,7 +240,7 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
           if (!mine || mine->create_revision != rev) {
             // Our key is gone (session lost): never report success.
             return self->fail(a, Status(StatusCode::kAborted,
-                                        self->core->identity() + ": our key disappeared while waiting",
+                                        "our key disappeared while waiting",
                                         Errc::kHoldLost));
           }
           const auto* pred = r->responses[1].get().first();
@@ -208,19 +251,28 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
 
   void watch_predecessor(const std::shared_ptr<Acquisition>& a, const std::string& pred_key, int64_t from) {
     auto self = shared_from_this();
+    std::weak_ptr<Acquisition> wa = a;
     auto fired = std::make_shared<std::atomic<bool>>(false);
     Watcher w = core->client().watch(
         pred_key, WatchOptions{.start_revision = from, .filter_puts = true},
-        [self, a, fired](Result<WatchResponse> r) {
+        [self, wa, fired](Result<WatchResponse> r) {
           if (r.ok() && r->events.empty()) return;  // progress
           if (fired->exchange(true)) return;
+          auto acq_ptr = wa.lock();
+          if (!acq_ptr) return;
           // Deleted (or the watch failed): look again from scratch.
           self->core->metrics().add("etcd_recipes_lock_wakeups_total", self->labels(), 1);
-          asio::post(self->core->client().executor(), [self, a] { self->wait_for_predecessor(a); });
+          self->wait_for_predecessor(acq_ptr);
         });
-    std::lock_guard lock(mu);
-    if (a->finished) return;  // ~Watcher cancels it
-    a->predecessor_watch = std::move(w);
+    Watcher stale;
+    {
+      std::lock_guard lock(mu);
+      if (a->finished) {
+        stale = std::move(w);  // cancelled when it goes out of scope, outside the lock
+      } else {
+        a->predecessor_watch = std::move(w);  // replaces (and cancels) a spent one
+      }
+    }
   }
 
   void acquired(const std::shared_ptr<Acquisition>& a) {
@@ -260,11 +312,16 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
     bool remove_key = false;
     std::string key;
     int64_t rev = 0;
+    Watcher watch;
+    Subscription close_sub, lost_sub;
+    std::shared_ptr<asio::steady_timer> timer;
+    std::shared_ptr<std::optional<std::stop_callback<std::function<void()>>>> stop_cb;
+    std::shared_ptr<Acquisition> current;
     {
       std::lock_guard lock(mu);
       if (a->finished) return;
       a->finished = true;
-      if (acq == a) acq.reset();
+      if (acq == a) current = std::move(acq);
       if (!(result.ok() && *result)) {
         phase = Phase::kIdle;
         remove_key = my_rev != 0;
@@ -272,18 +329,20 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
         rev = my_rev;
         my_rev = 0;
       }
+      watch = std::move(a->predecessor_watch);
+      close_sub = std::move(a->close_sub);
+      lost_sub = std::move(a->session_lost_sub);
+      timer = std::move(a->timer);
+      stop_cb = std::move(a->stop_cb);
     }
-    a->predecessor_watch.cancel();
-    if (a->timer) asio::post(core->client().executor(), [t = std::shared_ptr<asio::steady_timer>(std::move(a->timer))] {
-      t->cancel();
-    });
-    a->close_sub.reset();
-    a->session_lost_sub.reset();
+    // Everything registered for the acquisition goes now, outside the lock.
+    watch.cancel();
+    close_sub.reset();
+    lost_sub.reset();
+    if (timer) asio::post(core->client().executor(), [timer] { timer->cancel(); });
+    drop_later(std::move(stop_cb));
     if (remove_key) remove(key, rev);
     auto done = std::move(a->done);
-    // The stop callback may be the caller of this very function: destroy it
-    // on another thread's time, never here.
-    asio::post(core->client().executor(), [a] { a->stop_cb.reset(); });
     done(result.ok() ? Result<bool>(*result) : Result<bool>(core->named(std::move(result).status())));
   }
 
@@ -301,13 +360,15 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
 
   void hold_lost(const Status& why) {
     std::vector<std::shared_ptr<std::function<void(const Status&)>>> listeners;
+    std::stop_source stop;
     {
       std::lock_guard lock(mu);
       if (phase != Phase::kHeld || lost) return;
       lost = true;
+      stop = hold_stop;
       for (auto& [id, l] : lost_listeners) listeners.push_back(l);
     }
-    hold_stop.request_stop();
+    stop.request_stop();
     core->metrics().add("etcd_recipes_lock_lost_total", labels(), 1);
     Status status(StatusCode::kAborted, core->identity() + ": lock hold lost: " + why.message(), Errc::kHoldLost);
     core->record_error(status);
@@ -318,6 +379,8 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
     std::string key;
     int64_t rev;
     bool was_lost;
+    std::stop_source stop;
+    Subscription lost_sub;
     {
       std::lock_guard lock(mu);
       if (phase != Phase::kHeld) return done(false);
@@ -326,10 +389,12 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
       was_lost = lost;
       phase = Phase::kIdle;
       my_rev = 0;
+      stop = hold_stop;
+      lost_sub = std::move(hold_lost_sub);
       core->metrics().observe("etcd_recipes_lock_hold_seconds", labels(), seconds_since(held_since));
     }
-    hold_lost_sub.reset();
-    hold_stop.request_stop();
+    lost_sub.reset();
+    stop.request_stop();
     release_attempt(key, rev, was_lost, 1, std::move(done));
   }
 

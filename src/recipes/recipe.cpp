@@ -177,7 +177,7 @@ Subscription RecipeCore::on_close(std::function<void()> waker) {
 Status RecipeCore::closed_status() const { return Closed(identity_); }
 
 Status RecipeCore::named(Status status) const {
-  if (status.ok()) return status;
+  if (status.ok() || status.message().rfind(identity_, 0) == 0) return status;
   Status out(status.code(), identity_ + ": " + status.message(), status.reason());
   return std::move(out).with_revision(status.revision());
 }

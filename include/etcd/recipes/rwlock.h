@@ -1,0 +1,211 @@
+// DistributedReadWriteLock: many readers or one writer, across processes,
+// fair to writers, with fencing.
+//
+//   etcd::recipes::DistributedReadWriteLock rw(client, "/locks/catalog");
+//   {
+//     std::unique_lock lock(rw.read_lock());   // each side is a full lock;
+//                                              // readers share it
+//     read_catalog(rw.read_lock().fencing_token());
+//   }
+//   rw.write_lock().with_lock([&] { rewrite_catalog(rw.write_lock().fencing_token()); });
+//   co_await rw.write_lock().acquire();         // or .wait(), .then(...)
+//   co_await rw.downgrade();                    // keep reading what we wrote
+//   (void)rw.read_lock().unlock();
+//
+// Each side (read_lock(), write_lock()) has the surface of DistributedMutex:
+// acquire / try_acquire / release Calls, Lockable / TimedLockable (lock,
+// try_lock, try_lock_for/until, unlock→bool), with_lock, is_locked,
+// fencing_token, key, hold_token, on_lost and guarded(Txn). Its identity is
+// "DistributedReadWriteLock[NAME]:read" or "...:write".
+//
+// Key layout: one key per contender and kind, bound to the session's lease:
+//   NAME/read/<session lease id in hex>    a reader (waiting or holding)
+//   NAME/write/<session lease id in hex>   a writer (waiting or holding)
+// (so one object, or one session, has at most one key of each kind). Order
+// is the keys' create revision, across both kinds (FIFO):
+//   - a reader holds when no writer key created before its own exists; it
+//     waits for (watches) only the last writer key created before it;
+//   - a writer holds when no key of either kind created before its own
+//     exists; it waits for only the last key of either kind created before
+//     it.
+// So a queued writer is never starved by readers that arrive after it: they
+// queue behind it. Every wait is anchored (read at revision R, watch from
+// R+1) and re-checks after each wake-up, so a wake-up that does not unblock
+// (an earlier waiter gave up) only moves the watch one key back.
+//
+// Downgrade: downgrade() turns a write hold into a read hold atomically,
+// keeping its place: one guarded put re-purposes the write key as the read
+// hold (same key, same create revision; its mod revision no longer equals
+// its create revision, which is how readers recognise a downgraded write
+// key). Writers queued behind it keep waiting; readers queued behind it (and
+// before the next writer) are admitted. read_lock().key() is then the
+// NAME/write/... key until the read hold is released.
+//
+// Upgrade is refused: write_lock().acquire() while this object holds or is
+// acquiring the read lock fails at once with kFailedPrecondition (two
+// readers upgrading would wait for each other forever); release the read
+// lock first. Likewise read_lock().acquire() while holding the write lock
+// fails with kFailedPrecondition (use downgrade()). A side is not recursive:
+// acquiring it again while held fails with kFailedPrecondition.
+//
+// Fencing: a hold's token is its key's create revision.
+//   - Write tokens strictly increase from one write hold to the next.
+//   - A read token is not unique (readers share), but it is greater than the
+//     token of every write hold that ended before the read hold began and
+//     smaller than the token of every write hold that begins after it: a
+//     resource that remembers the highest write token it saw can reject
+//     stale readers as well as stale writers.
+//   - A downgraded hold keeps its write token as its read token (same key).
+// guarded(txn) makes a transaction conditional on the hold, atomically: for
+// the write side, on the write key still existing with its create revision
+// and not downgraded; for the read side, on the key still existing.
+//
+// Loss: as for DistributedMutex. Both sides share one session (one lease):
+// if it is lost, the current hold is lost (on_lost listeners of that side,
+// hold_token(), release()/unlock() → false, guarded() → kHoldLost), and a
+// lost hold is never re-created.
+//
+// Costs: an uncontended acquire+release of either side is two etcd writes
+// and two round trips (one Txn that creates the key and reads the nearest
+// conflicting predecessor; one guarded delete). Each waiter watches one key,
+// so a release wakes only the waiters that watch that key: the writer just
+// behind it, or the readers queued directly behind a writer (all of which
+// are then admitted together), one watch event and one read each; a waiter
+// whose predecessor leaves out of order moves its watch one key back. So
+// there is at most one wake-up per waiter per release of its predecessor.
+// downgrade() is one write and wakes each reader waiting on the downgraded
+// key once (they are admitted); writers ignore it.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "etcd/call.h"
+#include "etcd/client.h"
+#include "etcd/recipes/recipe.h"
+#include "etcd/txn.h"
+
+namespace etcd::recipes {
+
+namespace detail {
+class RwLockState;
+}
+
+class DistributedReadWriteLock {
+ public:
+  enum class Mode { kRead = 0, kWrite = 1 };
+
+  // One side of the lock. Lives as long as its DistributedReadWriteLock.
+  class LockView {
+   public:
+    LockView(const LockView&) = delete;
+    LockView& operator=(const LockView&) = delete;
+
+    // --- The async core (blocking, callback and co_await via Call<T>).
+    // Waits until held (or cancelled, timed out, closed, session lost).
+    Call<void> acquire();
+    // Takes this side only if it can be held now: true if held.
+    Call<bool> try_acquire();
+    // Releases: true if the hold was still intact, false if it had been lost
+    // (or this side was not held).
+    Call<bool> release();
+
+    // --- Lockable / TimedLockable.
+    void lock();  // throws etcd::Error if it cannot be held
+    bool try_lock();
+    template <class Rep, class Period>
+    bool try_lock_for(std::chrono::duration<Rep, Period> d) {
+      return try_lock_until(std::chrono::steady_clock::now() + d);
+    }
+    template <class C, class D>
+    bool try_lock_until(std::chrono::time_point<C, D> t) {
+      return try_lock_until_steady(Clock::now() + std::chrono::duration_cast<Clock::duration>(t - C::now()));
+    }
+    // False if the hold had been lost.
+    [[nodiscard]] bool unlock() noexcept;
+
+    // Runs `f` while holding this side; releases afterwards (also on throw).
+    template <class F>
+    auto with_lock(F&& f) -> decltype(f()) {
+      lock();
+      struct Releaser {
+        LockView& v;
+        ~Releaser() { (void)v.unlock(); }
+      } releaser{*this};
+      return std::forward<F>(f)();
+    }
+
+    // --- The hold.
+    Mode mode() const { return mode_; }
+    // Advisory: this side is held and has not been seen lost.
+    bool is_locked() const;
+    // The fencing token of the current hold of this side (0 when not held).
+    int64_t fencing_token() const;
+    // This side's key of the current or last acquisition (empty before).
+    std::string key() const;
+    // Requested when this side's current hold is lost or released (a
+    // downgrade ends the write hold: the write side's token is requested).
+    std::stop_token hold_token() const;
+    Subscription on_lost(std::function<void(const Status&)> listener);
+    // Runs `txn` only if this side still holds, atomically (one etcd Txn).
+    // Fails with Errc::kHoldLost when it does not.
+    Call<TxnResponse> guarded(Txn txn);
+
+    // --- Recipe (shared by both sides).
+    const std::string& name() const;
+    // "DistributedReadWriteLock[NAME]:read" / ":write".
+    const std::string& identity() const;
+    ConnectionState state() const;
+    Subscription on_state_change(std::function<void(ConnectionState)> listener);
+    std::vector<Status> errors() const;
+    Subscription on_error(std::function<void(const Status&)> listener);
+    // Closes the whole DistributedReadWriteLock (both sides).
+    void close();
+
+   private:
+    friend class DistributedReadWriteLock;
+    LockView(std::shared_ptr<detail::RwLockState> state, Mode mode) : state_(std::move(state)), mode_(mode) {}
+    bool try_lock_until_steady(Deadline deadline);
+    std::shared_ptr<detail::RwLockState> state_;
+    Mode mode_;
+  };
+
+  // Does no I/O. An invalid name is reported by every later call.
+  DistributedReadWriteLock(Client client, std::string name, RecipeOptions options = RecipeOptions());
+  ~DistributedReadWriteLock();  // releases a hold (without waiting) and closes
+  DistributedReadWriteLock(const DistributedReadWriteLock&) = delete;
+  DistributedReadWriteLock& operator=(const DistributedReadWriteLock&) = delete;
+
+  LockView& read_lock() { return read_; }
+  LockView& write_lock() { return write_; }
+
+  // Turns the write hold into a read hold, atomically and keeping its place
+  // ahead of writers that queued meanwhile (see above). Fails with
+  // kFailedPrecondition when the write side is not held, with kHoldLost when
+  // the hold was lost. On success write_lock().is_locked() is false and
+  // read_lock().is_locked() true, with the same key and fencing token.
+  Call<void> downgrade();
+
+  // --- Recipe.
+  const std::string& name() const;
+  // "DistributedReadWriteLock[NAME]".
+  const std::string& identity() const;
+  ConnectionState state() const;
+  Subscription on_state_change(std::function<void(ConnectionState)> listener);
+  std::vector<Status> errors() const;
+  Subscription on_error(std::function<void(const Status&)> listener);
+  // Refuses new work; parked waiters finish with Errc::kClosed; a hold is
+  // released. Idempotent.
+  void close();
+
+ private:
+  std::shared_ptr<detail::RwLockState> state_;
+  LockView read_;
+  LockView write_;
+};
+
+}  // namespace etcd::recipes

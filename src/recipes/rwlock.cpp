@@ -1,0 +1,803 @@
+#include "etcd/recipes/rwlock.h"
+
+#include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
+#include <atomic>
+#include <cstdio>
+#include <optional>
+#include <set>
+
+namespace etcd::recipes {
+
+using etcd::detail::CallAccess;
+using Mode = DistributedReadWriteLock::Mode;
+
+namespace {
+
+std::string hex(int64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Keys claimed by DistributedReadWriteLock objects of this process: two
+// objects on one name and one session would otherwise share a key.
+std::mutex claims_mu;
+std::set<std::string> claims;
+
+bool claim(const std::string& key) {
+  std::lock_guard lock(claims_mu);
+  return claims.insert(key).second;
+}
+void unclaim(const std::string& key) {
+  std::lock_guard lock(claims_mu);
+  claims.erase(key);
+}
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+int idx(Mode m) { return static_cast<int>(m); }
+const char* mode_name(Mode m) { return m == Mode::kRead ? "read" : "write"; }
+
+// A write key that was put again after its creation was downgraded: it is a
+// read hold now.
+bool downgraded(const KeyValue& kv) { return kv.mod_revision != kv.create_revision; }
+
+bool retryable(const Status& s) { return s.is(Errc::kOutcomeUnknown) || s.code() == StatusCode::kUnavailable; }
+
+}  // namespace
+
+namespace detail {
+
+// One acquisition attempt in flight. Fields marked (mu) are guarded by
+// RwLockState::mu.
+struct RwAcquisition {
+  Mode mode = Mode::kRead;
+  bool wait = true;
+  Callback<bool> done{};
+  Clock::time_point started = Clock::now();
+  bool stale_removed = false;
+  bool finished = false;  // (mu)
+  std::string key{};      // (mu)
+  int64_t rev = 0;        // (mu) create revision of our key, once created
+  std::shared_ptr<asio::steady_timer> timer{};               // (mu)
+  Subscription close_sub{};                                  // (mu)
+  Subscription session_lost_sub{};                           // (mu)
+  Watcher watch{};                                           // (mu)
+  std::optional<std::stop_callback<std::function<void()>>> stop_cb{};  // set once, in start()
+};
+
+class RwLockState : public std::enable_shared_from_this<RwLockState> {
+ public:
+  RwLockState(Client client, std::string name, RecipeOptions options)
+      : core(std::make_shared<RecipeCore>(std::move(client), "DistributedReadWriteLock", name, std::move(options))),
+        name_status(validate_name("DistributedReadWriteLock", name)),
+        prefixes{name + "/read/", name + "/write/"},
+        identities{core->identity() + ":read", core->identity() + ":write"} {}
+
+  std::shared_ptr<RecipeCore> core;
+  const Status name_status;
+  const std::string prefixes[2];
+  const std::string identities[2];
+
+  enum class Phase { kIdle, kAcquiring, kHeld };
+
+  mutable std::mutex mu;
+  // One acquisition or hold at a time: the two sides of one object exclude
+  // each other (upgrade is refused, downgrade is a transition).
+  Phase phase = Phase::kIdle;
+  Mode mode = Mode::kRead;
+  std::shared_ptr<RwAcquisition> acq;
+  std::shared_ptr<Session> session;
+  std::string hold_key;
+  int64_t hold_rev = 0;
+  uint64_t hold_id = 0;
+  bool lost = false;
+  bool downgrading = false;
+  Clock::time_point held_since{};
+  Subscription hold_lost_sub;
+  std::string last_key[2];
+  std::stop_source hold_stop[2];
+  int64_t claimed_lease = 0;
+  std::set<std::string> claimed;
+  uint64_t next_listener = 1;
+  std::vector<std::pair<uint64_t, std::shared_ptr<std::function<void(const Status&)>>>> lost_listeners[2];
+
+  Labels labels(Mode m) const { return {{"lock", core->name()}, {"mode", mode_name(m)}}; }
+
+  Status named(Mode m, Status status) const {
+    if (status.ok()) return status;
+    Status out(status.code(), identities[idx(m)] + ": " + status.message(), status.reason());
+    return std::move(out).with_revision(status.revision());
+  }
+
+  Executor executor() { return core->client().executor(); }
+
+  // --- acquisition -------------------------------------------------------
+
+  void start(Mode m, CallOptions options, bool wait, Callback<bool> done) {
+    if (!name_status.ok()) return done(name_status);
+    if (core->closed()) return done(Closed(identities[idx(m)]));
+    auto a = std::make_shared<RwAcquisition>();
+    a->mode = m;
+    a->wait = wait;
+    a->done = std::move(done);
+    std::optional<Status> refused;
+    {
+      std::lock_guard lock(mu);
+      if (phase != Phase::kIdle) {
+        if (mode == m) {
+          refused = Status(StatusCode::kFailedPrecondition,
+                           std::string("this object already holds or is acquiring the ") + mode_name(m) +
+                               " lock (it is not recursive)");
+        } else if (m == Mode::kWrite) {
+          refused = Status(StatusCode::kFailedPrecondition,
+                           "upgrade refused: this object holds (or is acquiring) the read lock; release it before "
+                           "taking the write lock (an in-place upgrade would deadlock two readers that both upgrade)");
+        } else {
+          refused = Status(StatusCode::kFailedPrecondition,
+                           "this object holds (or is acquiring) the write lock; use downgrade() to turn it into a "
+                           "read hold");
+        }
+      } else {
+        phase = Phase::kAcquiring;
+        mode = m;
+        acq = a;
+      }
+    }
+    if (refused) return a->done(named(m, std::move(*refused)));
+    auto self = shared_from_this();
+    if (options.deadline) {
+      auto timer = std::make_shared<asio::steady_timer>(executor(), *options.deadline);
+      timer->async_wait([self, a](const asio::error_code& ec) {
+        if (!ec) self->fail(a, DeadlineExceeded("timed out waiting for the lock"));
+      });
+      bool finished;
+      {
+        std::lock_guard lock(mu);
+        finished = a->finished;
+        if (!finished) a->timer = timer;
+      }
+      if (finished) asio::post(executor(), [timer] { timer->cancel(); });
+    }
+    if (options.stop.stop_possible()) {
+      // Weak: the callback must not keep the acquisition alive, and it only
+      // posts, so that the acquisition is never destroyed inside it.
+      std::weak_ptr<RwLockState> ws = self;
+      std::weak_ptr<RwAcquisition> wa = a;
+      a->stop_cb.emplace(options.stop, std::function<void()>([ws, wa] {
+                           auto s = ws.lock();
+                           auto acq_ = wa.lock();
+                           if (!s || !acq_) return;
+                           asio::post(s->executor(), [s, acq_] { s->fail(acq_, Cancelled("acquire cancelled")); });
+                         }));
+    }
+    keep(a, &RwAcquisition::close_sub, core->on_close([self, a] {
+      self->fail(a, Status(StatusCode::kFailedPrecondition, "closed", Errc::kClosed));
+    }));
+    CallAccess::start_inline(core->session(), [self, a](Result<std::shared_ptr<Session>> s) {
+      if (!s.ok()) return self->fail(a, std::move(s).status());
+      self->with_session(a, *s);
+    });
+  }
+
+  // Stores a subscription in the acquisition unless it already finished (then
+  // it is dropped here, outside the lock).
+  void keep(const std::shared_ptr<RwAcquisition>& a, Subscription RwAcquisition::*slot, Subscription sub) {
+    std::lock_guard lock(mu);
+    if (!a->finished) (*a).*slot = std::move(sub);
+    // else: `sub` is destroyed after the lock is released (declaration order).
+  }
+
+  bool claim_key(const std::string& key, int64_t lease) {
+    std::vector<std::string> dropped;
+    bool ok;
+    {
+      std::lock_guard lock(mu);
+      if (claimed_lease != lease) {
+        dropped.assign(claimed.begin(), claimed.end());  // an old session: its keys are history
+        claimed.clear();
+        claimed_lease = lease;
+      }
+      ok = claimed.count(key) != 0;
+      if (!ok && claim(key)) {
+        claimed.insert(key);
+        ok = true;
+      }
+    }
+    for (auto& k : dropped) unclaim(k);
+    return ok;
+  }
+
+  void with_session(const std::shared_ptr<RwAcquisition>& a, const std::shared_ptr<Session>& s) {
+    const std::string key = prefixes[idx(a->mode)] + hex(s->lease_id());
+    {
+      std::lock_guard lock(mu);
+      if (a->finished) return;
+      session = s;
+      a->key = key;
+    }
+    if (!claim_key(key, s->lease_id())) {
+      return fail(a, Status(StatusCode::kFailedPrecondition,
+                            "another DistributedReadWriteLock of this process uses key " + key +
+                                " (the same name on the same session); give it its own session"));
+    }
+    auto self = shared_from_this();
+    keep(a, &RwAcquisition::session_lost_sub, s->on_lost([self, a](const Status& why) {
+      self->fail(a, Status(StatusCode::kAborted, "session lost while waiting: " + why.message(), Errc::kHoldLost));
+    }));
+    create(a, s->lease_id());
+  }
+
+  // The nearest conflicting key created before `rev`: for a reader the last
+  // writer (a downgraded write key is a reader), for a writer the last key
+  // of either kind.
+  static std::optional<std::string> predecessor(Mode m, int64_t rev, const std::vector<KeyValue>& writers,
+                                                const std::vector<KeyValue>* readers) {
+    const KeyValue* best = nullptr;
+    for (const auto& kv : writers) {  // newest first
+      if (kv.create_revision >= rev) continue;
+      if (m == Mode::kRead && downgraded(kv)) continue;
+      best = &kv;
+      break;
+    }
+    if (readers) {
+      for (const auto& kv : *readers) {
+        if (kv.create_revision >= rev) continue;
+        if (!best || kv.create_revision > best->create_revision) best = &kv;
+        break;
+      }
+    }
+    if (!best) return std::nullopt;
+    return best->key;
+  }
+
+  // One round trip: create our key unless it exists, and read the newest
+  // keys that can conflict with it.
+  void create(const std::shared_ptr<RwAcquisition>& a, int64_t lease) {
+    std::string key;
+    {
+      std::lock_guard lock(mu);
+      if (a->finished) return;
+      key = a->key;
+    }
+    const GetOptions newest{.prefix = true, .limit = 2, .sort_order = SortOrder::kDescend,
+                            .sort_target = SortTarget::kCreate, .keys_only = true};
+    Txn txn;
+    txn.when(Compare::absent(key))
+        .then({Op::put(key, core->client_id(), PutOptions{.lease = lease}), Op::get(prefixes[idx(Mode::kWrite)], newest)})
+        .otherwise(Op::get(key));
+    if (a->mode == Mode::kWrite) txn.then(Op::get(prefixes[idx(Mode::kRead)], newest));
+    auto self = shared_from_this();
+    CallAccess::start_inline(core->client().txn(txn), [self, a, key, lease](Result<TxnResponse> r) {
+      if (!r.ok()) return self->fail(a, std::move(r).status());
+      if (!r->succeeded) {
+        // A key of ours from an earlier acquisition whose release did not get
+        // through: remove it (guarded) and create a fresh one, so that its
+        // create revision is ours and a write key is never mistaken for a
+        // downgraded one.
+        const auto* stale = r->responses[0].get().first();
+        if (a->stale_removed || !stale) {
+          return self->fail(a, Status(StatusCode::kAborted, "could not replace the stale key " + key));
+        }
+        a->stale_removed = true;
+        const int64_t stale_rev = stale->create_revision;
+        return CallAccess::start_inline(
+            self->core->client().txn(Txn().when(Compare::create_revision(key) == stale_rev).then(Op::del(key))),
+            [self, a, lease](Result<TxnResponse> d) {
+              if (!d.ok()) return self->fail(a, std::move(d).status());
+              self->create(a, lease);
+            });
+      }
+      const int64_t rev = r->header.revision;
+      bool orphan = false;
+      {
+        std::lock_guard lock(self->mu);
+        if (a->finished) {
+          orphan = true;  // cancelled meanwhile: the key we just made must go
+        } else {
+          a->rev = rev;
+        }
+      }
+      if (orphan) return self->remove(key, rev);
+      const auto* readers = a->mode == Mode::kWrite ? &r->responses[2].get().kvs : nullptr;
+      auto pred = predecessor(a->mode, rev, r->responses[1].get().kvs, readers);
+      if (!pred) return self->acquired(a);
+      if (!a->wait) return self->finish(a, false);
+      self->watch(a, *pred, r->header.revision + 1);
+    });
+  }
+
+  // Anchored re-check: read our key and the nearest conflicting predecessor
+  // at one revision R, then watch only that predecessor from R+1.
+  void recheck(const std::shared_ptr<RwAcquisition>& a) {
+    std::string key;
+    int64_t rev;
+    {
+      std::lock_guard lock(mu);
+      if (a->finished) return;
+      key = a->key;
+      rev = a->rev;
+    }
+    const GetOptions before{.prefix = true, .limit = 2, .sort_order = SortOrder::kDescend,
+                            .sort_target = SortTarget::kCreate, .keys_only = true,
+                            .max_create_revision = rev - 1};
+    Txn txn;
+    txn.then({Op::get(key), Op::get(prefixes[idx(Mode::kWrite)], before)});
+    if (a->mode == Mode::kWrite) txn.then(Op::get(prefixes[idx(Mode::kRead)], before));
+    auto self = shared_from_this();
+    CallAccess::start_inline(core->client().txn(txn), [self, a, rev](Result<TxnResponse> r) {
+      if (!r.ok()) return self->fail(a, std::move(r).status());
+      const auto* mine = r->responses[0].get().first();
+      if (!mine || mine->create_revision != rev) {
+        // Our key is gone (session lost): never report success.
+        return self->fail(a, Status(StatusCode::kAborted, "our key disappeared while waiting", Errc::kHoldLost));
+      }
+      const auto* readers = a->mode == Mode::kWrite ? &r->responses[2].get().kvs : nullptr;
+      auto pred = predecessor(a->mode, rev, r->responses[1].get().kvs, readers);
+      if (!pred) return self->acquired(a);
+      self->watch(a, *pred, r->header.revision + 1);
+    });
+  }
+
+  void watch(const std::shared_ptr<RwAcquisition>& a, const std::string& pred_key, int64_t from) {
+    auto self = shared_from_this();
+    auto fired = std::make_shared<std::atomic<bool>>(false);
+    // A writer waits for the predecessor's deletion only; a reader also for a
+    // put (the predecessor write key being downgraded).
+    Watcher w = core->client().watch(
+        pred_key, WatchOptions{.start_revision = from, .filter_puts = a->mode == Mode::kWrite},
+        [self, a, fired](Result<WatchResponse> r) {
+          if (r.ok() && r->events.empty()) return;  // progress
+          if (fired->exchange(true)) return;
+          self->core->metrics().add("etcd_recipes_rwlock_wakeups_total", self->labels(a->mode), 1);
+          asio::post(self->executor(), [self, a] { self->recheck(a); });
+        });
+    std::lock_guard lock(mu);
+    if (!a->finished) a->watch = std::move(w);
+    // else ~Watcher cancels it, after the lock is released
+  }
+
+  void acquired(const std::shared_ptr<RwAcquisition>& a) {
+    std::shared_ptr<Session> s;
+    uint64_t id;
+    {
+      std::lock_guard lock(mu);
+      if (a->finished) return;
+      a->finished = true;
+      if (acq == a) acq.reset();
+      phase = Phase::kHeld;
+      mode = a->mode;
+      lost = false;
+      hold_key = a->key;
+      hold_rev = a->rev;
+      id = ++hold_id;
+      last_key[idx(a->mode)] = a->key;
+      hold_stop[idx(a->mode)] = std::stop_source();
+      held_since = Clock::now();
+      s = session;
+    }
+    std::weak_ptr<RwLockState> weak = shared_from_this();
+    Subscription sub = s->on_lost([weak, id](const Status& why) {
+      if (auto self = weak.lock()) self->hold_lost(id, why);
+    });
+    {
+      std::lock_guard lock(mu);
+      if (phase == Phase::kHeld && hold_id == id) hold_lost_sub = std::move(sub);
+    }
+    core->metrics().observe("etcd_recipes_rwlock_wait_seconds", labels(a->mode), seconds_since(a->started));
+    core->metrics().add("etcd_recipes_rwlock_acquired_total", labels(a->mode), 1);
+    cleanup(a);
+    auto done = std::move(a->done);
+    done(true);
+  }
+
+  void fail(const std::shared_ptr<RwAcquisition>& a, Status why) {
+    if (why.code() == StatusCode::kDeadlineExceeded) {
+      core->metrics().add("etcd_recipes_rwlock_timeouts_total", labels(a->mode), 1);
+    }
+    finish(a, std::move(why));
+  }
+
+  // Ends an acquisition that did not acquire, exactly once; removes the key
+  // it may have created, so it never blocks the queue.
+  void finish(const std::shared_ptr<RwAcquisition>& a, Result<bool> result) {
+    std::string key;
+    int64_t rev;
+    {
+      std::lock_guard lock(mu);
+      if (a->finished) return;
+      a->finished = true;
+      if (acq == a) {
+        acq.reset();
+        phase = Phase::kIdle;
+      }
+      key = a->key;
+      rev = a->rev;
+    }
+    cleanup(a);
+    if (rev != 0) remove(key, rev);
+    auto done = std::move(a->done);
+    done(result.ok() ? Result<bool>(*result) : Result<bool>(named(a->mode, std::move(result).status())));
+  }
+
+  // Drops what a finished acquisition holds (outside the lock).
+  void cleanup(const std::shared_ptr<RwAcquisition>& a) {
+    Watcher w;
+    Subscription close_sub, lost_sub;
+    std::shared_ptr<asio::steady_timer> timer;
+    {
+      std::lock_guard lock(mu);
+      w = std::move(a->watch);
+      close_sub = std::move(a->close_sub);
+      lost_sub = std::move(a->session_lost_sub);
+      timer = std::move(a->timer);
+    }
+    if (timer) asio::post(executor(), [timer] { timer->cancel(); });
+    // w, close_sub and lost_sub end here: the watch is cancelled and its
+    // handler (which holds `a`) released.
+  }
+
+  // Deletes our key if it is still the one we created (fire and forget).
+  void remove(const std::string& key, int64_t rev) {
+    CallAccess::start_inline(
+        core->client().txn(Txn().when(Compare::create_revision(key) == rev).then(Op::del(key))),
+        [core_ = core](Result<TxnResponse> r) {
+          if (!r.ok()) {
+            core_->record_error(Status(r.status().code(), "cleaning up the lock key: " + r.status().message(),
+                                       r.status().reason()));
+          }
+        });
+  }
+
+  // --- the hold ------------------------------------------------------------
+
+  void hold_lost(uint64_t id, const Status& why) {
+    std::vector<std::shared_ptr<std::function<void(const Status&)>>> listeners;
+    std::stop_source stop;
+    Mode m;
+    {
+      std::lock_guard lock(mu);
+      if (phase != Phase::kHeld || hold_id != id || lost) return;
+      lost = true;
+      m = mode;
+      for (auto& [lid, l] : lost_listeners[idx(m)]) listeners.push_back(l);
+      stop = hold_stop[idx(m)];
+    }
+    stop.request_stop();
+    core->metrics().add("etcd_recipes_rwlock_lost_total", labels(m), 1);
+    core->record_error(Status(StatusCode::kAborted, std::string(mode_name(m)) + " hold lost: " + why.message(),
+                              Errc::kHoldLost));
+    Status status(StatusCode::kAborted, identities[idx(m)] + ": lock hold lost: " + why.message(), Errc::kHoldLost);
+    for (auto& l : listeners) asio::post(executor(), [l, status] { (*l)(status); });
+  }
+
+  void release(Mode m, Callback<bool> done) {
+    std::string key;
+    int64_t rev;
+    bool was_lost;
+    std::stop_source stop;
+    Subscription sub;
+    {
+      std::lock_guard lock(mu);
+      if (phase != Phase::kHeld || mode != m) return done(false);
+      if (downgrading) {
+        return done(named(m, Status(StatusCode::kFailedPrecondition, "a downgrade is in progress")));
+      }
+      key = hold_key;
+      rev = hold_rev;
+      was_lost = lost;
+      phase = Phase::kIdle;
+      hold_rev = 0;
+      stop = hold_stop[idx(m)];
+      sub = std::move(hold_lost_sub);
+      core->metrics().observe("etcd_recipes_rwlock_hold_seconds", labels(m), seconds_since(held_since));
+    }
+    sub.reset();
+    stop.request_stop();
+    release_attempt(m, key, rev, was_lost, 1, std::move(done));
+  }
+
+  void release_attempt(Mode m, std::string key, int64_t rev, bool was_lost, int attempt, Callback<bool> done) {
+    auto self = shared_from_this();
+    // The guarded delete is idempotent, so an unknown outcome is retried.
+    CallAccess::start_inline(
+        core->client().txn(Txn().when(Compare::create_revision(key) == rev).then(Op::del(key))),
+        [self, m, key, rev, was_lost, attempt, done = std::move(done)](Result<TxnResponse> r) mutable {
+          if (!r.ok() && attempt < 3 && retryable(r.status())) {
+            return self->release_attempt(m, key, rev, was_lost, attempt + 1, std::move(done));
+          }
+          if (!r.ok()) {
+            self->core->record_error(r.status());
+            return done(self->named(m, std::move(r).status()));
+          }
+          done(r->succeeded && !was_lost);
+        });
+  }
+
+  // --- downgrade -----------------------------------------------------------
+
+  void downgrade(Callback<void> done) {
+    std::string key;
+    int64_t rev;
+    int64_t lease;
+    uint64_t id;
+    {
+      std::lock_guard lock(mu);
+      if (phase != Phase::kHeld || mode != Mode::kWrite) {
+        return done(named(Mode::kWrite,
+                          Status(StatusCode::kFailedPrecondition, "downgrade: the write lock is not held")));
+      }
+      if (lost) {
+        return done(named(Mode::kWrite,
+                          Status(StatusCode::kAborted, "downgrade: the write hold was lost", Errc::kHoldLost)));
+      }
+      if (downgrading) {
+        return done(named(Mode::kWrite,
+                          Status(StatusCode::kFailedPrecondition, "downgrade: a downgrade is already in progress")));
+      }
+      downgrading = true;
+      key = hold_key;
+      rev = hold_rev;
+      lease = session->lease_id();
+      id = hold_id;
+    }
+    downgrade_attempt(key, rev, lease, id, 1, std::move(done));
+  }
+
+  void downgrade_attempt(std::string key, int64_t rev, int64_t lease, uint64_t id, int attempt, Callback<void> done) {
+    auto self = shared_from_this();
+    // Re-purpose the write key as the read hold: the same key keeps its
+    // create revision (its place in the queue); the put changes its mod
+    // revision, which marks it as downgraded and wakes the readers that wait
+    // for it (writers ignore puts). Idempotent, so retried when unknown.
+    CallAccess::start_inline(
+        core->client().txn(Txn().when(Compare::create_revision(key) == rev)
+                               .then(Op::put(key, core->client_id(), PutOptions{.lease = lease}))),
+        [self, key, rev, lease, id, attempt, done = std::move(done)](Result<TxnResponse> r) mutable {
+          if (!r.ok() && attempt < 3 && retryable(r.status())) {
+            return self->downgrade_attempt(key, rev, lease, id, attempt + 1, std::move(done));
+          }
+          if (r.ok() && !r->succeeded) {
+            {
+              std::lock_guard lock(self->mu);
+              self->downgrading = false;
+            }
+            self->hold_lost(id, Status(StatusCode::kNotFound, "the write key is gone", Errc::kKeyNotFound));
+            return done(self->named(Mode::kWrite, Status(StatusCode::kAborted,
+                                                         "downgrade: the write hold was lost; nothing was changed",
+                                                         Errc::kHoldLost)));
+          }
+          // Applied, or (after retries) unknown: the hold is a read hold
+          // from now on either way. If the put did not land, the key still
+          // reads as a writer: later readers wait until we release, which is
+          // safe.
+          if (!r.ok()) {
+            self->core->record_error(Status(r.status().code(),
+                                            "downgrade: outcome unknown, holding as a reader: " + r.status().message(),
+                                            r.status().reason()));
+          }
+          std::stop_source write_stop;
+          bool switched = false;
+          bool was_lost = false;
+          {
+            std::lock_guard lock(self->mu);
+            self->downgrading = false;
+            if (self->phase == Phase::kHeld && self->mode == Mode::kWrite && self->hold_id == id) {
+              self->mode = Mode::kRead;
+              self->last_key[idx(Mode::kRead)] = key;
+              write_stop = self->hold_stop[idx(Mode::kWrite)];
+              self->hold_stop[idx(Mode::kRead)] = std::stop_source();
+              was_lost = self->lost;
+              switched = true;
+            }
+          }
+          if (!switched) {
+            return done(self->named(Mode::kWrite, Status(StatusCode::kAborted, "downgrade: the write hold ended",
+                                                         Errc::kHoldLost)));
+          }
+          write_stop.request_stop();  // the write hold ended
+          self->core->metrics().add("etcd_recipes_rwlock_downgrades_total", self->labels(Mode::kWrite), 1);
+          // close() could not release while we were downgrading.
+          if (self->core->closed()) self->release(Mode::kRead, [](Result<bool>) {});
+          if (was_lost) {
+            return done(self->named(Mode::kRead, Status(StatusCode::kAborted, "downgrade: the hold was lost",
+                                                        Errc::kHoldLost)));
+          }
+          done(Result<void>());
+        });
+  }
+
+  // --- accessors --------------------------------------------------------------
+
+  bool is_locked(Mode m) const {
+    std::lock_guard lock(mu);
+    return phase == Phase::kHeld && mode == m && !lost && !(m == Mode::kWrite && downgrading);
+  }
+  int64_t fencing_token(Mode m) const {
+    std::lock_guard lock(mu);
+    return phase == Phase::kHeld && mode == m ? hold_rev : 0;
+  }
+
+  Call<TxnResponse> guarded(Mode m, Txn txn) {
+    std::string key;
+    int64_t rev = 0;
+    {
+      std::lock_guard lock(mu);
+      if (phase == Phase::kHeld && mode == m && !lost && !(m == Mode::kWrite && downgrading)) {
+        key = hold_key;
+        rev = hold_rev;
+      }
+    }
+    auto& client = core->client();
+    if (rev == 0) {
+      return Call<TxnResponse>::ready(
+          named(m, Status(StatusCode::kFailedPrecondition, "not held", Errc::kHoldLost)), client.executor());
+    }
+    Txn outer;
+    outer.when(Compare::create_revision(key) == rev);
+    // A write hold also requires the key not to be downgraded.
+    if (m == Mode::kWrite) outer.when(Compare::mod_revision(key) == rev);
+    outer.then(Op::txn(std::move(txn)));
+    auto call = std::make_shared<Call<TxnResponse>>(client.txn(outer));
+    auto self = shared_from_this();
+    return Call<TxnResponse>(
+        [call, self, m](CallOptions options, Callback<TxnResponse> done) {
+          if (options.deadline) call->deadline(*options.deadline);
+          call->stop_token(options.stop);
+          CallAccess::start_inline(std::move(*call), [self, m, done = std::move(done)](Result<TxnResponse> r) {
+            if (!r.ok()) return done(std::move(r).status());
+            if (!r->succeeded) {
+              return done(self->named(m, Status(StatusCode::kFailedPrecondition,
+                                                std::string("the ") + mode_name(m) +
+                                                    " lock is no longer held; nothing was written",
+                                                Errc::kHoldLost)));
+            }
+            done(TxnResponse(r->responses.at(0).txn()));
+          });
+        },
+        client.executor());
+  }
+
+  Subscription on_lost(Mode m, std::function<void(const Status&)> listener) {
+    std::lock_guard lock(mu);
+    const uint64_t id = next_listener++;
+    lost_listeners[idx(m)].emplace_back(id, std::make_shared<std::function<void(const Status&)>>(std::move(listener)));
+    std::weak_ptr<RwLockState> weak = shared_from_this();
+    return Subscription([weak, m, id] {
+      if (auto s = weak.lock()) {
+        std::lock_guard l(s->mu);
+        std::erase_if(s->lost_listeners[idx(m)], [id](const auto& p) { return p.first == id; });
+      }
+    });
+  }
+
+  void close() {
+    if (core->closed()) return;
+    core->close();  // wakes a parked acquisition with kClosed
+    std::optional<Mode> held;
+    {
+      std::lock_guard lock(mu);
+      if (phase == Phase::kHeld) held = mode;
+    }
+    if (held) release(*held, [](Result<bool>) {});  // fire and forget
+    std::set<std::string> keys;
+    {
+      std::lock_guard lock(mu);
+      keys.swap(claimed);
+    }
+    for (auto& k : keys) unclaim(k);
+  }
+};
+
+}  // namespace detail
+
+// --- LockView -----------------------------------------------------------------
+
+Call<void> DistributedReadWriteLock::LockView::acquire() {
+  auto s = state_;
+  const Mode m = mode_;
+  return Call<void>(
+      [s, m](CallOptions options, Callback<void> done) {
+        s->start(m, options, /*wait=*/true, [done = std::move(done)](Result<bool> r) {
+          done(r.ok() ? Result<void>() : Result<void>(std::move(r).status()));
+        });
+      },
+      s->executor());
+}
+
+Call<bool> DistributedReadWriteLock::LockView::try_acquire() {
+  auto s = state_;
+  const Mode m = mode_;
+  return Call<bool>(
+      [s, m](CallOptions options, Callback<bool> done) { s->start(m, options, /*wait=*/false, std::move(done)); },
+      s->executor());
+}
+
+Call<bool> DistributedReadWriteLock::LockView::release() {
+  auto s = state_;
+  const Mode m = mode_;
+  return Call<bool>([s, m](CallOptions, Callback<bool> done) { s->release(m, std::move(done)); }, s->executor());
+}
+
+void DistributedReadWriteLock::LockView::lock() { acquire().wait().value(); }
+
+bool DistributedReadWriteLock::LockView::try_lock() {
+  auto r = try_acquire().wait();
+  return r.ok() && *r;
+}
+
+bool DistributedReadWriteLock::LockView::try_lock_until_steady(Deadline deadline) {
+  auto r = acquire().deadline(deadline).wait();
+  if (r.ok()) return true;
+  if (r.status().code() != StatusCode::kDeadlineExceeded) state_->core->record_error(r.status());
+  return false;
+}
+
+bool DistributedReadWriteLock::LockView::unlock() noexcept {
+  try {
+    auto r = release().wait();
+    return r.ok() && *r;
+  } catch (...) {
+    return false;
+  }
+}
+
+bool DistributedReadWriteLock::LockView::is_locked() const { return state_->is_locked(mode_); }
+int64_t DistributedReadWriteLock::LockView::fencing_token() const { return state_->fencing_token(mode_); }
+
+std::string DistributedReadWriteLock::LockView::key() const {
+  std::lock_guard lock(state_->mu);
+  return state_->last_key[idx(mode_)];
+}
+
+std::stop_token DistributedReadWriteLock::LockView::hold_token() const {
+  std::lock_guard lock(state_->mu);
+  return state_->hold_stop[idx(mode_)].get_token();
+}
+
+Subscription DistributedReadWriteLock::LockView::on_lost(std::function<void(const Status&)> listener) {
+  return state_->on_lost(mode_, std::move(listener));
+}
+
+Call<TxnResponse> DistributedReadWriteLock::LockView::guarded(Txn txn) { return state_->guarded(mode_, std::move(txn)); }
+
+const std::string& DistributedReadWriteLock::LockView::name() const { return state_->core->name(); }
+const std::string& DistributedReadWriteLock::LockView::identity() const { return state_->identities[idx(mode_)]; }
+ConnectionState DistributedReadWriteLock::LockView::state() const { return state_->core->state(); }
+Subscription DistributedReadWriteLock::LockView::on_state_change(std::function<void(ConnectionState)> listener) {
+  return state_->core->on_state_change(std::move(listener));
+}
+std::vector<Status> DistributedReadWriteLock::LockView::errors() const { return state_->core->errors(); }
+Subscription DistributedReadWriteLock::LockView::on_error(std::function<void(const Status&)> listener) {
+  return state_->core->on_error(std::move(listener));
+}
+void DistributedReadWriteLock::LockView::close() { state_->close(); }
+
+// --- DistributedReadWriteLock -----------------------------------------------------
+
+DistributedReadWriteLock::DistributedReadWriteLock(Client client, std::string name, RecipeOptions options)
+    : state_(std::make_shared<detail::RwLockState>(std::move(client), std::move(name), std::move(options))),
+      read_(state_, Mode::kRead),
+      write_(state_, Mode::kWrite) {}
+
+DistributedReadWriteLock::~DistributedReadWriteLock() { close(); }
+
+Call<void> DistributedReadWriteLock::downgrade() {
+  auto s = state_;
+  return Call<void>([s](CallOptions, Callback<void> done) { s->downgrade(std::move(done)); }, s->executor());
+}
+
+const std::string& DistributedReadWriteLock::name() const { return state_->core->name(); }
+const std::string& DistributedReadWriteLock::identity() const { return state_->core->identity(); }
+ConnectionState DistributedReadWriteLock::state() const { return state_->core->state(); }
+Subscription DistributedReadWriteLock::on_state_change(std::function<void(ConnectionState)> listener) {
+  return state_->core->on_state_change(std::move(listener));
+}
+std::vector<Status> DistributedReadWriteLock::errors() const { return state_->core->errors(); }
+Subscription DistributedReadWriteLock::on_error(std::function<void(const Status&)> listener) {
+  return state_->core->on_error(std::move(listener));
+}
+void DistributedReadWriteLock::close() { state_->close(); }
+
+}  // namespace etcd::recipes
