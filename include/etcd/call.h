@@ -156,6 +156,13 @@ struct CallAccess {
   static const CallOptions& options(const Call<T>& call) {
     return call.options_;
   }
+  // For composite operations whose caller blocks: the inner call may run
+  // its first attempt on the current thread.
+  template <class T>
+  static Call<T>&& caller_waits(Call<T>&& call, bool waits) {
+    call.options_.caller_waits = waits;
+    return std::move(call);
+  }
 };
 }  // namespace detail
 

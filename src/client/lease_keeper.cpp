@@ -1,6 +1,7 @@
 #include "lease_keeper.h"
 
 #include <asio/post.hpp>
+#include <cstdio>
 
 #include "client_core.h"
 
@@ -13,6 +14,13 @@ constexpr auto kTick = std::chrono::milliseconds(100);
 // safe_until() stays this far ahead of the computed expiry, for clock rate
 // differences between this host and the members.
 constexpr auto kSafetyMargin = std::chrono::milliseconds(250);
+
+// Lease ids in hex, as etcdctl and the CLI print them.
+std::string hex_id(int64_t id) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(id));
+  return buf;
+}
 // How long a renewal may go unanswered before the stream counts as stuck.
 constexpr auto kMinStallLimit = std::chrono::milliseconds(1000);
 constexpr auto kMaxStallLimit = std::chrono::milliseconds(3000);
@@ -281,7 +289,7 @@ void LeaseKeeper::tick() {
         period = std::min<Clock::duration>(period, s->ttl() / 3);
         if (now >= s->expires_at()) {
           lost.emplace_back(s, Status(StatusCode::kUnavailable,
-                                      "lease " + std::to_string(it->first) +
+                                      "lease " + hex_id(it->first) +
                                           " passed its TTL without a confirmed renewal",
                                       Errc::kLeaseExpired));
         } else {
@@ -340,7 +348,7 @@ void LeaseKeeper::on_response(KeepAliveStream* stream, const etcdserverpb::Lease
   }
   for (auto& s : states) {
     if (r.ttl() <= 0) {
-      s->mark_lost(Status(StatusCode::kNotFound, "lease " + std::to_string(r.id()) + " no longer exists",
+      s->mark_lost(Status(StatusCode::kNotFound, "lease " + hex_id(r.id()) + " no longer exists",
                           Errc::kLeaseNotFound));
     } else if (sent_at != Deadline{}) {
       s->confirm(sent_at, r.ttl());
@@ -348,7 +356,7 @@ void LeaseKeeper::on_response(KeepAliveStream* stream, const etcdserverpb::Lease
   }
   for (auto& d : once) {
     if (r.ttl() <= 0) {
-      d(Status(StatusCode::kNotFound, "lease " + std::to_string(r.id()) + " not found", Errc::kLeaseNotFound));
+      d(Status(StatusCode::kNotFound, "lease " + hex_id(r.id()) + " not found", Errc::kLeaseNotFound));
     } else {
       d(convert(r));
     }

@@ -4,6 +4,7 @@
 #include <asio/steady_timer.hpp>
 #include <cstdio>
 #include <set>
+#include <thread>
 
 namespace etcd::recipes {
 
@@ -45,6 +46,11 @@ struct Acquisition {
   bool wait = true;
   Callback<bool> done;
   Clock::time_point started = Clock::now();
+  // A blocking caller's thread may run the first steps' RPCs itself.
+  bool caller_waits = false;
+  std::thread::id caller_thread = std::this_thread::get_id();
+  int transient_failures = 0;
+  bool on_caller_thread() const { return caller_waits && std::this_thread::get_id() == caller_thread; }
   // Guarded by MutexState::mu.
   bool finished = false;
   std::shared_ptr<asio::steady_timer> timer;
@@ -91,6 +97,7 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
     auto a = std::make_shared<Acquisition>();
     a->wait = wait;
     a->done = std::move(done);
+    a->caller_waits = options.caller_waits;
     {
       std::lock_guard lock(mu);
       if (phase != Phase::kIdle) {
@@ -145,6 +152,33 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
     undo();
   }
 
+  static bool transient(const Status& st) {
+    return st.code() == StatusCode::kDeadlineExceeded || st.code() == StatusCode::kUnavailable ||
+           st.is(Errc::kOutcomeUnknown);
+  }
+
+  // Runs `step` again after a backoff, unless the acquisition ends first.
+  void retry_later(const std::shared_ptr<Acquisition>& a, std::function<void()> step) {
+    int n;
+    {
+      std::lock_guard lock(mu);
+      if (a->finished) return;
+      n = ++a->transient_failures;
+    }
+    auto timer = std::make_shared<asio::steady_timer>(core->client().executor(),
+                                                      std::chrono::milliseconds(std::min(1000, 50 * n)));
+    std::weak_ptr<Acquisition> wa = a;
+    timer->async_wait([self = shared_from_this(), wa, timer, step = std::move(step)](const asio::error_code&) {
+      auto acq_ptr = wa.lock();
+      if (!acq_ptr) return;
+      {
+        std::lock_guard lock(self->mu);
+        if (acq_ptr->finished) return;
+      }
+      step();
+    });
+  }
+
   // A stop callback is never destroyed on the thread that may be running it.
   void drop_later(std::shared_ptr<std::optional<std::stop_callback<std::function<void()>>>> stop_cb) {
     if (stop_cb) asio::post(core->client().executor(), [stop_cb] { stop_cb->reset(); });
@@ -177,8 +211,14 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
     txn.when(Compare::absent(key))
         .then({Op::put(key, core->client_id(), PutOptions{.lease = s->lease_id()}), Op::get(prefix, first_created)})
         .otherwise({Op::get(key), Op::get(prefix, first_created)});
-    CallAccess::start_inline(core->client().txn(txn), [self, a, key](Result<TxnResponse> r) {
-      if (!r.ok()) return self->fail(a, std::move(r).status());
+    CallAccess::start_inline(CallAccess::caller_waits(core->client().txn(txn), a->on_caller_thread()),
+                             [self, a, s, key](Result<TxnResponse> r) {
+      if (!r.ok()) {
+        // Creating our key is idempotent (create-if-absent): a transient
+        // failure is retried for as long as the acquisition lasts.
+        if (transient(r.status())) return self->retry_later(a, [self, a, s] { self->with_session(a, s); });
+        return self->fail(a, std::move(r).status());
+      }
       int64_t rev = 0;
       if (r->succeeded) {
         rev = r->header.revision;
@@ -233,9 +273,13 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
                                  .sort_target = SortTarget::kCreate, .max_create_revision = rev - 1};
     auto self = shared_from_this();
     CallAccess::start_inline(
-        core->client().txn(Txn().then({Op::get(key), Op::get(prefix, predecessor)})),
+        CallAccess::caller_waits(core->client().txn(Txn().then({Op::get(key), Op::get(prefix, predecessor)})),
+                                 a->on_caller_thread()),
         [self, a, rev](Result<TxnResponse> r) {
-          if (!r.ok()) return self->fail(a, std::move(r).status());
+          if (!r.ok()) {
+            if (transient(r.status())) return self->retry_later(a, [self, a] { self->wait_for_predecessor(a); });
+            return self->fail(a, std::move(r).status());
+          }
           const auto* mine = r->responses[0].get().first();
           if (!mine || mine->create_revision != rev) {
             // Our key is gone (session lost): never report success.
@@ -375,7 +419,7 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
     for (auto& l : listeners) asio::post(core->client().executor(), [l, status] { (*l)(status); });
   }
 
-  void release(Callback<bool> done) {
+  void release(bool caller_waits, Callback<bool> done) {
     std::string key;
     int64_t rev;
     bool was_lost;
@@ -395,24 +439,29 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
     }
     lost_sub.reset();
     stop.request_stop();
-    release_attempt(key, rev, was_lost, 1, std::move(done));
+    release_attempt(key, rev, was_lost, 1, caller_waits, false, std::move(done));
   }
 
-  void release_attempt(std::string key, int64_t rev, bool was_lost, int attempt, Callback<bool> done) {
+  // A plain delete (cheaper than a Txn on etcd 3.4): the key embeds our
+  // session's lease id, so no other contender ever owns it. prev_kv tells
+  // whether it was still the key of this hold.
+  void release_attempt(std::string key, int64_t rev, bool was_lost, int attempt, bool caller_waits,
+                       bool earlier_unknown, Callback<bool> done) {
     auto self = shared_from_this();
-    // The guarded delete is idempotent, so an unknown outcome is retried.
     CallAccess::start_inline(
-        core->client().txn(Txn().when(Compare::create_revision(key) == rev).then(Op::del(key))),
-        [self, key, rev, was_lost, attempt, done = std::move(done)](Result<TxnResponse> r) mutable {
-          if (!r.ok() && attempt < 3 &&
-              (r.status().is(Errc::kOutcomeUnknown) || r.status().code() == StatusCode::kUnavailable)) {
-            return self->release_attempt(key, rev, was_lost, attempt + 1, std::move(done));
+        CallAccess::caller_waits(core->client().del(key, DeleteOptions{.prev_kv = true}), caller_waits),
+        [self, key, rev, was_lost, attempt, earlier_unknown, done = std::move(done)](Result<DeleteResponse> r) mutable {
+          if (!r.ok() && attempt < 3 && transient(r.status())) {
+            // Deleting our own key again is harmless.
+            return self->release_attempt(key, rev, was_lost, attempt + 1, false, true, std::move(done));
           }
           if (!r.ok()) {
             self->core->record_error(r.status());
             return done(self->core->named(std::move(r).status()));
           }
-          done(r->succeeded && !was_lost);
+          bool was_ours = earlier_unknown && r->deleted == 0;  // an earlier attempt may have deleted it
+          for (const auto& kv : r->prev_kvs) was_ours = was_ours || kv.create_revision == rev;
+          done(was_ours && !was_lost);
         });
   }
 };
@@ -443,7 +492,7 @@ Call<bool> DistributedMutex::try_acquire() {
 
 Call<bool> DistributedMutex::release() {
   auto s = state_;
-  return Call<bool>([s](CallOptions, Callback<bool> done) { s->release(std::move(done)); },
+  return Call<bool>([s](CallOptions options, Callback<bool> done) { s->release(options.caller_waits, std::move(done)); },
                     s->core->client().executor());
 }
 
@@ -491,7 +540,14 @@ std::stop_token DistributedMutex::hold_token() const {
 }
 
 Subscription DistributedMutex::on_lost(std::function<void(const Status&)> listener) {
-  std::lock_guard lock(state_->mu);
+  std::unique_lock lock(state_->mu);
+  if (state_->phase == detail::MutexState::Phase::kHeld && state_->lost) {
+    // Already lost: the listener still hears of it.
+    lock.unlock();
+    Status why(StatusCode::kAborted, state_->core->identity() + ": lock hold lost", Errc::kHoldLost);
+    asio::post(state_->core->client().executor(), [listener = std::move(listener), why] { listener(why); });
+    return Subscription();
+  }
   const uint64_t id = state_->next_listener++;
   state_->lost_listeners.emplace_back(id, std::make_shared<std::function<void(const Status&)>>(std::move(listener)));
   std::weak_ptr<detail::MutexState> weak = state_;
@@ -559,7 +615,7 @@ void DistributedMutex::close() {
     std::lock_guard lock(s->mu);
     held = s->phase == detail::MutexState::Phase::kHeld;
   }
-  if (held) s->release([](Result<bool>) {});  // fire and forget
+  if (held) s->release(false, [](Result<bool>) {});  // fire and forget
   std::string key;
   {
     std::lock_guard lock(s->mu);

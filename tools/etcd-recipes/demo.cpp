@@ -14,6 +14,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <sstream>
 
 #include "commands.h"
 #include "common.h"
@@ -289,6 +290,118 @@ void cluster_status(Demo& d) {
             ", raft index ", s.raft_index, ", db size ", human_bytes(s.db_size)));
 }
 
+// One `etcd-recipes lock` process of the lock handover, and what its
+// command printed so far.
+struct Contender {
+  Contender(std::string n, ChildProcess p) : name(std::move(n)), process(std::move(p)) {}
+
+  std::string name;
+  ChildProcess process;
+  size_t seen = 0;              // bytes of output already parsed
+  int64_t token = 0;            // set once its command printed "holds TOKEN KEY"
+  std::string key;
+  bool command_done = false;    // its command printed "releasing"
+  std::optional<int> exit_code;
+
+  // Reads what the process printed meanwhile (waits up to ~25 ms).
+  void poll(std::stop_token stop) {
+    if (!exit_code) {
+      exit_code = process.wait(stop, etcd::Clock::now() + 25ms);
+      if (stop.stop_requested()) throw Interrupted{};
+    }
+    const std::string& out = process.output();
+    for (size_t nl; (nl = out.find('\n', seen)) != std::string::npos; seen = nl + 1) {
+      std::istringstream line(out.substr(seen, nl - seen));
+      std::string word;
+      line >> word;
+      if (word == "holds") line >> token >> key;
+      if (word == "releasing") command_done = true;
+    }
+  }
+};
+
+// Two processes contend for one lock: the second waits for the first, and
+// its fencing token is larger.
+void lock_handover(Demo& d) {
+  const std::string lock = "demo/lock";
+  const std::string script = "echo holds $ETCD_RECIPES_FENCING_TOKEN $ETCD_RECIPES_LOCK_KEY; sleep 1; echo releasing";
+  std::optional<Contender> a;
+  std::optional<Contender> b;
+  // However the step ends: SIGTERM, which `lock` forwards to its command
+  // before it releases and exits (SIGKILL if that takes too long).
+  struct StopBoth {
+    std::optional<Contender>& a;
+    std::optional<Contender>& b;
+    ~StopBoth() {
+      for (auto* c : {&b, &a}) {
+        if (*c) (*c)->process.terminate();
+      }
+    }
+  } stop_both{a, b};
+
+  auto start = [&](std::optional<Contender>& c, std::string name) {
+    c.emplace(name, ChildProcess::spawn({d.self, "--endpoints", d.cluster->endpoints_csv(), "--timeout",
+                                         d.ctx.global().timeout, "lock", lock, "--", "sh", "-c", script}));
+    d.say(cat("process ", name, " (pid ", c->process.pid(), ") started: etcd-recipes lock ", lock, " -- sh -c '",
+              script, "'"));
+  };
+  // Polls both until `done()`; checks on the way that they never overlap.
+  auto until = [&](auto done, std::string_view what) {
+    const auto deadline = d.deadline() + 5s;
+    for (;;) {
+      // B before A: whatever B printed, what A printed before it is read too.
+      if (b) b->poll(d.ctx.stop());
+      if (a) a->poll(d.ctx.stop());
+      if (b && b->token != 0 && !a->command_done) {
+        throw StepFailed(cat("process B holds ", lock, " while process A's command still runs"));
+      }
+      for (auto* c : {&a, &b}) {
+        if (*c && (*c)->exit_code && *(*c)->exit_code != 0) {
+          throw StepFailed(cat("process ", (*c)->name, " exited ", *(*c)->exit_code));
+        }
+      }
+      if (done()) return;
+      if (etcd::Clock::now() >= deadline) throw StepFailed(cat("timed out waiting until ", what));
+    }
+  };
+  auto contenders = [&] {
+    etcd::GetOptions prefix;
+    prefix.prefix = true;
+    return d.call(d.etcd().get(lock + "/", prefix), "get " + lock + "/").kvs;
+  };
+
+  start(a, "A");
+  until([&] { return a->token != 0; }, "process A holds " + lock);
+  d.say(cat("process A holds ", lock, " (fencing token ", a->token, ", key ", a->key, ")"));
+
+  start(b, "B");
+  std::string b_key;
+  until(
+      [&] {
+        if (a->command_done) return true;
+        for (const auto& kv : contenders()) {
+          if (kv.key != a->key) b_key = kv.key;
+        }
+        return !b_key.empty();
+      },
+      "process B queues for " + lock);
+  if (!b_key.empty()) {
+    d.say(cat("process B waiting: its key ", b_key, " queues behind A's (the oldest key holds the lock)"));
+  } else {
+    d.say("process B was not queued yet when A finished: it will not have to wait");
+  }
+
+  until([&] { return a->exit_code.has_value(); }, "process A exits");
+  d.say("process A's command finished; A released " + lock + " and exited 0");
+  until([&] { return b->token != 0; }, "process B holds " + lock);
+  if (b->token <= a->token) {
+    throw StepFailed(cat("fencing tokens did not increase: A had ", a->token, ", B has ", b->token));
+  }
+  d.say(cat("process B holds ", lock, " now (fencing token ", b->token, " > A's ", a->token, ", key ", b->key, ")"));
+  until([&] { return b->exit_code.has_value(); }, "process B exits");
+  d.say("process B's command finished; B released " + lock + " and exited 0");
+}
+
 struct Step {
   std::string_view title;
   void (*run)(Demo&);
@@ -303,6 +416,7 @@ constexpr Step kSteps[] = {
     {"a kept-alive lease keeps its key past the TTL", kept_lease_keeps_key},
     {"revoking the lease deletes its key", revoke_lease},
     {"cluster status", cluster_status},
+    {"lock handover between processes", lock_handover},
 };
 
 // Stops everything the demo started and says so; the destructors do the

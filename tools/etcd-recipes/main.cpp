@@ -17,6 +17,7 @@ constexpr void (*kCommandSets[])(Commands&) = {
     add_kv_commands,
     add_lease_commands,
     add_status_commands,
+    add_lock_commands,
     add_demo_command,
 };
 

@@ -1,0 +1,410 @@
+#!/usr/bin/env bash
+# End-to-end test of `etcd-recipes lock`, `semaphore` and `rwlock`.
+#
+#   bash tests/cli/lock_test.sh PATH/TO/etcd-recipes
+#
+# Starts a private etcd (ETCD_BINARY, default: etcd on PATH or /usr/bin/etcd)
+# on free loopback ports in a temporary directory, runs the tool against it,
+# and removes everything on exit. Prints one PASS/FAIL line per check and
+# "N passed, M failed" at the end; exits 1 if anything failed, 77 if etcd
+# cannot be started (CTest's skip code when SKIP_RETURN_CODE is set). The
+# interoperability checks need etcdctl on PATH and are skipped without it.
+#
+# The commands run under the lock log "start TOKEN" / "end TOKEN" lines to a
+# file; the checks read the order of those lines, never timing alone.
+
+# Checks are written as eval strings evaluated later, and the commands run
+# under the lock are sh -c scripts: expansions in single quotes are intended.
+# shellcheck disable=SC2016,SC2034
+
+set -u
+
+BIN=${1:?usage: lock_test.sh PATH/TO/etcd-recipes}
+if [[ ! -x $BIN ]]; then
+  echo "not an executable: $BIN" >&2
+  exit 2
+fi
+BIN=$(realpath "$BIN")
+ETCD=${ETCD_BINARY:-$(command -v etcd || echo /usr/bin/etcd)}
+ETCDCTL=$(command -v etcdctl || true)
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/etcd-recipes-lock-test.XXXXXX")
+ETCD_PID=""
+BG_PIDS=()
+
+cleanup() {
+  local p
+  for p in "${BG_PIDS[@]}" $ETCD_PID; do
+    kill -KILL "$p" 2>/dev/null
+    wait "$p" 2>/dev/null
+  done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+passed=0
+failed=0
+pass() {
+  passed=$((passed + 1))
+  echo "PASS: $1"
+}
+# fail NAME [DETAIL...]
+fail() {
+  failed=$((failed + 1))
+  echo "FAIL: $1"
+  shift
+  local line
+  for line in "$@"; do printf '      %s\n' "$line"; done
+}
+
+# run ARGS...: the tool against the private etcd; sets RC, OUT, ERR.
+run() {
+  timeout -k 5 60 "$BIN" --endpoints "$EP" --timeout 5s "$@" >"$WORK/out" 2>"$WORK/err"
+  RC=$?
+  OUT=$(cat "$WORK/out")
+  ERR=$(cat "$WORK/err")
+}
+details() { echo "rc=$RC" "stdout: $OUT" "stderr: $ERR"; }
+
+# check NAME CONDITION...: passes if the command CONDITION succeeds.
+check() {
+  local name=$1
+  shift
+  if "$@"; then
+    pass "$name"
+  else
+    local -a d
+    mapfile -t d < <(details)
+    fail "$name" "check: $*" "${d[@]}"
+  fi
+}
+
+# spawn NAME ARGS...: the tool in the background, output in $WORK/NAME.out
+# and .err; sets PID. With INTERRUPTIBLE=1 it starts with the default SIGINT
+# disposition: background commands of a script inherit SIGINT ignored, and
+# the tool keeps ignoring what it inherited ignored (like nohup).
+if env --default-signal=INT true 2>/dev/null; then
+  DEFAULT_INT=(env --default-signal=INT)
+else
+  DEFAULT_INT=()
+fi
+spawn() {
+  local name=$1
+  shift
+  if ((${INTERRUPTIBLE:-0})); then
+    ((${#DEFAULT_INT[@]})) || set -m # job control: background jobs get SIGINT unless ignored at entry
+    "${DEFAULT_INT[@]}" "$BIN" --endpoints "$EP" --timeout 5s "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
+    PID=$!
+    set +m
+  else
+    "$BIN" --endpoints "$EP" --timeout 5s "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
+    PID=$!
+  fi
+  BG_PIDS+=("$PID")
+}
+# ignores PID SIG: whether process PID ignores signal number SIG.
+ignores() {
+  local mask
+  mask=$(awk '/^SigIgn:/ { print $2 }' "/proc/$1/status" 2>/dev/null) || return 1
+  [[ -n $mask ]] && (((16#$mask >> ($2 - 1)) & 1))
+}
+# finish PID NAME: waits for a spawned process; sets RC, OUT, ERR from it.
+finish() {
+  local deadline=$((SECONDS + 60))
+  while alive "$1" && ((SECONDS < deadline)); do sleep 0.05; done
+  alive "$1" && kill -KILL "$1"
+  wait "$1"
+  RC=$?
+  OUT=$(cat "$WORK/$2.out")
+  ERR=$(cat "$WORK/$2.err")
+}
+
+# wait_until SECONDS COMMAND...: polls COMMAND every 0.05 s.
+wait_until() {
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@"; do
+    ((SECONDS >= deadline)) && return 1
+    sleep 0.05
+  done
+}
+lines_at_least() { [[ -f $1 ]] && (($(wc -l <"$1") >= $2)); }
+file_has() { grep -q -- "$2" "$1" 2>/dev/null; }
+alive() { kill -0 "$1" 2>/dev/null; }
+dead() { ! kill -0 "$1" 2>/dev/null; }
+# keys PREFIX: how many keys there are under PREFIX.
+keys() { "$BIN" --endpoints "$EP" kv get --prefix "$1" --keys-only 2>/dev/null | grep -c .; }
+keys_are() { [[ $(keys "$1") == "$2" ]]; }
+
+# A command for under the lock: appends "start $TOKEN" and "end $TOKEN"
+# (TOKEN from the environment) to LOG around a sleep of SECS.
+logged() { # logged LOG SECS [TAG]
+  echo "echo \"start \$ETCD_RECIPES_FENCING_TOKEN ${3:-}\" >>$1; sleep $2; echo \"end \$ETCD_RECIPES_FENCING_TOKEN ${3:-}\" >>$1"
+}
+# exclusive LOG N: LOG is N start/end pairs, never interleaved, tokens increasing.
+exclusive() {
+  awk -v n="$2" 'BEGIN { last = 0 }
+    NR % 2 == 1 { if ($1 != "start" || $2 + 0 <= last) exit 1; t = $2 + 0; last = t }
+    NR % 2 == 0 { if ($1 != "end" || $2 + 0 != t) exit 1 }
+    END { if (NR != 2 * n) exit 1 }' "$1"
+}
+# max_concurrent LOG: the most commands that ran at once.
+max_concurrent() { awk '$1 == "start" { if (++n > m) m = n } $1 == "end" { n-- } END { print m + 0 }' "$1"; }
+
+health() {
+  (
+    exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+    printf 'GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+    timeout 2 cat <&3
+  ) 2>/dev/null | grep -q '"health":"true"'
+}
+
+start_etcd() {
+  local cport pport
+  for _ in 1 2 3 4 5; do
+    cport=$((20000 + RANDOM % 20000))
+    pport=$((40000 + RANDOM % 20000))
+    rm -rf "$WORK/etcd"
+    "$ETCD" --name lock-test --data-dir "$WORK/etcd" \
+      --listen-client-urls "http://127.0.0.1:$cport" --advertise-client-urls "http://127.0.0.1:$cport" \
+      --listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
+      --initial-cluster "lock-test=http://127.0.0.1:$pport" --initial-cluster-state new \
+      --heartbeat-interval 25 --election-timeout 250 >"$WORK/etcd.log" 2>&1 &
+    ETCD_PID=$!
+    EP="127.0.0.1:$cport"
+    if wait_until 20 eval 'dead $ETCD_PID || health $cport' && alive "$ETCD_PID"; then
+      return 0
+    fi
+    kill -KILL "$ETCD_PID" 2>/dev/null
+    wait "$ETCD_PID" 2>/dev/null
+    ETCD_PID=""
+  done
+  return 1
+}
+
+if ! start_etcd; then
+  echo "cannot start $ETCD; its log:" >&2
+  tail -20 "$WORK/etcd.log" >&2
+  exit 77
+fi
+echo "etcd pid $ETCD_PID at $EP"
+ctl() { ETCDCTL_API=3 "$ETCDCTL" --endpoints "$EP" "$@"; }
+
+# --- usage --------------------------------------------------------------------------
+
+for args in "lock" "lock x --ttl 0" "lock x --timeout bogus" "semaphore s" "semaphore s 0 -- true" \
+  "rwlock r" "rwlock r sideways -- true"; do
+  # shellcheck disable=SC2086  # word splitting intended
+  run $args
+  check "usage error exits 2: etcd-recipes $args" eval '((RC == 2)) && [[ -n $ERR ]]'
+done
+run lock --help
+check "lock --help documents the exit codes and the environment" \
+  eval '((RC == 0)) && [[ $OUT == *"Exit codes"*75*ETCD_RECIPES_FENCING_TOKEN* || $OUT == *ETCD_RECIPES_FENCING_TOKEN*"Exit codes"*75* ]]'
+
+# --- lock: running a command ----------------------------------------------------------
+
+run lock t/env -- sh -c 'echo "$ETCD_RECIPES_FENCING_TOKEN $ETCD_RECIPES_LOCK_KEY"; exit 7'
+check "lock runs CMD with the token and key in its environment and exits with its status" \
+  eval '((RC == 7)) && [[ $OUT =~ ^[1-9][0-9]*\ t/env/[0-9a-f]+$ && -z $ERR ]]'
+check "lock released the key after CMD" keys_are t/env/ 0
+
+run lock t/env -- sh -c 'kill -KILL $$'
+check "CMD killed by a signal: exit 128+N" eval '((RC == 137))'
+run lock t/env -- "$WORK/no-such-program"
+check "CMD not found: exit 127 with a message, the lock released" \
+  eval '((RC == 127)) && [[ $ERR == "etcd-recipes: lock t/env: "*no-such-program* ]] && keys_are t/env/ 0'
+run lock t/env -- sh -c 'read -r line; echo "got $line"' <<<"hello"
+check "CMD inherits stdin" eval '((RC == 0)) && [[ $OUT == "got hello" ]]'
+
+# Four at once: they take turns, tokens increasing.
+: >"$WORK/mx.log"
+pids=()
+for i in 1 2 3 4; do
+  spawn "mx$i" lock t/mx -- sh -c "$(logged "$WORK/mx.log" 0.3)"
+  pids+=("$PID")
+done
+rcs=""
+for i in 1 2 3 4; do
+  finish "${pids[$((i - 1))]}" "mx$i"
+  rcs+="$RC "
+done
+OUT=$(cat "$WORK/mx.log")
+check "4 concurrent locks never overlap, tokens increase" eval '[[ $rcs == "0 0 0 0 " ]] && exclusive "$WORK/mx.log" 4'
+
+# --- lock without CMD, --timeout, signals while waiting -----------------------------------
+
+spawn holder lock t/hold
+wait_until 15 lines_at_least "$WORK/holder.out" 2
+holder=$PID
+OUT=$(cat "$WORK/holder.out")
+hold_key=$(sed -n 1p "$WORK/holder.out")
+check "lock without CMD prints the key and the fencing token, and holds" \
+  eval '[[ $hold_key == t/hold/* && $(sed -n 2p "$WORK/holder.out") =~ ^[1-9][0-9]*$ ]] && keys_are t/hold/ 1'
+
+start=$SECONDS
+run lock t/hold --timeout 1s -- touch "$WORK/ran"
+check "--timeout: exit 3 with a message, CMD not run, no key left" \
+  eval '((RC == 3)) && [[ $ERR == *"timed out"* && ! -e $WORK/ran ]] && ((SECONDS - start < 10)) && keys_are t/hold/ 1'
+
+for sig in TERM INT; do
+  INTERRUPTIBLE=1 spawn "waiter$sig" lock t/hold -- touch "$WORK/ran"
+  waiter=$PID
+  wait_until 15 keys_are t/hold/ 2
+  if [[ $sig == INT ]] && ignores "$waiter" 2; then
+    echo "SKIP: SIGINT while waiting (this shell cannot start a command with SIGINT not ignored)"
+    kill -TERM "$waiter"
+    finish "$waiter" "waiter$sig"
+    continue
+  fi
+  kill -"$sig" "$waiter"
+  finish "$waiter" "waiter$sig"
+  [[ $sig == TERM ]] && expected=143 || expected=130
+  check "SIG$sig while waiting: exit $expected, CMD not run, its key already gone" \
+    eval '((RC == expected)) && [[ ! -e $WORK/ran ]] && keys_are t/hold/ 1'
+done
+
+kill -TERM "$holder"
+finish "$holder" holder
+check "lock without CMD: SIGTERM releases, exit 0" eval '((RC == 0)) && keys_are t/hold/ 0'
+
+# --- signals while CMD runs, a lost lock ---------------------------------------------------
+
+spawn fwd lock t/fwd -- sh -c 'trap "kill \$!; echo got TERM >>$0; exit 5" TERM; echo ready >>$0; sleep 30 & wait' \
+  "$WORK/fwd.log"
+wait_until 15 file_has "$WORK/fwd.log" ready
+kill -TERM "$PID"
+finish "$PID" fwd
+check "SIGTERM while CMD runs: forwarded to CMD, exit with CMD's status, lock released" \
+  eval '((RC == 5)) && file_has "$WORK/fwd.log" "got TERM" && keys_are t/fwd/ 0'
+
+# revoke_lease_of PREFIX: revokes the lease of the (only) key under PREFIX.
+revoke_lease_of() {
+  local lease
+  lease=$("$BIN" --endpoints "$EP" kv get --prefix "$1" --json | grep -o '"lease":[0-9]*' | head -1 | cut -d: -f2)
+  [[ -n $lease && $lease != 0 ]] || return 1
+  if [[ -n $ETCDCTL ]]; then
+    ctl lease revoke "$(printf '%x' "$lease")" >/dev/null
+  else
+    "$BIN" --endpoints "$EP" lease revoke "$lease" >/dev/null
+  fi
+}
+
+spawn lost lock t/lost --ttl 2 -- \
+  sh -c 'trap "kill \$!; echo got TERM >>$0; exit 0" TERM; echo ready >>$0; sleep 30 & wait' "$WORK/lost.log"
+wait_until 15 file_has "$WORK/lost.log" ready
+revoke_lease_of t/lost/
+revoked=$?
+finish "$PID" lost
+check "lock lost (lease revoked) while CMD runs: CMD gets SIGTERM, exit 75" \
+  eval '((revoked == 0 && RC == 75)) && file_has "$WORK/lost.log" "got TERM" && [[ $ERR == *lost* ]]'
+
+# A CMD that ignores SIGTERM gets SIGKILL after the grace period.
+spawn stubborn lock t/lost --ttl 2 -- sh -c 'trap "" TERM; echo ready >>$0; exec sleep 30' "$WORK/stubborn.log"
+wait_until 15 file_has "$WORK/stubborn.log" ready
+revoke_lease_of t/lost/
+start=$SECONDS
+finish "$PID" stubborn
+check "a CMD that ignores SIGTERM after the loss gets SIGKILL; exit 75" \
+  eval '((RC == 75 && SECONDS - start < 15)) && [[ $ERR == *SIGKILL* ]]'
+
+# --- interoperability with etcdctl lock ------------------------------------------------------
+
+if [[ -n $ETCDCTL ]]; then
+  spawn ours lock t/interop-a -- sleep 2
+  ours=$PID
+  wait_until 15 keys_are t/interop-a/ 1
+  RC=0
+  OUT=$(timeout 1 env ETCDCTL_API=3 "$ETCDCTL" --endpoints "$EP" lock t/interop-a echo etcdctl-got-it 2>&1) || RC=$?
+  ERR=""
+  check "while etcd-recipes lock runs CMD, etcdctl lock NAME waits" eval '((RC == 124)) && [[ $OUT != *got-it* ]]'
+  finish "$ours" ours
+  RC=0
+  OUT=$(timeout 10 env ETCDCTL_API=3 "$ETCDCTL" --endpoints "$EP" lock t/interop-a echo etcdctl-got-it 2>&1) || RC=$?
+  check "after it, etcdctl lock NAME gets the lock" eval '((RC == 0)) && [[ $OUT == *etcdctl-got-it* ]]'
+
+  ETCDCTL_API=3 "$ETCDCTL" --endpoints "$EP" lock t/interop-b sleep 2 >"$WORK/ctl.out" 2>&1 &
+  theirs=$!
+  BG_PIDS+=("$theirs")
+  wait_until 15 keys_are t/interop-b/ 1
+  run lock t/interop-b --timeout 1s -- echo ours-got-it
+  check "while etcdctl lock runs a command, etcd-recipes lock NAME waits" \
+    eval '((RC == 3)) && [[ $OUT != *got-it* ]]'
+  spawn after lock t/interop-b -- echo ours-got-it
+  finish "$PID" after
+  wait "$theirs"
+  check "after it, etcd-recipes lock NAME gets the lock" eval '((RC == 0)) && [[ $OUT == ours-got-it ]]'
+else
+  echo "SKIP: interoperability with etcdctl lock (no etcdctl)"
+fi
+
+# --- semaphore -----------------------------------------------------------------------------------
+
+: >"$WORK/sem.log"
+pids=()
+for i in 1 2 3; do
+  spawn "sem$i" semaphore t/sem 2 -- sh -c "$(logged "$WORK/sem.log" 0.7)"
+  pids+=("$PID")
+done
+rcs=""
+for i in 1 2 3; do
+  finish "${pids[$((i - 1))]}" "sem$i"
+  rcs+="$RC "
+done
+OUT=$(cat "$WORK/sem.log")
+check "semaphore N=2, 3 at once: at most 2 run at a time (and 2 do)" \
+  eval '[[ $rcs == "0 0 0 " ]] && (($(max_concurrent "$WORK/sem.log") == 2)) && (($(grep -c ^end "$WORK/sem.log") == 3))'
+check "semaphore leaves only NAME/permits behind" eval '[[ $(keys t/sem/) == 1 ]] && keys_are t/sem/permits 1'
+
+run semaphore t/sem 2 -- sh -c 'echo "$ETCD_RECIPES_FENCING_TOKEN $ETCD_RECIPES_PERMIT_KEY"'
+check "semaphore passes the token and ETCD_RECIPES_PERMIT_KEY" \
+  eval '((RC == 0)) && [[ $OUT =~ ^[1-9][0-9]*\ t/sem/holders/[0-9a-f-]+$ ]]'
+run semaphore t/sem 3 -- true
+check "semaphore with another N fails (exit 1)" eval '((RC == 1)) && [[ $ERR == *mismatch* ]]'
+
+# --- rwlock ----------------------------------------------------------------------------------------
+
+: >"$WORK/rd.log"
+spawn rd1 rwlock t/rw read -- sh -c "$(logged "$WORK/rd.log" 1)"
+rd1=$PID
+spawn rd2 rwlock t/rw read -- sh -c "$(logged "$WORK/rd.log" 1)"
+finish "$rd1" rd1
+rc1=$RC
+finish "$PID" rd2
+check "rwlock: two readers overlap" eval '((rc1 == 0 && RC == 0)) && (($(max_concurrent "$WORK/rd.log") == 2))'
+
+# A reader holds; a writer queues; a later reader queues behind the writer.
+: >"$WORK/rw.log"
+spawn r1 rwlock t/rw read -- sh -c "$(logged "$WORK/rw.log" 1 r1)"
+r1=$PID
+wait_until 15 file_has "$WORK/rw.log" "start"
+spawn w rwlock t/rw write -- sh -c "$(logged "$WORK/rw.log" 0.5 w)"
+w=$PID
+wait_until 15 keys_are t/rw/write/ 1
+spawn r2 rwlock t/rw read -- sh -c "$(logged "$WORK/rw.log" 0.5 r2)"
+r2=$PID
+run rwlock t/rw write --timeout 300ms -- true
+wrc=$RC
+finish "$r1" r1
+rcs="$RC "
+finish "$w" w
+rcs+="$RC "
+finish "$r2" r2
+rcs+="$RC"
+OUT=$(cat "$WORK/rw.log")
+check "rwlock: a writer excludes readers and goes before a later reader" \
+  eval '[[ $rcs == "0 0 0" ]] && [[ $(awk "{print \$1 \$3}" "$WORK/rw.log" | tr "\n" " ") == "startr1 endr1 startw endw startr2 endr2 " ]]'
+check "rwlock write --timeout while others hold: exit 3" eval '((wrc == 3))'
+
+run rwlock t/rw write -- sh -c 'echo "$ETCD_RECIPES_FENCING_TOKEN $ETCD_RECIPES_LOCK_KEY"'
+check "rwlock passes the token and ETCD_RECIPES_LOCK_KEY" \
+  eval '((RC == 0)) && [[ $OUT =~ ^[1-9][0-9]*\ t/rw/write/[0-9a-f]+$ ]]'
+
+# --- nothing left behind ---------------------------------------------------------------------------
+
+OUT=$("$BIN" --endpoints "$EP" kv get --prefix t/ --keys-only)
+check "no lock keys are left behind (only t/sem/permits)" eval '[[ $OUT == t/sem/permits ]]'
+
+echo "$passed passed, $failed failed"
+((failed == 0))
