@@ -1,5 +1,7 @@
 #include "etcd/recipes/mutex.h"
 
+#include "keys.h"
+
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 #include <cstdio>
@@ -9,32 +11,9 @@
 namespace etcd::recipes {
 
 using etcd::detail::CallAccess;
-
-namespace {
-
-std::string hex(int64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-// Keys claimed by a DistributedMutex object of this process: two objects on
-// one name and one session would otherwise share a key and both "hold".
-std::mutex claims_mu;
-std::set<std::string> claims;
-
-bool claim(const std::string& key) {
-  std::lock_guard lock(claims_mu);
-  return claims.insert(key).second;
-}
-void unclaim(const std::string& key) {
-  std::lock_guard lock(claims_mu);
-  claims.erase(key);
-}
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-}  // namespace
+using detail::KeyClaims;
+using detail::lease_hex;
+using detail::seconds_since;
 
 namespace detail {
 
@@ -185,7 +164,7 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
   }
 
   void with_session(const std::shared_ptr<Acquisition>& a, const std::shared_ptr<Session>& s) {
-    const std::string key = prefix + hex(s->lease_id());
+    const std::string key = prefix + lease_hex(s->lease_id());
     {
       std::lock_guard lock(mu);
       if (a->finished) return;
@@ -249,10 +228,10 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
     std::lock_guard lock(mu);
     if (claimed && my_key == key) return true;
     if (claimed) {
-      unclaim(my_key);  // a new session: the old key is history
+      KeyClaims::unclaim(my_key);  // a new session: the old key is history
       claimed = false;
     }
-    if (!claim(key)) return false;
+    if (!KeyClaims::claim(key)) return false;
     claimed = true;
     my_key = key;
     return true;
@@ -624,7 +603,7 @@ void DistributedMutex::close() {
       s->claimed = false;
     }
   }
-  if (!key.empty()) unclaim(key);
+  if (!key.empty()) KeyClaims::unclaim(key);
 }
 
 }  // namespace etcd::recipes

@@ -1,5 +1,7 @@
 #include "etcd/recipes/rwlock.h"
 
+#include "keys.h"
+
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 #include <atomic>
@@ -10,31 +12,12 @@
 namespace etcd::recipes {
 
 using etcd::detail::CallAccess;
+using detail::KeyClaims;
+using detail::lease_hex;
+using detail::seconds_since;
 using Mode = DistributedReadWriteLock::Mode;
 
 namespace {
-
-std::string hex(int64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-// Keys claimed by DistributedReadWriteLock objects of this process: two
-// objects on one name and one session would otherwise share a key.
-std::mutex claims_mu;
-std::set<std::string> claims;
-
-bool claim(const std::string& key) {
-  std::lock_guard lock(claims_mu);
-  return claims.insert(key).second;
-}
-void unclaim(const std::string& key) {
-  std::lock_guard lock(claims_mu);
-  claims.erase(key);
-}
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 int idx(Mode m) { return static_cast<int>(m); }
 const char* mode_name(Mode m) { return m == Mode::kRead ? "read" : "write"; }
@@ -200,17 +183,17 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
         claimed_lease = lease;
       }
       ok = claimed.count(key) != 0;
-      if (!ok && claim(key)) {
+      if (!ok && KeyClaims::claim(key)) {
         claimed.insert(key);
         ok = true;
       }
     }
-    for (auto& k : dropped) unclaim(k);
+    for (auto& k : dropped) KeyClaims::unclaim(k);
     return ok;
   }
 
   void with_session(const std::shared_ptr<RwAcquisition>& a, const std::shared_ptr<Session>& s) {
-    const std::string key = prefixes[idx(a->mode)] + hex(s->lease_id());
+    const std::string key = prefixes[idx(a->mode)] + lease_hex(s->lease_id());
     {
       std::lock_guard lock(mu);
       if (a->finished) return;
@@ -686,7 +669,7 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
       std::lock_guard lock(mu);
       keys.swap(claimed);
     }
-    for (auto& k : keys) unclaim(k);
+    for (auto& k : keys) KeyClaims::unclaim(k);
   }
 };
 

@@ -1,5 +1,7 @@
 #include "etcd/recipes/semaphore.h"
 
+#include "keys.h"
+
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 #include <algorithm>
@@ -11,21 +13,16 @@
 namespace etcd::recipes {
 
 using etcd::detail::CallAccess;
+using detail::KeyClaims;
+using detail::lease_hex;
+using detail::seconds_since;
 using Permit = DistributedSemaphore::Permit;
 
 namespace {
 
-std::string hex(int64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 // Makes the keys of one process distinct, whatever object or session they
 // belong to.
 std::atomic<uint64_t> next_seq{0};
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 bool retryable(const Status& s) { return s.is(Errc::kOutcomeUnknown) || s.code() == StatusCode::kUnavailable; }
 
@@ -143,7 +140,7 @@ class SemaphoreState : public std::enable_shared_from_this<SemaphoreState> {
   }
 
   void with_session(const std::shared_ptr<SemAcquisition>& a, const std::shared_ptr<Session>& s) {
-    const std::string key = holders_prefix + hex(s->lease_id()) + "-" + std::to_string(++next_seq);
+    const std::string key = holders_prefix + lease_hex(s->lease_id()) + "-" + std::to_string(++next_seq);
     {
       std::lock_guard lock(mu);
       if (a->finished) return;
