@@ -3,6 +3,7 @@
 #include <asio/post.hpp>
 #include <cstdio>
 
+#include "bidi_stream.h"
 #include "client_core.h"
 
 namespace etcd::detail {
@@ -26,86 +27,18 @@ constexpr auto kMinStallLimit = std::chrono::milliseconds(1000);
 constexpr auto kMaxStallLimit = std::chrono::milliseconds(3000);
 }  // namespace
 
+// The client's one LeaseKeepAlive stream.
 class KeepAliveStream
-    : public grpc::ClientBidiReactor<etcdserverpb::LeaseKeepAliveRequest, etcdserverpb::LeaseKeepAliveResponse> {
+    : public BidiStream<etcdserverpb::LeaseKeepAliveRequest, etcdserverpb::LeaseKeepAliveResponse> {
  public:
   explicit KeepAliveStream(LeaseKeeper& keeper) : keeper_(keeper) {}
 
-  void start(ClientCore& core, Endpoint& ep, std::shared_ptr<KeepAliveStream> self) {
-    self_ = std::move(self);
-    token_ = core.prepare_context(ctx_, /*require_leader=*/true);
-    ep.lease->async()->LeaseKeepAlive(&ctx_, this);
-    // Renewals queued before the call existed (start waits for a token).
-    const etcdserverpb::LeaseKeepAliveRequest* first = nullptr;
-    {
-      std::lock_guard lock(mu_);
-      started_ = true;
-      if (!writes_.empty() && !writing_) {
-        writing_ = true;
-        first = &writes_.front();
-      }
-    }
-    if (first) StartWrite(first);
-    StartRead(&response_);
-    StartCall();
-  }
-
-  // Never called with a lock held that a reaction takes (reactions may run
-  // inline).
-  void write(int64_t id) {
-    const etcdserverpb::LeaseKeepAliveRequest* next = nullptr;
-    {
-      std::lock_guard lock(mu_);
-      if (done_) return;
-      writes_.emplace_back().set_id(id);
-      if (started_ && !writing_) {
-        writing_ = true;
-        next = &writes_.front();
-      }
-    }
-    if (next) StartWrite(next);
-  }
-  void cancel() { ctx_.TryCancel(); }
-  const std::string& token() const { return token_; }
-
-  void OnWriteDone(bool ok) override {
-    const etcdserverpb::LeaseKeepAliveRequest* next = nullptr;
-    {
-      std::lock_guard lock(mu_);
-      writes_.pop_front();
-      if (ok && !writes_.empty() && !done_) {
-        next = &writes_.front();
-      } else {
-        writing_ = false;
-      }
-    }
-    if (next) StartWrite(next);
-  }
-  void OnReadDone(bool ok) override {
-    if (!ok) return;
-    keeper_.on_response(this, response_);
-    StartRead(&response_);
-  }
-  void OnDone(const grpc::Status& s) override {
-    auto keep_until_return = std::move(self_);
-    {
-      std::lock_guard lock(mu_);
-      done_ = true;
-    }
-    keeper_.on_stream_done(this, s);
-  }
+ protected:
+  void on_message(const etcdserverpb::LeaseKeepAliveResponse& r) override { keeper_.on_response(this, r); }
+  void on_finished(const grpc::Status& s) override { keeper_.on_stream_done(this, s); }
 
  private:
   LeaseKeeper& keeper_;
-  grpc::ClientContext ctx_;
-  etcdserverpb::LeaseKeepAliveResponse response_;
-  std::mutex mu_;
-  std::deque<etcdserverpb::LeaseKeepAliveRequest> writes_;
-  bool writing_ = false;
-  bool started_ = false;
-  bool done_ = false;
-  std::shared_ptr<KeepAliveStream> self_;
-  std::string token_;
 };
 
 // --- LeaseState -------------------------------------------------------------
@@ -216,7 +149,12 @@ void LeaseKeeper::ensure_stream_locked() {
   ++live_streams_;
   stream_endpoint_ = core_.current_endpoint();
   asio::post(core_.io(), [this, stream, ep = stream_endpoint_] {
-    auto start = [this, stream, ep](const Status&) { stream->start(core_, *ep, stream); };
+    auto start = [this, stream, ep](const Status&) {
+      stream->start(
+          core_, *ep,
+          [ep](grpc::ClientContext* ctx, KeepAliveStream::Reactor* r) { ep->lease->async()->LeaseKeepAlive(ctx, r); },
+          stream);
+    };
     if (core_.auth_enabled()) {
       core_.with_token(start);
     } else {
@@ -228,7 +166,9 @@ void LeaseKeeper::ensure_stream_locked() {
 void LeaseKeeper::send_locked(int64_t id) {
   if (!stream_) return;
   sent_at_[id].push_back(Clock::now());
-  asio::post(core_.io(), [stream = stream_, id] { stream->write(id); });
+  etcdserverpb::LeaseKeepAliveRequest request;
+  request.set_id(id);
+  asio::post(core_.io(), [stream = stream_, request = std::move(request)]() mutable { stream->write(std::move(request)); });
 }
 
 void LeaseKeeper::arm_tick_locked() {

@@ -2,6 +2,7 @@
 
 #include <asio/post.hpp>
 
+#include "bidi_stream.h"
 #include "client_core.h"
 
 namespace etcd::detail {
@@ -14,94 +15,17 @@ constexpr auto kProgressInterval = std::chrono::seconds(2);
 constexpr auto kStallTimeout = std::chrono::seconds(6);
 }  // namespace
 
-// One gRPC Watch stream. Reads are always outstanding; writes are queued
-// because the callback API allows one write in flight at a time.
-class WatchStream : public grpc::ClientBidiReactor<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse> {
+// The client's one Watch stream.
+class WatchStream : public BidiStream<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse> {
  public:
   explicit WatchStream(WatchHub& hub) : hub_(hub) {}
 
-  void start(ClientCore& core, Endpoint& ep, std::shared_ptr<WatchStream> self) {
-    self_ = std::move(self);
-    endpoint_ = ep.address;
-    token_ = core.prepare_context(ctx_, /*require_leader=*/true);
-    ep.watch->async()->Watch(&ctx_, this);
-    // Writes queued before the call existed (start waits for a token).
-    const etcdserverpb::WatchRequest* first = nullptr;
-    {
-      std::lock_guard lock(mu_);
-      started_ = true;
-      if (!writes_.empty() && !writing_) {
-        writing_ = true;
-        first = &writes_.front();
-      }
-    }
-    if (first) StartWrite(first);
-    StartRead(&response_);
-    StartCall();
-  }
-
-  // gRPC may run reactions inline inside StartWrite/StartCall, so these are
-  // never called with a lock held that a reaction takes.
-  void write(etcdserverpb::WatchRequest request) {
-    const etcdserverpb::WatchRequest* next = nullptr;
-    {
-      std::lock_guard lock(mu_);
-      if (done_) return;
-      writes_.push_back(std::move(request));  // deque: references stay valid
-      if (started_ && !writing_) {
-        writing_ = true;
-        next = &writes_.front();
-      }
-    }
-    if (next) StartWrite(next);
-  }
-
-  void cancel() { ctx_.TryCancel(); }
-
-  void OnWriteDone(bool ok) override {
-    const etcdserverpb::WatchRequest* next = nullptr;
-    {
-      std::lock_guard lock(mu_);
-      writes_.pop_front();
-      if (ok && !writes_.empty() && !done_) {
-        next = &writes_.front();
-      } else {
-        writing_ = false;
-      }
-    }
-    if (next) StartWrite(next);
-  }
-
-  void OnReadDone(bool ok) override {
-    if (!ok) return;  // the stream is ending; OnDone follows
-    hub_.on_response(this, response_);
-    StartRead(&response_);
-  }
-
-  void OnDone(const grpc::Status& s) override {
-    auto keep_alive_until_return = std::move(self_);
-    {
-      std::lock_guard lock(mu_);
-      done_ = true;
-    }
-    hub_.on_stream_done(this, s);
-  }
-
-  const std::string& endpoint() const { return endpoint_; }
-  const std::string& token() const { return token_; }
+ protected:
+  void on_message(const etcdserverpb::WatchResponse& r) override { hub_.on_response(this, r); }
+  void on_finished(const grpc::Status& s) override { hub_.on_stream_done(this, s); }
 
  private:
   WatchHub& hub_;
-  grpc::ClientContext ctx_;
-  etcdserverpb::WatchResponse response_;
-  std::mutex mu_;
-  std::deque<etcdserverpb::WatchRequest> writes_;
-  bool writing_ = false;
-  bool started_ = false;
-  bool done_ = false;
-  std::shared_ptr<WatchStream> self_;
-  std::string endpoint_;
-  std::string token_;
 };
 
 void WatchEntry::cancel() {
@@ -205,7 +129,9 @@ void WatchHub::ensure_stream_locked() {
         stopped_cv_.notify_all();
         return;
       }
-      stream->start(core_, *ep, stream);
+      stream->start(
+          core_, *ep, [ep](grpc::ClientContext* ctx, WatchStream::Reactor* r) { ep->watch->async()->Watch(ctx, r); },
+          stream);
     };
     if (core_.auth_enabled()) {
       core_.with_token(start);
