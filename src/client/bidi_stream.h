@@ -37,6 +37,9 @@ class BidiStream : public grpc::ClientBidiReactor<Request, Response> {
     }
     if (first) this->StartWrite(first);
     this->StartRead(&response_);
+    // Held until the stream is ending and no write is in flight: a write
+    // started outside our lock must never meet a call gRPC already freed.
+    this->AddHold();
     this->StartCall();
   }
 
@@ -59,17 +62,31 @@ class BidiStream : public grpc::ClientBidiReactor<Request, Response> {
 
   void OnWriteDone(bool ok) override {
     const Request* next = nullptr;
+    bool release = false;
     {
       std::lock_guard lock(mu_);
       writes_.pop_front();
       writing_ = false;
       if (ok) next = next_locked();
+      release = !next && take_hold_locked();
     }
     if (next) this->StartWrite(next);
+    if (release) this->RemoveHold();
   }
 
   void OnReadDone(bool ok) override {
-    if (!ok) return;  // the stream is ending; OnDone follows
+    if (!ok) {
+      // The stream is ending: no new writes; OnDone follows once the hold
+      // goes (now, or when the write in flight completes).
+      bool release;
+      {
+        std::lock_guard lock(mu_);
+        ending_ = true;
+        release = take_hold_locked();
+      }
+      if (release) this->RemoveHold();
+      return;
+    }
     on_message(response_);
     this->StartRead(&response_);
   }
@@ -89,9 +106,15 @@ class BidiStream : public grpc::ClientBidiReactor<Request, Response> {
 
  private:
   const Request* next_locked() {
-    if (!started_ || writing_ || done_ || writes_.empty()) return nullptr;
+    if (!started_ || writing_ || ending_ || done_ || writes_.empty()) return nullptr;
     writing_ = true;
     return &writes_.front();
+  }
+  // True exactly once: when the stream is ending and no write is in flight.
+  bool take_hold_locked() {
+    if (!ending_ || writing_ || hold_released_) return false;
+    hold_released_ = true;
+    return true;
   }
 
   grpc::ClientContext ctx_;
@@ -100,6 +123,8 @@ class BidiStream : public grpc::ClientBidiReactor<Request, Response> {
   std::deque<Request> writes_;
   bool writing_ = false;
   bool started_ = false;
+  bool ending_ = false;         // the read side ended: the stream is over
+  bool hold_released_ = false;
   bool done_ = false;
   std::shared_ptr<BidiStream> self_;
   std::string endpoint_;
