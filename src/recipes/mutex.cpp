@@ -10,10 +10,10 @@
 
 namespace etcd::recipes {
 
-using etcd::detail::CallAccess;
 using detail::KeyClaims;
 using detail::lease_hex;
 using detail::seconds_since;
+using etcd::detail::CallAccess;
 
 namespace detail {
 
@@ -96,7 +96,8 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
         auto acq_ptr = wa.lock();
         if (!ec && acq_ptr) self->fail(acq_ptr, DeadlineExceeded("timed out waiting for the lock"));
       });
-      keep(a, [&] { a->timer = timer; }, [&] { asio::post(core->client().executor(), [timer] { timer->cancel(); }); });
+      keep(
+          a, [&] { a->timer = timer; }, [&] { asio::post(core->client().executor(), [timer] { timer->cancel(); }); });
     }
     if (options.stop.stop_possible()) {
       // A separate object, stored only once registered: the callback may run
@@ -105,12 +106,14 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
       stop_cb->emplace(options.stop, std::function<void()>([self, wa] {
                          if (auto acq_ptr = wa.lock()) self->fail(acq_ptr, Cancelled("acquire cancelled"));
                        }));
-      keep(a, [&] { a->stop_cb = stop_cb; }, [&] { self->drop_later(stop_cb); });
+      keep(
+          a, [&] { a->stop_cb = stop_cb; }, [&] { self->drop_later(stop_cb); });
     }
     auto close_sub = core->on_close([self, wa] {
       if (auto acq_ptr = wa.lock()) self->fail(acq_ptr, self->core->closed_status());
     });
-    keep(a, [&] { a->close_sub = std::move(close_sub); }, [] {});
+    keep(
+        a, [&] { a->close_sub = std::move(close_sub); }, [] {});
     CallAccess::start_inline(core->session(), [self, a](Result<std::shared_ptr<Session>> s) {
       if (!s.ok()) return self->fail(a, std::move(s).status());
       self->with_session(a, *s);
@@ -179,49 +182,54 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
     std::weak_ptr<Acquisition> wa = a;
     auto lost_sub = s->on_lost([self, wa](const Status& why) {
       if (auto acq_ptr = wa.lock()) {
-        self->fail(acq_ptr, Status(StatusCode::kAborted, "session lost while waiting: " + why.message(), Errc::kHoldLost));
+        self->fail(acq_ptr,
+                   Status(StatusCode::kAborted, "session lost while waiting: " + why.message(), Errc::kHoldLost));
       }
     });
-    keep(a, [&] { a->session_lost_sub = std::move(lost_sub); }, [] {});
+    keep(
+        a, [&] { a->session_lost_sub = std::move(lost_sub); }, [] {});
     // One round trip: create our key unless it exists, and read the owner.
-    const GetOptions first_created{.prefix = true, .limit = 1, .sort_order = SortOrder::kAscend,
-                                   .sort_target = SortTarget::kCreate};
+    const GetOptions first_created{
+        .prefix = true, .limit = 1, .sort_order = SortOrder::kAscend, .sort_target = SortTarget::kCreate};
     Txn txn;
     txn.when(Compare::absent(key))
         .then({Op::put(key, core->client_id(), PutOptions{.lease = s->lease_id()}), Op::get(prefix, first_created)})
         .otherwise({Op::get(key), Op::get(prefix, first_created)});
     CallAccess::start_inline(CallAccess::caller_waits(core->client().txn(txn), a->on_caller_thread()),
                              [self, a, s, key](Result<TxnResponse> r) {
-      if (!r.ok()) {
-        // Creating our key is idempotent (create-if-absent): a transient
-        // failure is retried for as long as the acquisition lasts.
-        if (transient(r.status())) return self->retry_later(a, [self, a, s] { self->with_session(a, s); });
-        return self->fail(a, std::move(r).status());
-      }
-      int64_t rev = 0;
-      if (r->succeeded) {
-        rev = r->header.revision;
-      } else if (const auto* kv = r->responses[0].get().first()) {
-        rev = kv->create_revision;
-      }
-      const auto* owner = r->responses[1].get().first();
-      {
-        std::unique_lock lock(self->mu);
-        if (a->finished) {
-          // Timed out, cancelled or closed while the key was being created:
-          // the key must not stay behind and block the queue.
-          lock.unlock();
-          if (rev != 0) self->remove(key, rev);
-          return;
-        }
-        self->my_key = key;
-        self->my_rev = rev;
-      }
-      if (rev == 0) return self->fail(a, Status(StatusCode::kAborted, "lock key vanished", Errc::kHoldLost));
-      if (owner && owner->create_revision == rev) return self->acquired(a);
-      if (!a->wait) return self->finish(a, false);
-      self->wait_for_predecessor(a);
-    });
+                               if (!r.ok()) {
+                                 // Creating our key is idempotent (create-if-absent): a transient
+                                 // failure is retried for as long as the acquisition lasts.
+                                 if (transient(r.status()))
+                                   return self->retry_later(a, [self, a, s] { self->with_session(a, s); });
+                                 return self->fail(a, std::move(r).status());
+                               }
+                               int64_t rev = 0;
+                               if (r->succeeded) {
+                                 rev = r->header.revision;
+                               } else if (const auto* kv = r->responses[0].get().first()) {
+                                 rev = kv->create_revision;
+                               }
+                               const auto* owner = r->responses[1].get().first();
+                               {
+                                 std::unique_lock lock(self->mu);
+                                 if (a->finished) {
+                                   // Timed out, cancelled or closed while the key was being created:
+                                   // the key must not stay behind and block the queue.
+                                   lock.unlock();
+                                   if (rev != 0) self->remove(key, rev);
+                                   return;
+                                 }
+                                 self->my_key = key;
+                                 self->my_rev = rev;
+                               }
+                               if (rev == 0)
+                                 return self->fail(a,
+                                                   Status(StatusCode::kAborted, "lock key vanished", Errc::kHoldLost));
+                               if (owner && owner->create_revision == rev) return self->acquired(a);
+                               if (!a->wait) return self->finish(a, false);
+                               self->wait_for_predecessor(a);
+                             });
   }
 
   bool claimed_or_claim(const std::string& key) {
@@ -248,8 +256,11 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
       key = my_key;
       rev = my_rev;
     }
-    const GetOptions predecessor{.prefix = true, .limit = 1, .sort_order = SortOrder::kDescend,
-                                 .sort_target = SortTarget::kCreate, .max_create_revision = rev - 1};
+    const GetOptions predecessor{.prefix = true,
+                                 .limit = 1,
+                                 .sort_order = SortOrder::kDescend,
+                                 .sort_target = SortTarget::kCreate,
+                                 .max_create_revision = rev - 1};
     auto self = shared_from_this();
     CallAccess::start_inline(
         CallAccess::caller_waits(core->client().txn(Txn().then({Op::get(key), Op::get(prefix, predecessor)})),
@@ -262,9 +273,7 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
           const auto* mine = r->responses[0].get().first();
           if (!mine || mine->create_revision != rev) {
             // Our key is gone (session lost): never report success.
-            return self->fail(a, Status(StatusCode::kAborted,
-                                        "our key disappeared while waiting",
-                                        Errc::kHoldLost));
+            return self->fail(a, Status(StatusCode::kAborted, "our key disappeared while waiting", Errc::kHoldLost));
           }
           const auto* pred = r->responses[1].get().first();
           if (!pred) return self->acquired(a);
@@ -276,17 +285,16 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
     auto self = shared_from_this();
     std::weak_ptr<Acquisition> wa = a;
     auto fired = std::make_shared<std::atomic<bool>>(false);
-    Watcher w = core->client().watch(
-        pred_key, WatchOptions{.start_revision = from, .filter_puts = true},
-        [self, wa, fired](Result<WatchResponse> r) {
-          if (r.ok() && r->events.empty()) return;  // progress
-          if (fired->exchange(true)) return;
-          auto acq_ptr = wa.lock();
-          if (!acq_ptr) return;
-          // Deleted (or the watch failed): look again from scratch.
-          self->core->metrics().add("etcd_recipes_lock_wakeups_total", self->labels(), 1);
-          self->wait_for_predecessor(acq_ptr);
-        });
+    Watcher w = core->client().watch(pred_key, WatchOptions{.start_revision = from, .filter_puts = true},
+                                     [self, wa, fired](Result<WatchResponse> r) {
+                                       if (r.ok() && r->events.empty()) return;  // progress
+                                       if (fired->exchange(true)) return;
+                                       auto acq_ptr = wa.lock();
+                                       if (!acq_ptr) return;
+                                       // Deleted (or the watch failed): look again from scratch.
+                                       self->core->metrics().add("etcd_recipes_lock_wakeups_total", self->labels(), 1);
+                                       self->wait_for_predecessor(acq_ptr);
+                                     });
     Watcher stale;
     {
       std::lock_guard lock(mu);
@@ -364,18 +372,26 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
     lost_sub.reset();
     if (timer) asio::post(core->client().executor(), [timer] { timer->cancel(); });
     drop_later(std::move(stop_cb));
-    if (remove_key) remove(key, rev);
     auto done = std::move(a->done);
-    done(result.ok() ? Result<bool>(*result) : Result<bool>(core->named(std::move(result).status())));
+    Result<bool> outcome = result.ok() ? Result<bool>(*result) : Result<bool>(core->named(std::move(result).status()));
+    if (!remove_key) return done(std::move(outcome));
+    // Report only once our key is gone: a declined or failed acquisition
+    // leaves nothing behind that could block the queue.
+    auto shared = std::make_shared<Result<bool>>(std::move(outcome));
+    remove(key, rev, [done = std::move(done), shared] { done(std::move(*shared)); });
   }
 
   // Deletes our key if it is still the one we created (fire and forget).
-  void remove(const std::string& key, int64_t rev) {
+  void remove(
+      const std::string& key, int64_t rev, std::function<void()> then = [] {}) {
     CallAccess::start_inline(
         core->client().txn(Txn().when(Compare::create_revision(key) == rev).then(Op::del(key))),
-        [core = core](Result<TxnResponse> r) {
-          if (!r.ok()) core->record_error(Status(r.status().code(), "cleaning up the lock key: " + r.status().message(),
-                                                  r.status().reason()));
+        [core = core, then = std::move(then)](Result<TxnResponse> r) {
+          if (!r.ok()) {
+            core->record_error(
+                Status(r.status().code(), "cleaning up the lock key: " + r.status().message(), r.status().reason()));
+          }
+          then();
         });
   }
 
@@ -471,8 +487,9 @@ Call<bool> DistributedMutex::try_acquire() {
 
 Call<bool> DistributedMutex::release() {
   auto s = state_;
-  return Call<bool>([s](CallOptions options, Callback<bool> done) { s->release(options.caller_waits, std::move(done)); },
-                    s->core->client().executor());
+  return Call<bool>(
+      [s](CallOptions options, Callback<bool> done) { s->release(options.caller_waits, std::move(done)); },
+      s->core->client().executor());
 }
 
 void DistributedMutex::lock() { acquire().wait().value(); }
