@@ -25,9 +25,7 @@ int main(int argc, char** argv) {
   });
   watcher.wait_created(etcd::Clock::now() + 2s);
 
-  auto txn = etcd::Txn()
-                 .when(etcd::Compare::absent("/example/once"))
-                 .then(etcd::Op::put("/example/once", "first"));
+  auto txn = etcd::Txn().when(etcd::Compare::absent("/example/once")).then(etcd::Op::put("/example/once", "first"));
   std::cout << "created once: " << std::boolalpha << client.txn(txn).wait().value().succeeded << "\n";
 
   etcd::Lease lease = client.lease(5s).wait().value();

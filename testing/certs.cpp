@@ -75,8 +75,7 @@ void run_openssl(const fs::path& dir, const std::vector<std::string>& args) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
   posix_spawn_file_actions_addchdir_np(&fa, dir.c_str());
 
@@ -86,15 +85,13 @@ void run_openssl(const fs::path& dir, const std::vector<std::string>& args) {
   std::string cmdline;
   for (const auto& a : full) cmdline += (cmdline.empty() ? "" : " ") + a;
   if (rc != 0) {
-    throw std::runtime_error("make_test_certs: cannot run `" + cmdline +
-                             "`: " + std::strerror(rc) +
+    throw std::runtime_error("make_test_certs: cannot run `" + cmdline + "`: " + std::strerror(rc) +
                              " (is the openssl CLI installed?)");
   }
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) {
-      throw std::runtime_error(std::string("make_test_certs: waitpid: ") +
-                               std::strerror(errno));
+      throw std::runtime_error(std::string("make_test_certs: waitpid: ") + std::strerror(errno));
     }
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -126,40 +123,52 @@ std::string random_serial() {
   return buf;
 }
 
-void make_ca(const fs::path& dir, const fs::path& cnf, const std::string& key,
-             const std::string& crt, const std::string& cn) {
-  run_openssl(dir, {"req", "-x509", "-new", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key,
-                    "-out", crt, "-days", "3650", "-sha256", "-subj",
-                    "/CN=" + subj_escape(cn), "-config", cnf.string(),
-                    "-extensions", "ca_ext", "-set_serial", random_serial()});
+void make_ca(const fs::path& dir, const fs::path& cnf, const std::string& key, const std::string& crt,
+             const std::string& cn) {
+  run_openssl(dir, {"req",
+                    "-x509",
+                    "-new",
+                    "-newkey",
+                    "ec",
+                    "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1",
+                    "-nodes",
+                    "-keyout",
+                    key,
+                    "-out",
+                    crt,
+                    "-days",
+                    "3650",
+                    "-sha256",
+                    "-subj",
+                    "/CN=" + subj_escape(cn),
+                    "-config",
+                    cnf.string(),
+                    "-extensions",
+                    "ca_ext",
+                    "-set_serial",
+                    random_serial()});
 }
 
-void make_leaf(const fs::path& dir, const fs::path& cnf, const std::string& name,
-               const std::string& cn, const std::string& ext) {
+void make_leaf(const fs::path& dir, const fs::path& cnf, const std::string& name, const std::string& cn,
+               const std::string& ext) {
   const std::string key = name + ".key", csr = name + ".csr", crt = name + ".crt";
-  run_openssl(dir, {"req", "-new", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key,
-                    "-out", csr, "-subj", "/CN=" + subj_escape(cn), "-config",
-                    cnf.string()});
-  run_openssl(dir, {"x509", "-req", "-in", csr, "-CA", "ca.crt", "-CAkey",
-                    "ca.key", "-set_serial", random_serial(), "-days", "3650",
-                    "-sha256", "-extfile", cnf.string(), "-extensions", ext,
-                    "-out", crt});
+  run_openssl(dir, {"req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+                    key, "-out", csr, "-subj", "/CN=" + subj_escape(cn), "-config", cnf.string()});
+  run_openssl(dir, {"x509", "-req", "-in", csr, "-CA", "ca.crt", "-CAkey", "ca.key", "-set_serial", random_serial(),
+                    "-days", "3650", "-sha256", "-extfile", cnf.string(), "-extensions", ext, "-out", crt});
   std::error_code ec;
   fs::remove(dir / csr, ec);
 }
 
 }  // namespace
 
-TestCerts make_test_certs(std::filesystem::path dir,
-                          std::string common_name_client) {
+TestCerts make_test_certs(std::filesystem::path dir, std::string common_name_client) {
   if (dir.empty()) throw std::invalid_argument("make_test_certs: empty dir");
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) {
-    throw std::runtime_error("make_test_certs: cannot create " + dir.string() +
-                             ": " + ec.message());
+    throw std::runtime_error("make_test_certs: cannot create " + dir.string() + ": " + ec.message());
   }
   dir = fs::absolute(dir);
   const fs::path cnf = dir / "openssl.cnf";

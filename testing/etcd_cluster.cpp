@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cctype>
+#include <cerrno>
 #include <climits>
 #include <condition_variable>
 #include <cstdio>
@@ -46,8 +46,7 @@ constexpr auto kStopGrace = std::chrono::seconds(5);
 constexpr auto kPollInterval = milliseconds(20);
 
 int remaining_ms(Clock::time_point deadline) {
-  const auto r =
-      std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
+  const auto r = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
   if (r <= 0) return 0;
   return static_cast<int>(std::min<long long>(r, INT_MAX));
 }
@@ -293,13 +292,11 @@ void cleanup_registered_at_exit() {
 std::string find_binary(const std::string& name) {
   auto executable = [](const fs::path& p) {
     struct stat st;
-    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-           ::access(p.c_str(), X_OK) == 0;
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
   };
   if (name.find('/') != std::string::npos) {
     if (!executable(name)) {
-      throw std::runtime_error("EtcdCluster: etcd binary '" + name +
-                               "' does not exist or is not executable");
+      throw std::runtime_error("EtcdCluster: etcd binary '" + name + "' does not exist or is not executable");
     }
     return fs::absolute(name).string();
   }
@@ -413,8 +410,7 @@ std::optional<std::string> dechunk(std::string_view in) {
 }
 
 // Minimal blocking HTTP/1.1 GET to 127.0.0.1:port with an overall timeout.
-std::optional<HttpResponse> http_get(int port, const std::string& path,
-                                     milliseconds timeout) {
+std::optional<HttpResponse> http_get(int port, const std::string& path, milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   const int fd = connect_loopback(port, deadline);
   if (fd < 0) return std::nullopt;
@@ -423,8 +419,7 @@ std::optional<HttpResponse> http_get(int port, const std::string& path,
     ~Closer() { ::close(fd); }
   } closer{fd};
 
-  const std::string req = "GET " + path +
-                          " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
                           "\r\nUser-Agent: etcd-recipes-testing\r\n"
                           "Accept: */*\r\nConnection: close\r\n\r\n";
   size_t sent = 0;
@@ -611,8 +606,7 @@ void sweep_stale_dirs(const fs::path& tmp) {
 
 // ===========================================================================
 
-EtcdCluster::EtcdCluster(EtcdClusterOptions options)
-    : options_(std::move(options)), owner_pid_(::getpid()) {
+EtcdCluster::EtcdCluster(EtcdClusterOptions options) : options_(std::move(options)), owner_pid_(::getpid()) {
   if (options_.members < 1) {
     throw std::invalid_argument("EtcdCluster: members must be >= 1");
   }
@@ -625,8 +619,7 @@ EtcdCluster::EtcdCluster(EtcdClusterOptions options)
   sweep_stale_dirs(tmp);
   std::string tmpl = (tmp / "etcd-recipes-XXXXXX").string();
   if (::mkdtemp(tmpl.data()) == nullptr) {
-    throw std::system_error(errno, std::generic_category(),
-                            "EtcdCluster: mkdtemp(" + tmpl + ")");
+    throw std::system_error(errno, std::generic_category(), "EtcdCluster: mkdtemp(" + tmpl + ")");
   }
   dir_ = tmpl;
   register_dir(dir_);
@@ -651,9 +644,7 @@ EtcdCluster::EtcdCluster(EtcdClusterOptions options)
   }
 }
 
-std::unique_ptr<EtcdCluster> EtcdCluster::start_single() {
-  return start(EtcdClusterOptions{});
-}
+std::unique_ptr<EtcdCluster> EtcdCluster::start_single() { return start(EtcdClusterOptions{}); }
 
 std::unique_ptr<EtcdCluster> EtcdCluster::start_three() {
   EtcdClusterOptions o;
@@ -691,8 +682,7 @@ std::unique_ptr<EtcdCluster> EtcdCluster::start(EtcdClusterOptions options) {
       for (int i = 0; i < n; ++i) {
         c->spawn_locked(i);
         if (i + 1 == n) break;
-        while (Clock::now() < deadline && !c->reap_if_exited_locked(i) &&
-               !c->metrics_port_open(i)) {
+        while (Clock::now() < deadline && !c->reap_if_exited_locked(i) && !c->metrics_port_open(i)) {
           sleep_until_at_most(deadline, milliseconds(5));
         }
       }
@@ -709,8 +699,7 @@ std::unique_ptr<EtcdCluster> EtcdCluster::start(EtcdClusterOptions options) {
             retry = true;
           } else {
             const Member& m = c->members_[static_cast<size_t>(i)];
-            failure = "etcd member " + m.name + " exited during startup (" +
-                      describe_status(m.last_status) + ")";
+            failure = "etcd member " + m.name + " exited during startup (" + describe_status(m.last_status) + ")";
           }
         }
       }
@@ -731,16 +720,14 @@ std::unique_ptr<EtcdCluster> EtcdCluster::start(EtcdClusterOptions options) {
       }
 
       if (Clock::now() >= deadline) {
-        failure = "etcd cluster (" + std::to_string(n) +
-                  " members) did not become healthy within " +
+        failure = "etcd cluster (" + std::to_string(n) + " members) did not become healthy within " +
                   std::to_string(c->options_.start_timeout.count()) + "s";
         break;
       }
       sleep_until_at_most(deadline, kPollInterval);
     }
     if (retry && attempt + 1 == kMaxStartAttempts) {
-      failure = "etcd could not bind its ports after " +
-                std::to_string(kMaxStartAttempts) + " attempts";
+      failure = "etcd could not bind its ports after " + std::to_string(kMaxStartAttempts) + " attempts";
     }
   }
 
@@ -749,9 +736,9 @@ std::unique_ptr<EtcdCluster> EtcdCluster::start(EtcdClusterOptions options) {
   msg += "  binary: " + c->binary_ + "\n  dir: " + c->dir_.string() + "\n";
   for (int i = 0; i < n; ++i) {
     const Member& m = c->members_[static_cast<size_t>(i)];
-    msg += "--- " + m.name + " (client " + std::to_string(m.client_port) + ", peer " +
-           std::to_string(m.peer_port) + ", metrics " + std::to_string(m.metrics_port) +
-           ") log tail [" + m.log_path.string() + "]:\n" + c->log_tail(i, 25);
+    msg += "--- " + m.name + " (client " + std::to_string(m.client_port) + ", peer " + std::to_string(m.peer_port) +
+           ", metrics " + std::to_string(m.metrics_port) + ") log tail [" + m.log_path.string() + "]:\n" +
+           c->log_tail(i, 25);
     if (!msg.empty() && msg.back() != '\n') msg += '\n';
   }
   if (c->options_.keep_data_on_failure) c->mark_failed();
@@ -771,8 +758,7 @@ EtcdCluster::~EtcdCluster() {
   }
   unregister_dir(dir_);
   if (keep) {
-    std::fprintf(stderr, "[etcd-recipes] keeping etcd cluster data and logs in %s\n",
-                 dir_.c_str());
+    std::fprintf(stderr, "[etcd-recipes] keeping etcd cluster data and logs in %s\n", dir_.c_str());
     return;
   }
   std::error_code ec;
@@ -795,8 +781,8 @@ std::string EtcdCluster::scheme() const { return tls() ? "https" : "http"; }
 
 void EtcdCluster::check_index(int i) const {
   if (i < 0 || i >= options_.members) {
-    throw std::out_of_range("EtcdCluster: member index " + std::to_string(i) +
-                            " out of range [0, " + std::to_string(options_.members) + ")");
+    throw std::out_of_range("EtcdCluster: member index " + std::to_string(i) + " out of range [0, " +
+                            std::to_string(options_.members) + ")");
   }
 }
 
@@ -807,9 +793,7 @@ std::vector<std::string> EtcdCluster::endpoints() const {
   return out;
 }
 
-std::string EtcdCluster::endpoint(int i) const {
-  return "127.0.0.1:" + std::to_string(client_port(i));
-}
+std::string EtcdCluster::endpoint(int i) const { return "127.0.0.1:" + std::to_string(client_port(i)); }
 
 std::string EtcdCluster::endpoints_csv() const {
   std::string out;
@@ -859,9 +843,7 @@ std::vector<std::string> EtcdCluster::member_args(int i) const {
   const bool use_tls = options_.tls.has_value();
   const std::string cs = use_tls ? "https://" : "http://";
   const std::string ps = use_tls ? "https://" : "http://";
-  auto url = [](const std::string& s, int port) {
-    return s + "127.0.0.1:" + std::to_string(port);
-  };
+  auto url = [](const std::string& s, int port) { return s + "127.0.0.1:" + std::to_string(port); };
   std::string initial_cluster;
   for (const auto& o : members_) {
     if (!initial_cluster.empty()) initial_cluster += ',';
@@ -869,34 +851,50 @@ std::vector<std::string> EtcdCluster::member_args(int i) const {
   }
   std::vector<std::string> a = {
       binary_,
-      "--name", m.name,
-      "--data-dir", m.data_dir.string(),
-      "--listen-client-urls", url(cs, m.client_port),
-      "--advertise-client-urls", url(cs, m.client_port),
-      "--listen-peer-urls", url(ps, m.peer_port),
-      "--initial-advertise-peer-urls", url(ps, m.peer_port),
-      "--listen-metrics-urls", url("http://", m.metrics_port),
-      "--initial-cluster", initial_cluster,
+      "--name",
+      m.name,
+      "--data-dir",
+      m.data_dir.string(),
+      "--listen-client-urls",
+      url(cs, m.client_port),
+      "--advertise-client-urls",
+      url(cs, m.client_port),
+      "--listen-peer-urls",
+      url(ps, m.peer_port),
+      "--initial-advertise-peer-urls",
+      url(ps, m.peer_port),
+      "--listen-metrics-urls",
+      url("http://", m.metrics_port),
+      "--initial-cluster",
+      initial_cluster,
       // With an existing data dir (restart) etcd ignores the --initial-*
       // flags and recovers from its WAL, so "new" is correct for restarts too.
-      "--initial-cluster-state", "new",
-      "--initial-cluster-token", token_,
-      "--heartbeat-interval", std::to_string(options_.heartbeat.count()),
-      "--election-timeout", std::to_string(options_.election_timeout.count()),
-      "--snapshot-count", "10000",
-      "--quota-backend-bytes", std::to_string(256LL * 1024 * 1024),
-      "--auto-compaction-retention", "0",
-      "--logger", "zap",
-      "--log-level", "warn",
+      "--initial-cluster-state",
+      "new",
+      "--initial-cluster-token",
+      token_,
+      "--heartbeat-interval",
+      std::to_string(options_.heartbeat.count()),
+      "--election-timeout",
+      std::to_string(options_.election_timeout.count()),
+      "--snapshot-count",
+      "10000",
+      "--quota-backend-bytes",
+      std::to_string(256LL * 1024 * 1024),
+      "--auto-compaction-retention",
+      "0",
+      "--logger",
+      "zap",
+      "--log-level",
+      "warn",
   };
   if (use_tls) {
     const TestCerts& t = *options_.tls;
-    for (const auto& [flag, path] :
-         {std::pair<std::string, fs::path>{"--cert-file", t.server_cert},
-          {"--key-file", t.server_key},
-          {"--peer-cert-file", t.server_cert},
-          {"--peer-key-file", t.server_key},
-          {"--peer-trusted-ca-file", t.ca_cert}}) {
+    for (const auto& [flag, path] : {std::pair<std::string, fs::path>{"--cert-file", t.server_cert},
+                                     {"--key-file", t.server_key},
+                                     {"--peer-cert-file", t.server_cert},
+                                     {"--peer-key-file", t.server_key},
+                                     {"--peer-trusted-ca-file", t.ca_cert}}) {
       a.push_back(flag);
       a.push_back(fs::absolute(path).string());
     }
@@ -928,11 +926,9 @@ void EtcdCluster::spawn_locked(int i) {
   for (auto& s : env_store) envp.push_back(s.data());
   envp.push_back(nullptr);
 
-  const int log_fd =
-      ::open(m.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const int log_fd = ::open(m.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) {
-    throw std::system_error(errno, std::generic_category(),
-                            "EtcdCluster: open(" + m.log_path.string() + ")");
+    throw std::system_error(errno, std::generic_category(), "EtcdCluster: open(" + m.log_path.string() + ")");
   }
   struct FdCloser {
     int fd;
@@ -969,8 +965,7 @@ void EtcdCluster::spawn_locked(int i) {
 
 bool EtcdCluster::port_clash_since_spawn_locked(int i) const {
   const Member& m = members_[static_cast<size_t>(i)];
-  return read_from(m.log_path, m.log_offset, 1 << 20).find("address already in use") !=
-         std::string::npos;
+  return read_from(m.log_path, m.log_offset, 1 << 20).find("address already in use") != std::string::npos;
 }
 
 // Returns true if member i is not running (reaping it if it just exited).
@@ -1102,8 +1097,7 @@ void EtcdCluster::restart(int i) {
     bool clash = false;
     while (true) {
       if (reap_if_exited_locked(i)) {
-        if (port_clash_since_spawn_locked(i) && attempt + 1 < kMaxRestartAttempts &&
-            Clock::now() < deadline) {
+        if (port_clash_since_spawn_locked(i) && attempt + 1 < kMaxRestartAttempts && Clock::now() < deadline) {
           clash = true;
         } else {
           failure = "exited during restart (" + describe_status(m.last_status) + ")";
@@ -1117,8 +1111,7 @@ void EtcdCluster::restart(int i) {
         continue;
       }
       if (Clock::now() >= deadline) {
-        failure = "did not come up within " +
-                  std::to_string(options_.start_timeout.count()) + "s";
+        failure = "did not come up within " + std::to_string(options_.start_timeout.count()) + "s";
         kill_locked(i);
         break;
       }
@@ -1127,9 +1120,8 @@ void EtcdCluster::restart(int i) {
     if (!clash) break;
     sleep_until_at_most(deadline, milliseconds(250));
   }
-  throw std::runtime_error("EtcdCluster::restart: member " + m.name + " " + failure +
-                           "; log tail [" + m.log_path.string() + "]:\n" +
-                           last_lines(read_from(m.log_path, 0, 256 * 1024), 25));
+  throw std::runtime_error("EtcdCluster::restart: member " + m.name + " " + failure + "; log tail [" +
+                           m.log_path.string() + "]:\n" + last_lines(read_from(m.log_path, 0, 256 * 1024), 25));
 }
 
 bool EtcdCluster::is_running(int i) const {
@@ -1158,9 +1150,9 @@ bool EtcdCluster::healthy(int i, milliseconds timeout) const {
   auto r = http_get(metrics_port(i), "/health", timeout);
   if (!r || r->status != 200) return false;
   std::string body = r->body;
-  body.erase(std::remove_if(body.begin(), body.end(),
-                            [](char c) { return std::isspace(static_cast<unsigned char>(c)); }),
-             body.end());
+  body.erase(
+      std::remove_if(body.begin(), body.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); }),
+      body.end());
   return body.find("\"health\":\"true\"") != std::string::npos;
 }
 
@@ -1194,11 +1186,10 @@ int EtcdCluster::wait_for_leader(milliseconds deadline) const {
     if (Clock::now() >= end) break;
     sleep_until_at_most(end, kPollInterval);
   }
-  std::string msg = "EtcdCluster::wait_for_leader: no leader within " +
-                    std::to_string(deadline.count()) + "ms; members:";
+  std::string msg =
+      "EtcdCluster::wait_for_leader: no leader within " + std::to_string(deadline.count()) + "ms; members:";
   for (int i = 0; i < options_.members; ++i) {
-    msg += " m" + std::to_string(i) + "=" +
-           (is_running(i) ? (is_paused(i) ? "paused" : "running") : "down");
+    msg += " m" + std::to_string(i) + "=" + (is_running(i) ? (is_paused(i) ? "paused" : "running") : "down");
   }
   throw std::runtime_error(msg);
 }
@@ -1225,20 +1216,18 @@ void EtcdCluster::wait_healthy(milliseconds deadline) const {
         break;
       }
     }
-    if (have_running && unhealthy < 0 &&
-        leader(milliseconds(std::clamp(remaining_ms(end), 1, 1000)))) {
+    if (have_running && unhealthy < 0 && leader(milliseconds(std::clamp(remaining_ms(end), 1, 1000)))) {
       return;
     }
     if (Clock::now() >= end) break;
     sleep_until_at_most(end, kPollInterval);
   }
-  std::string msg = "EtcdCluster::wait_healthy: cluster not healthy within " +
-                    std::to_string(deadline.count()) + "ms: ";
+  std::string msg =
+      "EtcdCluster::wait_healthy: cluster not healthy within " + std::to_string(deadline.count()) + "ms: ";
   if (!have_running) {
     msg += "no running member";
   } else if (unhealthy >= 0) {
-    msg += "member m" + std::to_string(unhealthy) + " unhealthy; log tail:\n" +
-           log_tail(unhealthy, 20);
+    msg += "member m" + std::to_string(unhealthy) + " unhealthy; log tail:\n" + log_tail(unhealthy, 20);
   } else {
     msg += "no (unique) leader";
   }

@@ -89,19 +89,18 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void start() {
     auto self = shared_from_this();
-    asio::async_connect(upstream_, proxy_.upstream,
-                        [self](const asio::error_code& ec, const tcp::endpoint&) {
-                          if (self->closed_) return;
-                          if (ec) {
-                            self->abort();
-                            return;
-                          }
-                          asio::error_code ignored;
-                          self->client_.set_option(tcp::no_delay(true), ignored);
-                          self->upstream_.set_option(tcp::no_delay(true), ignored);
-                          self->read(self->c2u_);
-                          self->read(self->u2c_);
-                        });
+    asio::async_connect(upstream_, proxy_.upstream, [self](const asio::error_code& ec, const tcp::endpoint&) {
+      if (self->closed_) return;
+      if (ec) {
+        self->abort();
+        return;
+      }
+      asio::error_code ignored;
+      self->client_.set_option(tcp::no_delay(true), ignored);
+      self->upstream_.set_option(tcp::no_delay(true), ignored);
+      self->read(self->c2u_);
+      self->read(self->u2c_);
+    });
   }
 
   // Hard reset of both sides (RST), then unregister.
@@ -122,8 +121,7 @@ class Session : public std::enable_shared_from_this<Session> {
     std::vector<char> data;
   };
   struct Dir {
-    Dir(asio::io_context& io, tcp::socket& f, tcp::socket& t)
-        : from(f), to(t), buf(kReadChunk), timer(io) {}
+    Dir(asio::io_context& io, tcp::socket& f, tcp::socket& t) : from(f), to(t), buf(kReadChunk), timer(io) {}
     tcp::socket& from;
     tcp::socket& to;
     std::vector<char> buf;
@@ -142,38 +140,37 @@ class Session : public std::enable_shared_from_this<Session> {
     if (closed_ || d.reading || d.eof) return;
     d.reading = true;
     auto self = shared_from_this();
-    d.from.async_read_some(
-        asio::buffer(d.buf), [self, &d](const asio::error_code& ec, std::size_t n) {
-          d.reading = false;
-          if (self->closed_) return;
-          if (ec) {
-            if (ec == asio::error::eof) {
-              d.eof = true;
-              self->pump(d);
-              self->maybe_finish();
-            } else {
-              self->abort();
-            }
-            return;
-          }
-          const Mode m = self->proxy_.current_mode();
-          if (m == Mode::kCut) {
-            self->abort();
-            return;
-          }
-          if (m == Mode::kPass && n > 0) {
-            const auto delay = std::chrono::milliseconds(self->proxy_.delay_ms.load());
-            // Never earlier than the previous chunk: order is preserved even
-            // if the delay shrinks.
-            const auto at = std::max(Clock::now() + delay, d.last_at);
-            d.last_at = at;
-            d.queue.push_back(Chunk{at, std::vector<char>(d.buf.begin(), d.buf.begin() + static_cast<std::ptrdiff_t>(n))});
-            d.queued += n;
-            self->pump(d);
-          }
-          // Blackhole: bytes dropped on the floor.
-          if (d.queued < kMaxQueued) self->read(d);
-        });
+    d.from.async_read_some(asio::buffer(d.buf), [self, &d](const asio::error_code& ec, std::size_t n) {
+      d.reading = false;
+      if (self->closed_) return;
+      if (ec) {
+        if (ec == asio::error::eof) {
+          d.eof = true;
+          self->pump(d);
+          self->maybe_finish();
+        } else {
+          self->abort();
+        }
+        return;
+      }
+      const Mode m = self->proxy_.current_mode();
+      if (m == Mode::kCut) {
+        self->abort();
+        return;
+      }
+      if (m == Mode::kPass && n > 0) {
+        const auto delay = std::chrono::milliseconds(self->proxy_.delay_ms.load());
+        // Never earlier than the previous chunk: order is preserved even
+        // if the delay shrinks.
+        const auto at = std::max(Clock::now() + delay, d.last_at);
+        d.last_at = at;
+        d.queue.push_back(Chunk{at, std::vector<char>(d.buf.begin(), d.buf.begin() + static_cast<std::ptrdiff_t>(n))});
+        d.queued += n;
+        self->pump(d);
+      }
+      // Blackhole: bytes dropped on the floor.
+      if (d.queued < kMaxQueued) self->read(d);
+    });
   }
 
   void pump(Dir& d) {
@@ -208,25 +205,22 @@ class Session : public std::enable_shared_from_this<Session> {
       return;
     }
     d.writing = true;
-    asio::async_write(d.to, asio::buffer(front.data),
-                      [self, &d](const asio::error_code& ec, std::size_t n) {
-                        d.writing = false;
-                        if (self->closed_) return;
-                        if (ec) {
-                          self->abort();
-                          return;
-                        }
-                        self->proxy_.bytes.fetch_add(n);
-                        d.queued -= d.queue.front().data.size();
-                        d.queue.pop_front();
-                        if (d.queued < kMaxQueued) self->read(d);
-                        self->pump(d);
-                      });
+    asio::async_write(d.to, asio::buffer(front.data), [self, &d](const asio::error_code& ec, std::size_t n) {
+      d.writing = false;
+      if (self->closed_) return;
+      if (ec) {
+        self->abort();
+        return;
+      }
+      self->proxy_.bytes.fetch_add(n);
+      d.queued -= d.queue.front().data.size();
+      d.queue.pop_front();
+      if (d.queued < kMaxQueued) self->read(d);
+      self->pump(d);
+    });
   }
 
-  static bool drained(const Dir& d) {
-    return d.eof && d.queue.empty() && !d.writing && !d.reading;
-  }
+  static bool drained(const Dir& d) { return d.eof && d.queue.empty() && !d.writing && !d.reading; }
 
   void maybe_finish() {
     if (!closed_ && drained(c2u_) && drained(u2c_)) close(false);
@@ -365,9 +359,7 @@ FaultProxy::~FaultProxy() {
   // sessions they keep alive) before the io_context itself goes away.
 }
 
-std::string FaultProxy::endpoint() const {
-  return "127.0.0.1:" + std::to_string(impl_->port);
-}
+std::string FaultProxy::endpoint() const { return "127.0.0.1:" + std::to_string(impl_->port); }
 
 int FaultProxy::port() const { return impl_->port; }
 

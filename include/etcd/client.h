@@ -122,7 +122,9 @@ class Client {
   // options as a named variable, not a braced temporary, inside co_await.)
   Call<GetResponse> get(std::string key) { return get(std::move(key), GetOptions()); }
   Call<GetResponse> get(std::string key, GetOptions options);
-  Call<PutResponse> put(std::string key, std::string value) { return put(std::move(key), std::move(value), PutOptions()); }
+  Call<PutResponse> put(std::string key, std::string value) {
+    return put(std::move(key), std::move(value), PutOptions());
+  }
   Call<PutResponse> put(std::string key, std::string value, PutOptions options);
   Call<DeleteResponse> del(std::string key) { return del(std::move(key), DeleteOptions()); }
   Call<DeleteResponse> del(std::string key, DeleteOptions options);

@@ -66,10 +66,10 @@ struct PresenceOptions {
 
 // What put_if_absent() did, key by key.
 struct PutIfAbsentResult {
-  ResponseHeader header{};            // of the last transaction
-  std::vector<std::string> created{};  // were absent: created under the lease
+  ResponseHeader header{};               // of the last transaction
+  std::vector<std::string> created{};    // were absent: created under the lease
   std::vector<std::string> refreshed{};  // already under this lease: value rewritten
-  std::vector<KeyValue> taken{};       // held by another owner: left alone
+  std::vector<KeyValue> taken{};         // held by another owner: left alone
   // OK when no key was taken; otherwise kAlreadyExists naming the taken keys.
   Status status() const;
 };

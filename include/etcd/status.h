@@ -41,25 +41,25 @@ enum class StatusCode : int {
 // code alone says everything.
 enum class Errc : int {
   kNone = 0,
-  kCompacted,           // the requested revision was compacted away
-  kFutureRevision,      // the requested revision is newer than the store
-  kLeaseNotFound,       // the lease does not exist (expired or revoked)
-  kLeaseExpired,        // a kept lease was confirmed gone
-  kKeyNotFound,         // a key that had to exist does not
-  kOutcomeUnknown,      // a write may or may not have been applied
-  kClosed,              // the object was closed; no new work is accepted
-  kNoLeader,            // the member has no raft leader
-  kAuthFailed,          // wrong user name or password
-  kTokenExpired,        // the auth token expired (refreshed automatically)
-  kPermissionDenied,    // the user lacks permission for the key
-  kRequestTooLarge,     // the request exceeds the server's size limit
-  kTooManyOps,          // a Txn has more operations than the server allows
-  kDuplicateKey,        // a Txn writes the same key twice
-  kBadArgument,         // rejected by this library before anything was sent
-  kWatchCanceled,       // the server cancelled a watch
-  kResyncNeeded,        // a watch cannot resume without a gap; reload
-  kHoldLost,            // an exclusive hold (lock, permit, leadership) is gone
-  kMismatch,            // stored configuration differs (e.g. permit count)
+  kCompacted,         // the requested revision was compacted away
+  kFutureRevision,    // the requested revision is newer than the store
+  kLeaseNotFound,     // the lease does not exist (expired or revoked)
+  kLeaseExpired,      // a kept lease was confirmed gone
+  kKeyNotFound,       // a key that had to exist does not
+  kOutcomeUnknown,    // a write may or may not have been applied
+  kClosed,            // the object was closed; no new work is accepted
+  kNoLeader,          // the member has no raft leader
+  kAuthFailed,        // wrong user name or password
+  kTokenExpired,      // the auth token expired (refreshed automatically)
+  kPermissionDenied,  // the user lacks permission for the key
+  kRequestTooLarge,   // the request exceeds the server's size limit
+  kTooManyOps,        // a Txn has more operations than the server allows
+  kDuplicateKey,      // a Txn writes the same key twice
+  kBadArgument,       // rejected by this library before anything was sent
+  kWatchCanceled,     // the server cancelled a watch
+  kResyncNeeded,      // a watch cannot resume without a gap; reload
+  kHoldLost,          // an exclusive hold (lock, permit, leadership) is gone
+  kMismatch,          // stored configuration differs (e.g. permit count)
 };
 
 std::string_view to_string(StatusCode code) noexcept;
@@ -108,8 +108,7 @@ class [[nodiscard]] Status {
 // constructors that validate their arguments (documented where they do).
 class Error : public std::runtime_error {
  public:
-  explicit Error(Status status)
-      : std::runtime_error(status.to_string()), status_(std::move(status)) {}
+  explicit Error(Status status) : std::runtime_error(status.to_string()), status_(std::move(status)) {}
   const Status& status() const noexcept { return status_; }
 
  private:
@@ -129,7 +128,7 @@ class [[nodiscard]] Result {
  public:
   using value_type = T;
 
-  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT
+  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}        // NOLINT
   Result(Status status) : state_(std::in_place_index<1>, std::move(status)) {  // NOLINT
     if (std::get<1>(state_).ok()) {
       state_.template emplace<1>(StatusCode::kInternal, "Result built from an OK status without a value");

@@ -27,8 +27,8 @@ struct Compare {
   std::string range_end{};  // compare every key in [key, range_end)
   CompareTarget target = CompareTarget::kVersion;
   CompareResult result = CompareResult::kEqual;
-  int64_t number_operand = 0;  // version, revisions, lease
-  std::string value_operand{};   // for kValue
+  int64_t number_operand = 0;   // version, revisions, lease
+  std::string value_operand{};  // for kValue
 
   // The left-hand side of a comparison; finish it with ==, !=, <, >.
   template <class V>

@@ -25,9 +25,9 @@ struct WatchOptions {
   std::string range_end{};
   int64_t start_revision = 0;  // 0: from now
   bool prev_kv = false;
-  bool progress_notify = false;  // ask the server for periodic progress
-  bool filter_puts = false;      // do not deliver PUT events
-  bool filter_deletes = false;   // do not deliver DELETE events
+  bool progress_notify = false;        // ask the server for periodic progress
+  bool filter_puts = false;            // do not deliver PUT events
+  bool filter_deletes = false;         // do not deliver DELETE events
   std::optional<Executor> executor{};  // where the handler runs
 };
 

@@ -123,7 +123,7 @@ class BidiStream : public grpc::ClientBidiReactor<Request, Response> {
   std::deque<Request> writes_;
   bool writing_ = false;
   bool started_ = false;
-  bool ending_ = false;         // the read side ended: the stream is over
+  bool ending_ = false;  // the read side ended: the stream is over
   bool hold_released_ = false;
   bool done_ = false;
   std::shared_ptr<BidiStream> self_;

@@ -167,8 +167,8 @@ Call<LeaseTimeToLiveResponse> Client::lease_time_to_live(int64_t id, bool with_k
   auto core = core_.get();
   return core_->unary<LeaseTimeToLiveResponse, pb::LeaseTimeToLiveRequest, pb::LeaseTimeToLiveResponse>(
       {"LeaseTimeToLive", true}, std::move(req),
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseTimeToLiveRequest* q,
-         pb::LeaseTimeToLiveResponse* r, auto cb) { ep.lease->async()->LeaseTimeToLive(ctx, q, r, std::move(cb)); },
+      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseTimeToLiveRequest* q, pb::LeaseTimeToLiveResponse* r,
+         auto cb) { ep.lease->async()->LeaseTimeToLive(ctx, q, r, std::move(cb)); },
       [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseTimeToLiveRequest* q, pb::LeaseTimeToLiveResponse* r) {
         return ep.lease->LeaseTimeToLive(ctx, *q, r);
       },
@@ -202,22 +202,22 @@ Call<Lease> Client::lease(std::chrono::seconds ttl) {
   auto core = core_;
   const auto ex = executor();
   return Call<Lease>(
-      [core, ttl, grant = std::make_shared<Call<LeaseGrantResponse>>(lease_grant(ttl))](
-          CallOptions options, Callback<Lease> done) mutable {
+      [core, ttl, grant = std::make_shared<Call<LeaseGrantResponse>>(lease_grant(ttl))](CallOptions options,
+                                                                                        Callback<Lease> done) mutable {
         const Deadline sent_at = Clock::now();
         if (options.deadline) grant->deadline(*options.deadline);
         grant->stop_token(options.stop);
-        detail::CallAccess::start_inline(std::move(*grant), [core, sent_at, done = std::move(done)](
-                                                                 Result<LeaseGrantResponse> r) {
-          if (!r.ok()) {
-            done(std::move(r).status());
-            return;
-          }
-          auto state = std::make_shared<detail::LeaseState>(core, core->executor(), r->id,
-                                                            std::chrono::seconds(r->ttl), sent_at);
-          core->lease_keeper().keep(state);
-          done(ClientCore::make_lease(std::move(state)));
-        });
+        detail::CallAccess::start_inline(std::move(*grant),
+                                         [core, sent_at, done = std::move(done)](Result<LeaseGrantResponse> r) {
+                                           if (!r.ok()) {
+                                             done(std::move(r).status());
+                                             return;
+                                           }
+                                           auto state = std::make_shared<detail::LeaseState>(
+                                               core, core->executor(), r->id, std::chrono::seconds(r->ttl), sent_at);
+                                           core->lease_keeper().keep(state);
+                                           done(ClientCore::make_lease(std::move(state)));
+                                         });
       },
       ex);
 }

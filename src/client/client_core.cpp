@@ -2,8 +2,8 @@
 
 #include <grpcpp/security/credentials.h>
 
-#include <asio/post.hpp>
 #include <algorithm>
+#include <asio/post.hpp>
 #include <climits>
 #include <fstream>
 #include <sstream>
@@ -61,8 +61,8 @@ void pin_grpc_callback_threads() {
   static std::once_flag once;
   std::call_once(once, [] {
     // Reachable from a static: never destroyed, not reported as a leak.
-    static auto* channel = new std::shared_ptr<grpc::Channel>(
-        grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()));
+    static auto* channel =
+        new std::shared_ptr<grpc::Channel>(grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()));
     static auto* stub = etcdserverpb::Maintenance::NewStub(*channel).release();
     auto* ctx = new grpc::ClientContext();
     ctx->set_deadline(std::chrono::system_clock::now());
@@ -236,9 +236,10 @@ class UnaryAttempt : public std::enable_shared_from_this<UnaryAttempt> {
       }
     }
     if (!idempotent_ && (unavailable || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) && !safe) {
-      complete(Status(status.code(),
-                      std::string(name_) + ": outcome unknown (the request may have been applied): " + s.error_message(),
-                      Errc::kOutcomeUnknown));
+      complete(
+          Status(status.code(),
+                 std::string(name_) + ": outcome unknown (the request may have been applied): " + s.error_message(),
+                 Errc::kOutcomeUnknown));
       return;
     }
     complete(std::move(status));
@@ -273,9 +274,7 @@ class UnaryAttempt : public std::enable_shared_from_this<UnaryAttempt> {
 };
 
 ClientCore::ClientCore(ClientOptions options)
-    : options_((validate(options), std::move(options))),
-      ns_(options_.namespace_prefix),
-      rng_(std::random_device{}()) {
+    : options_((validate(options), std::move(options))), ns_(options_.namespace_prefix), rng_(std::random_device{}()) {
   pin_grpc_callback_threads();
   if (options_.executor) {
     callback_executor_ = *options_.executor;
@@ -409,28 +408,26 @@ void ClientCore::with_token(std::function<void(Status)> then) {
   req->set_password(options_.password);
   auto resp = std::make_shared<etcdserverpb::AuthenticateResponse>();
   auto self = shared_from_this();
-  ep->auth->async()->Authenticate(
-      ctx.get(), req.get(), resp.get(),
-      [self, ep, ctx, req, resp](grpc::Status s) mutable {
-        asio::io_context& io = self->io();
-        asio::post(io, [self = std::move(self), ep = std::move(ep), ctx = std::move(ctx), req = std::move(req),
-                        resp = std::move(resp), s = std::move(s)]() mutable {
-          Status st = from_grpc(s);
-          if (!s.ok() && s.error_code() == grpc::StatusCode::UNAVAILABLE) self->report_endpoint_failure(ep);
-          if (st.is(Errc::kAuthFailed)) {
-            // Never echo the password; name the user only.
-            st = Status(st.code(), "authentication failed for user '" + self->options_.user + "'", Errc::kAuthFailed);
-          }
-          std::vector<std::function<void(Status)>> waiters;
-          {
-            std::lock_guard lock(self->auth_mu_);
-            if (s.ok()) self->token_ = resp->token();
-            self->auth_in_flight_ = false;
-            waiters.swap(self->auth_waiters_);
-          }
-          for (auto& w : waiters) w(st);
-        });
-      });
+  ep->auth->async()->Authenticate(ctx.get(), req.get(), resp.get(), [self, ep, ctx, req, resp](grpc::Status s) mutable {
+    asio::io_context& io = self->io();
+    asio::post(io, [self = std::move(self), ep = std::move(ep), ctx = std::move(ctx), req = std::move(req),
+                    resp = std::move(resp), s = std::move(s)]() mutable {
+      Status st = from_grpc(s);
+      if (!s.ok() && s.error_code() == grpc::StatusCode::UNAVAILABLE) self->report_endpoint_failure(ep);
+      if (st.is(Errc::kAuthFailed)) {
+        // Never echo the password; name the user only.
+        st = Status(st.code(), "authentication failed for user '" + self->options_.user + "'", Errc::kAuthFailed);
+      }
+      std::vector<std::function<void(Status)>> waiters;
+      {
+        std::lock_guard lock(self->auth_mu_);
+        if (s.ok()) self->token_ = resp->token();
+        self->auth_in_flight_ = false;
+        waiters.swap(self->auth_waiters_);
+      }
+      for (auto& w : waiters) w(st);
+    });
+  });
 }
 
 void ClientCore::invalidate_token(const std::string& token) {

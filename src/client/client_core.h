@@ -22,15 +22,15 @@
 #include <mutex>
 #include <optional>
 #include <random>
-#include <unordered_map>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "convert.h"
-#include "event_loop.h"
 #include "etcd/client.h"
 #include "etcd/etcdserverpb/rpc.grpc.pb.h"
+#include "event_loop.h"
 
 namespace etcd::detail {
 
@@ -180,7 +180,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::mutex gate_mu_;
   std::condition_variable gate_cv_;
   int inflight_ = 0;
-  std::unordered_map<grpc::ClientContext*, std::weak_ptr<grpc::ClientContext>> inflight_contexts_;  // cancelled on close
+  std::unordered_map<grpc::ClientContext*, std::weak_ptr<grpc::ClientContext>>
+      inflight_contexts_;  // cancelled on close
   friend class UnaryAttempt;
   std::once_flag close_once_;
 };

@@ -91,11 +91,21 @@ void Namespace::fill(etcdserverpb::TxnRequest& out, const Txn& txn) const {
     pc->set_result(static_cast<etcdserverpb::Compare::CompareResult>(c.result));
     pc->set_target(static_cast<etcdserverpb::Compare::CompareTarget>(c.target));
     switch (c.target) {
-      case CompareTarget::kVersion: pc->set_version(c.number_operand); break;
-      case CompareTarget::kCreateRevision: pc->set_create_revision(c.number_operand); break;
-      case CompareTarget::kModRevision: pc->set_mod_revision(c.number_operand); break;
-      case CompareTarget::kValue: pc->set_value(c.value_operand); break;
-      case CompareTarget::kLease: pc->set_lease(c.number_operand); break;
+      case CompareTarget::kVersion:
+        pc->set_version(c.number_operand);
+        break;
+      case CompareTarget::kCreateRevision:
+        pc->set_create_revision(c.number_operand);
+        break;
+      case CompareTarget::kModRevision:
+        pc->set_mod_revision(c.number_operand);
+        break;
+      case CompareTarget::kValue:
+        pc->set_value(c.value_operand);
+        break;
+      case CompareTarget::kLease:
+        pc->set_lease(c.number_operand);
+        break;
     }
   }
   fill_ops(*this, out.mutable_success(), txn.success());
@@ -210,8 +220,11 @@ MemberListResponse convert(const etcdserverpb::MemberListResponse& r) {
   MemberListResponse out;
   out.header = convert(r.header());
   for (const auto& m : r.members()) {
-    out.members.push_back(Member{m.id(), m.name(), {m.peerurls().begin(), m.peerurls().end()},
-                                 {m.clienturls().begin(), m.clienturls().end()}, m.islearner()});
+    out.members.push_back(Member{m.id(),
+                                 m.name(),
+                                 {m.peerurls().begin(), m.peerurls().end()},
+                                 {m.clienturls().begin(), m.clienturls().end()},
+                                 m.islearner()});
   }
   return out;
 }

@@ -28,8 +28,7 @@ constexpr auto kMaxStallLimit = std::chrono::milliseconds(3000);
 }  // namespace
 
 // The client's one LeaseKeepAlive stream.
-class KeepAliveStream
-    : public BidiStream<etcdserverpb::LeaseKeepAliveRequest, etcdserverpb::LeaseKeepAliveResponse> {
+class KeepAliveStream : public BidiStream<etcdserverpb::LeaseKeepAliveRequest, etcdserverpb::LeaseKeepAliveResponse> {
  public:
   explicit KeepAliveStream(LeaseKeeper& keeper) : keeper_(keeper) {}
 
@@ -168,7 +167,8 @@ void LeaseKeeper::send_locked(int64_t id) {
   sent_at_[id].push_back(Clock::now());
   etcdserverpb::LeaseKeepAliveRequest request;
   request.set_id(id);
-  asio::post(core_.io(), [stream = stream_, request = std::move(request)]() mutable { stream->write(std::move(request)); });
+  asio::post(core_.io(),
+             [stream = stream_, request = std::move(request)]() mutable { stream->write(std::move(request)); });
 }
 
 void LeaseKeeper::arm_tick_locked() {
@@ -206,11 +206,14 @@ void LeaseKeeper::tick() {
     Deadline oldest_unanswered{};
     Clock::duration stall_limit = kMinStallLimit;
     for (auto& [id, q] : sent_at_) {
-      if (!q.empty() && (oldest_unanswered == Deadline{} || q.front() < oldest_unanswered)) oldest_unanswered = q.front();
+      if (!q.empty() && (oldest_unanswered == Deadline{} || q.front() < oldest_unanswered))
+        oldest_unanswered = q.front();
     }
     for (auto& [id, k] : kept_) {
       for (auto& w : k.states) {
-        if (auto st = w.lock()) stall_limit = std::max<Clock::duration>(stall_limit, std::min<Clock::duration>(st->ttl() / 3, kMaxStallLimit));
+        if (auto st = w.lock())
+          stall_limit =
+              std::max<Clock::duration>(stall_limit, std::min<Clock::duration>(st->ttl() / 3, kMaxStallLimit));
       }
     }
     if (stream_ && oldest_unanswered != Deadline{} && now - oldest_unanswered > stall_limit) {
@@ -229,8 +232,7 @@ void LeaseKeeper::tick() {
         period = std::min<Clock::duration>(period, s->ttl() / 3);
         if (now >= s->expires_at()) {
           lost.emplace_back(s, Status(StatusCode::kUnavailable,
-                                      "lease " + hex_id(it->first) +
-                                          " passed its TTL without a confirmed renewal",
+                                      "lease " + hex_id(it->first) + " passed its TTL without a confirmed renewal",
                                       Errc::kLeaseExpired));
         } else {
           any_alive = true;
@@ -288,8 +290,8 @@ void LeaseKeeper::on_response(KeepAliveStream* stream, const etcdserverpb::Lease
   }
   for (auto& s : states) {
     if (r.ttl() <= 0) {
-      s->mark_lost(Status(StatusCode::kNotFound, "lease " + hex_id(r.id()) + " no longer exists",
-                          Errc::kLeaseNotFound));
+      s->mark_lost(
+          Status(StatusCode::kNotFound, "lease " + hex_id(r.id()) + " no longer exists", Errc::kLeaseNotFound));
     } else if (sent_at != Deadline{}) {
       s->confirm(sent_at, r.ttl());
     }
@@ -323,8 +325,9 @@ void LeaseKeeper::on_stream_done(KeepAliveStream* stream, const grpc::Status& s)
           core_.report_endpoint_failure(stream_endpoint_);
           if (!why.is(Errc::kNoLeader)) core_.note_connection_failure();
         }
-        reconnect_not_before_ = Clock::now() + (reconnect_attempt_ == 0 ? Clock::duration{}
-                                                                          : Clock::duration(core_.backoff(reconnect_attempt_)));
+        reconnect_not_before_ =
+            Clock::now() +
+            (reconnect_attempt_ == 0 ? Clock::duration{} : Clock::duration(core_.backoff(reconnect_attempt_)));
         ++reconnect_attempt_;
         // Renew everything as soon as a new stream is up.
         for (auto& [id, k] : kept_) k.next_send = Clock::now();

@@ -17,9 +17,12 @@ namespace etcd {
 
 std::string_view to_string(PresenceEvent event) noexcept {
   switch (event) {
-    case PresenceEvent::kExpired: return "EXPIRED";
-    case PresenceEvent::kRestored: return "RESTORED";
-    case PresenceEvent::kRestoreFailed: return "RESTORE_FAILED";
+    case PresenceEvent::kExpired:
+      return "EXPIRED";
+    case PresenceEvent::kRestored:
+      return "RESTORED";
+    case PresenceEvent::kRestoreFailed:
+      return "RESTORE_FAILED";
   }
   return "UNKNOWN";
 }
@@ -115,8 +118,8 @@ struct Listener {
 }  // namespace
 
 Call<PutIfAbsentResult> PresenceLease::put_if_absent(Client& client,
-                                                      std::vector<std::pair<std::string, std::string>> keys,
-                                                      int64_t lease) {
+                                                     std::vector<std::pair<std::string, std::string>> keys,
+                                                     int64_t lease) {
   const Executor ex = client.executor();
   if (lease <= 0) return Call<PutIfAbsentResult>::ready(InvalidArgument("put_if_absent: lease must be > 0"), ex);
   std::set<std::string> seen;

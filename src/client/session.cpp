@@ -152,7 +152,7 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
           if (auto self = weak.lock()) self->on_client_state(s);
         });
         set_state_locked(client.state() == ConnectionState::kSuspended ? ConnectionState::kSuspended
-                                                                         : ConnectionState::kConnected);
+                                                                       : ConnectionState::kConnected);
       }
     }
     const Status status = r.ok() ? Status() : r.status();
@@ -239,9 +239,9 @@ Session::~Session() {
 Call<void> Session::start() {
   const Executor ex = impl_->client.executor();
   if (impl_->options.ttl < std::chrono::seconds(1)) {
-    return Call<void>::ready(InvalidArgument("session TTL must be at least 1 s, got " +
-                                             std::to_string(impl_->options.ttl.count()) + " s"),
-                             ex);
+    return Call<void>::ready(
+        InvalidArgument("session TTL must be at least 1 s, got " + std::to_string(impl_->options.ttl.count()) + " s"),
+        ex);
   }
   std::weak_ptr<Impl> weak = impl_;
   return Call<void>(

@@ -97,9 +97,8 @@ void WatchHub::cancel(const std::shared_ptr<WatchEntry>& entry) {
 void WatchHub::send_locked(etcdserverpb::WatchRequest request) {
   // Posted, not called: the io thread holds none of our locks when gRPC
   // runs a reaction inline, and one thread keeps the writes in order.
-  asio::post(core_.io(), [stream = stream_, request = std::move(request)]() mutable {
-    stream->write(std::move(request));
-  });
+  asio::post(core_.io(),
+             [stream = stream_, request = std::move(request)]() mutable { stream->write(std::move(request)); });
 }
 
 void WatchHub::ensure_stream_locked() {
@@ -159,9 +158,7 @@ void WatchHub::finish_entry_locked(const std::shared_ptr<WatchEntry>& e, Status 
   if (e->server_id_ >= 0) by_server_id_.erase(e->server_id_);
   e->server_id_ = -1;
   e->finished_ = true;
-  {
-    std::lock_guard lock(e->created_mu_);
-  }
+  { std::lock_guard lock(e->created_mu_); }
   e->created_cv_.notify_all();
   e->deliver(std::move(why), 0);
 }
@@ -188,14 +185,13 @@ void WatchHub::on_response(WatchStream* stream, const etcdserverpb::WatchRespons
       return;
     }
     if (r.canceled()) {
-      Status why = r.compact_revision() > 0
-                       ? Status(StatusCode::kOutOfRange,
-                                "watch start revision was compacted (compact revision " +
-                                    std::to_string(r.compact_revision()) + ")",
-                                e->resumed_ ? Errc::kResyncNeeded : Errc::kCompacted)
-                             .with_revision(r.compact_revision())
-                       : Status(StatusCode::kFailedPrecondition, "watch rejected: " + r.cancel_reason(),
-                                Errc::kWatchCanceled);
+      Status why = r.compact_revision() > 0 ? Status(StatusCode::kOutOfRange,
+                                                     "watch start revision was compacted (compact revision " +
+                                                         std::to_string(r.compact_revision()) + ")",
+                                                     e->resumed_ ? Errc::kResyncNeeded : Errc::kCompacted)
+                                                  .with_revision(r.compact_revision())
+                                            : Status(StatusCode::kFailedPrecondition,
+                                                     "watch rejected: " + r.cancel_reason(), Errc::kWatchCanceled);
       finish_entry_locked(e, std::move(why));
     } else if (e->cancelled_.load()) {
       etcdserverpb::WatchRequest req;
@@ -234,14 +230,14 @@ void WatchHub::on_response(WatchStream* stream, const etcdserverpb::WatchRespons
 
   if (r.canceled()) {
     if (r.compact_revision() > 0) {
-      finish_entry_locked(e, Status(StatusCode::kOutOfRange,
-                                    "watch fell behind a compaction (compact revision " +
-                                        std::to_string(r.compact_revision()) + ")",
-                                    e->resumed_ ? Errc::kResyncNeeded : Errc::kCompacted)
-                                 .with_revision(r.compact_revision()));
+      finish_entry_locked(
+          e, Status(StatusCode::kOutOfRange,
+                    "watch fell behind a compaction (compact revision " + std::to_string(r.compact_revision()) + ")",
+                    e->resumed_ ? Errc::kResyncNeeded : Errc::kCompacted)
+                 .with_revision(r.compact_revision()));
     } else {
-      finish_entry_locked(e, Status(StatusCode::kAborted, "watch cancelled by the server: " + r.cancel_reason(),
-                                    Errc::kWatchCanceled));
+      finish_entry_locked(
+          e, Status(StatusCode::kAborted, "watch cancelled by the server: " + r.cancel_reason(), Errc::kWatchCanceled));
     }
     return;
   }

@@ -11,10 +11,10 @@
 
 namespace etcd::recipes {
 
-using etcd::detail::CallAccess;
 using detail::KeyClaims;
 using detail::lease_hex;
 using detail::seconds_since;
+using etcd::detail::CallAccess;
 using Mode = DistributedReadWriteLock::Mode;
 
 namespace {
@@ -40,13 +40,13 @@ struct RwAcquisition {
   Callback<bool> done{};
   Clock::time_point started = Clock::now();
   bool stale_removed = false;
-  bool finished = false;  // (mu)
-  std::string key{};      // (mu)
-  int64_t rev = 0;        // (mu) create revision of our key, once created
-  std::shared_ptr<asio::steady_timer> timer{};               // (mu)
-  Subscription close_sub{};                                  // (mu)
-  Subscription session_lost_sub{};                           // (mu)
-  Watcher watch{};                                           // (mu)
+  bool finished = false;                                               // (mu)
+  std::string key{};                                                   // (mu)
+  int64_t rev = 0;                                                     // (mu) create revision of our key, once created
+  std::shared_ptr<asio::steady_timer> timer{};                         // (mu)
+  Subscription close_sub{};                                            // (mu)
+  Subscription session_lost_sub{};                                     // (mu)
+  Watcher watch{};                                                     // (mu)
   std::optional<std::stop_callback<std::function<void()>>> stop_cb{};  // set once, in start()
 };
 
@@ -110,9 +110,9 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
       std::lock_guard lock(mu);
       if (phase != Phase::kIdle) {
         if (mode == m) {
-          refused = Status(StatusCode::kFailedPrecondition,
-                           std::string("this object already holds or is acquiring the ") + mode_name(m) +
-                               " lock (it is not recursive)");
+          refused =
+              Status(StatusCode::kFailedPrecondition, std::string("this object already holds or is acquiring the ") +
+                                                          mode_name(m) + " lock (it is not recursive)");
         } else if (m == Mode::kWrite) {
           refused = Status(StatusCode::kFailedPrecondition,
                            "upgrade refused: this object holds (or is acquiring) the read lock; release it before "
@@ -244,11 +244,15 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
       if (a->finished) return;
       key = a->key;
     }
-    const GetOptions newest{.prefix = true, .limit = 2, .sort_order = SortOrder::kDescend,
-                            .sort_target = SortTarget::kCreate, .keys_only = true};
+    const GetOptions newest{.prefix = true,
+                            .limit = 2,
+                            .sort_order = SortOrder::kDescend,
+                            .sort_target = SortTarget::kCreate,
+                            .keys_only = true};
     Txn txn;
     txn.when(Compare::absent(key))
-        .then({Op::put(key, core->client_id(), PutOptions{.lease = lease}), Op::get(prefixes[idx(Mode::kWrite)], newest)})
+        .then(
+            {Op::put(key, core->client_id(), PutOptions{.lease = lease}), Op::get(prefixes[idx(Mode::kWrite)], newest)})
         .otherwise(Op::get(key));
     if (a->mode == Mode::kWrite) txn.then(Op::get(prefixes[idx(Mode::kRead)], newest));
     auto self = shared_from_this();
@@ -302,8 +306,11 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
       key = a->key;
       rev = a->rev;
     }
-    const GetOptions before{.prefix = true, .limit = 2, .sort_order = SortOrder::kDescend,
-                            .sort_target = SortTarget::kCreate, .keys_only = true,
+    const GetOptions before{.prefix = true,
+                            .limit = 2,
+                            .sort_order = SortOrder::kDescend,
+                            .sort_target = SortTarget::kCreate,
+                            .keys_only = true,
                             .max_create_revision = rev - 1};
     Txn txn;
     txn.then({Op::get(key), Op::get(prefixes[idx(Mode::kWrite)], before)});
@@ -328,14 +335,14 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
     auto fired = std::make_shared<std::atomic<bool>>(false);
     // A writer waits for the predecessor's deletion only; a reader also for a
     // put (the predecessor write key being downgraded).
-    Watcher w = core->client().watch(
-        pred_key, WatchOptions{.start_revision = from, .filter_puts = a->mode == Mode::kWrite},
-        [self, a, fired](Result<WatchResponse> r) {
-          if (r.ok() && r->events.empty()) return;  // progress
-          if (fired->exchange(true)) return;
-          self->core->metrics().add("etcd_recipes_rwlock_wakeups_total", self->labels(a->mode), 1);
-          asio::post(self->executor(), [self, a] { self->recheck(a); });
-        });
+    Watcher w =
+        core->client().watch(pred_key, WatchOptions{.start_revision = from, .filter_puts = a->mode == Mode::kWrite},
+                             [self, a, fired](Result<WatchResponse> r) {
+                               if (r.ok() && r->events.empty()) return;  // progress
+                               if (fired->exchange(true)) return;
+                               self->core->metrics().add("etcd_recipes_rwlock_wakeups_total", self->labels(a->mode), 1);
+                               asio::post(self->executor(), [self, a] { self->recheck(a); });
+                             });
     std::lock_guard lock(mu);
     if (!a->finished) a->watch = std::move(w);
     // else ~Watcher cancels it, after the lock is released
@@ -427,8 +434,8 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
         core->client().txn(Txn().when(Compare::create_revision(key) == rev).then(Op::del(key))),
         [core_ = core](Result<TxnResponse> r) {
           if (!r.ok()) {
-            core_->record_error(Status(r.status().code(), "cleaning up the lock key: " + r.status().message(),
-                                       r.status().reason()));
+            core_->record_error(
+                Status(r.status().code(), "cleaning up the lock key: " + r.status().message(), r.status().reason()));
           }
         });
   }
@@ -449,8 +456,8 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
     }
     stop.request_stop();
     core->metrics().add("etcd_recipes_rwlock_lost_total", labels(m), 1);
-    core->record_error(Status(StatusCode::kAborted, std::string(mode_name(m)) + " hold lost: " + why.message(),
-                              Errc::kHoldLost));
+    core->record_error(
+        Status(StatusCode::kAborted, std::string(mode_name(m)) + " hold lost: " + why.message(), Errc::kHoldLost));
     Status status(StatusCode::kAborted, identities[idx(m)] + ": lock hold lost: " + why.message(), Errc::kHoldLost);
     for (auto& l : listeners) asio::post(executor(), [l, status] { (*l)(status); });
   }
@@ -508,12 +515,12 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
     {
       std::lock_guard lock(mu);
       if (phase != Phase::kHeld || mode != Mode::kWrite) {
-        return done(named(Mode::kWrite,
-                          Status(StatusCode::kFailedPrecondition, "downgrade: the write lock is not held")));
+        return done(
+            named(Mode::kWrite, Status(StatusCode::kFailedPrecondition, "downgrade: the write lock is not held")));
       }
       if (lost) {
-        return done(named(Mode::kWrite,
-                          Status(StatusCode::kAborted, "downgrade: the write hold was lost", Errc::kHoldLost)));
+        return done(
+            named(Mode::kWrite, Status(StatusCode::kAborted, "downgrade: the write hold was lost", Errc::kHoldLost)));
       }
       if (downgrading) {
         return done(named(Mode::kWrite,
@@ -535,7 +542,8 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
     // revision, which marks it as downgraded and wakes the readers that wait
     // for it (writers ignore puts). Idempotent, so retried when unknown.
     CallAccess::start_inline(
-        core->client().txn(Txn().when(Compare::create_revision(key) == rev)
+        core->client().txn(Txn()
+                               .when(Compare::create_revision(key) == rev)
                                .then(Op::put(key, core->client_id(), PutOptions{.lease = lease}))),
         [self, key, rev, lease, id, attempt, done = std::move(done)](Result<TxnResponse> r) mutable {
           if (!r.ok() && attempt < 3 && retryable(r.status())) {
@@ -547,9 +555,9 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
               self->downgrading = false;
             }
             self->hold_lost(id, Status(StatusCode::kNotFound, "the write key is gone", Errc::kKeyNotFound));
-            return done(self->named(Mode::kWrite, Status(StatusCode::kAborted,
-                                                         "downgrade: the write hold was lost; nothing was changed",
-                                                         Errc::kHoldLost)));
+            return done(self->named(
+                Mode::kWrite, Status(StatusCode::kAborted, "downgrade: the write hold was lost; nothing was changed",
+                                     Errc::kHoldLost)));
           }
           // Applied, or (after retries) unknown: the hold is a read hold
           // from now on either way. If the put did not land, the key still
@@ -576,16 +584,16 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
             }
           }
           if (!switched) {
-            return done(self->named(Mode::kWrite, Status(StatusCode::kAborted, "downgrade: the write hold ended",
-                                                         Errc::kHoldLost)));
+            return done(self->named(Mode::kWrite,
+                                    Status(StatusCode::kAborted, "downgrade: the write hold ended", Errc::kHoldLost)));
           }
           write_stop.request_stop();  // the write hold ended
           self->core->metrics().add("etcd_recipes_rwlock_downgrades_total", self->labels(Mode::kWrite), 1);
           // close() could not release while we were downgrading.
           if (self->core->closed()) self->release(Mode::kRead, [](Result<bool>) {});
           if (was_lost) {
-            return done(self->named(Mode::kRead, Status(StatusCode::kAborted, "downgrade: the hold was lost",
-                                                        Errc::kHoldLost)));
+            return done(self->named(Mode::kRead,
+                                    Status(StatusCode::kAborted, "downgrade: the hold was lost", Errc::kHoldLost)));
           }
           done(Result<void>());
         });
@@ -614,8 +622,8 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
     }
     auto& client = core->client();
     if (rev == 0) {
-      return Call<TxnResponse>::ready(
-          named(m, Status(StatusCode::kFailedPrecondition, "not held", Errc::kHoldLost)), client.executor());
+      return Call<TxnResponse>::ready(named(m, Status(StatusCode::kFailedPrecondition, "not held", Errc::kHoldLost)),
+                                      client.executor());
     }
     Txn outer;
     outer.when(Compare::create_revision(key) == rev);
@@ -631,10 +639,10 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
           CallAccess::start_inline(std::move(*call), [self, m, done = std::move(done)](Result<TxnResponse> r) {
             if (!r.ok()) return done(std::move(r).status());
             if (!r->succeeded) {
-              return done(self->named(m, Status(StatusCode::kFailedPrecondition,
-                                                std::string("the ") + mode_name(m) +
-                                                    " lock is no longer held; nothing was written",
-                                                Errc::kHoldLost)));
+              return done(self->named(
+                  m, Status(StatusCode::kFailedPrecondition,
+                            std::string("the ") + mode_name(m) + " lock is no longer held; nothing was written",
+                            Errc::kHoldLost)));
             }
             done(TxnResponse(r->responses.at(0).txn()));
           });
@@ -743,7 +751,9 @@ Subscription DistributedReadWriteLock::LockView::on_lost(std::function<void(cons
   return state_->on_lost(mode_, std::move(listener));
 }
 
-Call<TxnResponse> DistributedReadWriteLock::LockView::guarded(Txn txn) { return state_->guarded(mode_, std::move(txn)); }
+Call<TxnResponse> DistributedReadWriteLock::LockView::guarded(Txn txn) {
+  return state_->guarded(mode_, std::move(txn));
+}
 
 const std::string& DistributedReadWriteLock::LockView::name() const { return state_->core->name(); }
 const std::string& DistributedReadWriteLock::LockView::identity() const { return state_->identities[idx(mode_)]; }

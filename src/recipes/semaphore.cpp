@@ -2,9 +2,9 @@
 
 #include "keys.h"
 
+#include <algorithm>
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
-#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <mutex>
@@ -12,10 +12,10 @@
 
 namespace etcd::recipes {
 
-using etcd::detail::CallAccess;
 using detail::KeyClaims;
 using detail::lease_hex;
 using detail::seconds_since;
+using etcd::detail::CallAccess;
 using Permit = DistributedSemaphore::Permit;
 
 namespace {
@@ -42,14 +42,14 @@ struct SemAcquisition {
   bool wait = true;
   Callback<std::shared_ptr<PermitState>> done{};  // nullptr: not granted (try)
   Clock::time_point started = Clock::now();
-  bool finished = false;                   // (mu)
-  std::string key{};                       // (mu)
-  int64_t rev = 0;                         // (mu) create revision of our key, once created
-  std::shared_ptr<Session> session{};      // (mu)
-  std::shared_ptr<asio::steady_timer> timer{};  // (mu)
-  Subscription close_sub{};                // (mu)
-  Subscription session_lost_sub{};         // (mu)
-  Watcher watch{};                         // (mu)
+  bool finished = false;                                               // (mu)
+  std::string key{};                                                   // (mu)
+  int64_t rev = 0;                                                     // (mu) create revision of our key, once created
+  std::shared_ptr<Session> session{};                                  // (mu)
+  std::shared_ptr<asio::steady_timer> timer{};                         // (mu)
+  Subscription close_sub{};                                            // (mu)
+  Subscription session_lost_sub{};                                     // (mu)
+  Watcher watch{};                                                     // (mu)
   std::optional<std::stop_callback<std::function<void()>>> stop_cb{};  // set once, in start()
 };
 
@@ -157,8 +157,11 @@ class SemaphoreState : public std::enable_shared_from_this<SemaphoreState> {
   // One round trip: store the permit count if absent (or check it), create
   // our key, and read the two newest keys and the number of keys.
   void create(const std::shared_ptr<SemAcquisition>& a, const std::string& key, int64_t lease) {
-    const GetOptions newest{.prefix = true, .limit = 2, .sort_order = SortOrder::kDescend,
-                            .sort_target = SortTarget::kCreate, .keys_only = true};
+    const GetOptions newest{.prefix = true,
+                            .limit = 2,
+                            .sort_order = SortOrder::kDescend,
+                            .sort_target = SortTarget::kCreate,
+                            .keys_only = true};
     const Op put_key = Op::put(key, core->client_id(), PutOptions{.lease = lease});
     Txn checked;
     checked.when(Compare::value(permits_key) == n_text)
@@ -212,10 +215,17 @@ class SemaphoreState : public std::enable_shared_from_this<SemaphoreState> {
       key = a->key;
       rev = a->rev;
     }
-    const GetOptions first_n{.prefix = true, .limit = n, .sort_order = SortOrder::kAscend,
-                             .sort_target = SortTarget::kCreate, .keys_only = true, .max_create_revision = rev - 1};
-    const GetOptions last_before{.prefix = true, .limit = 1, .sort_order = SortOrder::kDescend,
-                                 .sort_target = SortTarget::kCreate, .keys_only = true,
+    const GetOptions first_n{.prefix = true,
+                             .limit = n,
+                             .sort_order = SortOrder::kAscend,
+                             .sort_target = SortTarget::kCreate,
+                             .keys_only = true,
+                             .max_create_revision = rev - 1};
+    const GetOptions last_before{.prefix = true,
+                                 .limit = 1,
+                                 .sort_order = SortOrder::kDescend,
+                                 .sort_target = SortTarget::kCreate,
+                                 .keys_only = true,
                                  .max_create_revision = rev - 1};
     const GetOptions any_after{.prefix = true, .limit = 1, .keys_only = true, .min_create_revision = rev + 1};
     auto self = shared_from_this();
@@ -265,11 +275,11 @@ class SemaphoreState : public std::enable_shared_from_this<SemaphoreState> {
   void watch_predecessor(const std::shared_ptr<SemAcquisition>& a, const std::string& pred_key, int64_t from) {
     auto self = shared_from_this();
     auto fired = std::make_shared<std::atomic<bool>>(false);
-    Watcher w = core->client().watch(pred_key, WatchOptions{.start_revision = from},
-                                     [self, a, fired](Result<WatchResponse> r) {
-                                       if (r.ok() && r->events.empty()) return;  // progress
-                                       self->wake(a, fired);
-                                     });
+    Watcher w =
+        core->client().watch(pred_key, WatchOptions{.start_revision = from}, [self, a, fired](Result<WatchResponse> r) {
+          if (r.ok() && r->events.empty()) return;  // progress
+          self->wake(a, fired);
+        });
     store_watch(a, std::move(w));
   }
 
@@ -289,7 +299,8 @@ class SemaphoreState : public std::enable_shared_from_this<SemaphoreState> {
   void acquired(const std::shared_ptr<SemAcquisition>& a, bool nudge_next);
 
   void fail(const std::shared_ptr<SemAcquisition>& a, Status why) {
-    if (why.code() == StatusCode::kDeadlineExceeded) core->metrics().add("etcd_recipes_semaphore_timeouts_total", labels(), 1);
+    if (why.code() == StatusCode::kDeadlineExceeded)
+      core->metrics().add("etcd_recipes_semaphore_timeouts_total", labels(), 1);
     finish(a, std::move(why));
   }
 
@@ -308,7 +319,8 @@ class SemaphoreState : public std::enable_shared_from_this<SemaphoreState> {
     cleanup(a);
     if (rev != 0) remove(key, rev);
     auto done = std::move(a->done);
-    done(result.ok() ? std::move(result) : Result<std::shared_ptr<PermitState>>(core->named(std::move(result).status())));
+    done(result.ok() ? std::move(result)
+                     : Result<std::shared_ptr<PermitState>>(core->named(std::move(result).status())));
   }
 
   void cleanup(const std::shared_ptr<SemAcquisition>& a) {
@@ -331,8 +343,8 @@ class SemaphoreState : public std::enable_shared_from_this<SemaphoreState> {
         core->client().txn(Txn().when(Compare::create_revision(key) == rev).then(Op::del(key))),
         [core_ = core](Result<TxnResponse> r) {
           if (!r.ok()) {
-            core_->record_error(Status(r.status().code(), "cleaning up a semaphore key: " + r.status().message(),
-                                       r.status().reason()));
+            core_->record_error(
+                Status(r.status().code(), "cleaning up a semaphore key: " + r.status().message(), r.status().reason()));
           }
         });
   }
@@ -345,15 +357,15 @@ class SemaphoreState : public std::enable_shared_from_this<SemaphoreState> {
     auto self = shared_from_this();
     if (attempt == 1) core->metrics().add("etcd_recipes_semaphore_nudges_total", labels(), 1);
     CallAccess::start_inline(
-        core->client().txn(Txn().when(Compare::create_revision(key) == rev)
+        core->client().txn(Txn()
+                               .when(Compare::create_revision(key) == rev)
                                .then(Op::put(key, core->client_id(), PutOptions{.lease = lease}))),
         [self, key, rev, lease, attempt](Result<TxnResponse> r) {
           if (!r.ok() && attempt < 3 && retryable(r.status())) return self->nudge(key, rev, lease, attempt + 1);
           if (!r.ok()) {
-            self->core->record_error(Status(r.status().code(),
-                                            "telling the next waiter (it waits until we release): " +
-                                                r.status().message(),
-                                            r.status().reason()));
+            self->core->record_error(Status(
+                r.status().code(), "telling the next waiter (it waits until we release): " + r.status().message(),
+                r.status().reason()));
           }
         });
   }
@@ -626,8 +638,8 @@ Call<TxnResponse> Permit::guarded(Txn txn) {
 // --- DistributedSemaphore ---------------------------------------------------------
 
 DistributedSemaphore::DistributedSemaphore(Client client, std::string name, int permits, RecipeOptions options)
-    : state_(std::make_shared<detail::SemaphoreState>(std::move(client), std::move(name), permits,
-                                                       std::move(options))) {}
+    : state_(
+          std::make_shared<detail::SemaphoreState>(std::move(client), std::move(name), permits, std::move(options))) {}
 
 DistributedSemaphore::~DistributedSemaphore() { close(); }
 
@@ -647,12 +659,11 @@ Call<std::optional<Permit>> DistributedSemaphore::try_acquire() {
   auto s = state_;
   return Call<std::optional<Permit>>(
       [s](CallOptions options, Callback<std::optional<Permit>> done) {
-        s->start(options, /*wait=*/false,
-                 [done = std::move(done)](Result<std::shared_ptr<detail::PermitState>> r) {
-                   if (!r.ok()) return done(std::move(r).status());
-                   if (!*r) return done(std::optional<Permit>());
-                   done(std::optional<Permit>(detail::PermitAccess::make(std::move(*r))));
-                 });
+        s->start(options, /*wait=*/false, [done = std::move(done)](Result<std::shared_ptr<detail::PermitState>> r) {
+          if (!r.ok()) return done(std::move(r).status());
+          if (!*r) return done(std::optional<Permit>());
+          done(std::optional<Permit>(detail::PermitAccess::make(std::move(*r))));
+        });
       },
       s->executor());
 }

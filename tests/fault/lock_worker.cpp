@@ -203,7 +203,8 @@ int main(int argc, char** argv) {
                        .wait();
     const int64_t write_ns = mono_ns();
     const std::string write_status = write_status_of(written);
-    if (!written.ok()) log(args, "guarded write for token " + std::to_string(token) + ": " + written.status().to_string());
+    if (!written.ok())
+      log(args, "guarded write for token " + std::to_string(token) + ": " + written.status().to_string());
     const int64_t end_ns = mono_ns();
 
     // Refused because etcd no longer has our key: the lease is gone, and the

@@ -184,17 +184,18 @@ TEST(MutualExclusionTest, HoldsNeverOverlapUnlessALossIsReported) {
     for (const auto& e : eps) csv += (csv.empty() ? "" : ",") + e;
     workers[i].out = dir / ("w" + std::to_string(i) + ".log");
     workers[i].err = dir / ("w" + std::to_string(i) + ".err");
-    workers[i].pid = spawn({worker_binary.string(), "--endpoints", csv, "--name", kLock, "--worker",
-                            "w" + std::to_string(i), "--iterations", std::to_string(kIterations), "--ttl",
-                            std::to_string(kTtlSeconds), "--hold-ms", std::to_string(kHoldMs), "--out",
-                            workers[i].out.string()},
-                           workers[i].err);
+    workers[i].pid =
+        spawn({worker_binary.string(), "--endpoints", csv, "--name", kLock, "--worker", "w" + std::to_string(i),
+               "--iterations", std::to_string(kIterations), "--ttl", std::to_string(kTtlSeconds), "--hold-ms",
+               std::to_string(kHoldMs), "--out", workers[i].out.string()},
+              workers[i].err);
     ASSERT_GT(workers[i].pid, 0);
   }
 
   const auto diagnostics = [&] {
     std::string out;
-    for (int i = 0; i < kWorkers; ++i) out += "--- worker " + std::to_string(i) + " stderr:\n" + tail_of(workers[i].err);
+    for (int i = 0; i < kWorkers; ++i)
+      out += "--- worker " + std::to_string(i) + " stderr:\n" + tail_of(workers[i].err);
     return out;
   };
   const auto logs = [&] {
@@ -308,8 +309,8 @@ TEST(MutualExclusionTest, HoldsNeverOverlapUnlessALossIsReported) {
     std::this_thread::sleep_for(100ms);
     cont_ns = mono_ns();
     ::kill(workers[paused].pid, SIGCONT);
-    event("SIGCONT worker " + std::to_string(paused) + " after " +
-          std::to_string((cont_ns - stop_ns) / 1'000'000) + " ms");
+    event("SIGCONT worker " + std::to_string(paused) + " after " + std::to_string((cont_ns - stop_ns) / 1'000'000) +
+          " ms");
     // Did the pause land before its guarded write?
     ASSERT_TRUE(wait_until([&] {
       for (const auto& h : read_log(workers[paused].out, paused).holds) {
@@ -342,8 +343,8 @@ TEST(MutualExclusionTest, HoldsNeverOverlapUnlessALossIsReported) {
   std::sort(holds.begin(), holds.end(), [](const Hold& a, const Hold& b) { return a.start_ns < b.start_ns; });
   const auto describe = [](const Hold& h) {
     std::ostringstream s;
-    s << "w" << h.worker << " token " << h.token << " [" << h.start_ns << ", " << h.end_ns << "] unlock "
-      << h.unlock_ok << " write " << h.write_status << " lost " << h.lost_reported;
+    s << "w" << h.worker << " token " << h.token << " [" << h.start_ns << ", " << h.end_ns << "] unlock " << h.unlock_ok
+      << " write " << h.write_status << " lost " << h.lost_reported;
     return s.str();
   };
 
@@ -476,14 +477,16 @@ TEST(MutualExclusionTest, HoldsNeverOverlapUnlessALossIsReported) {
   const double duration = seconds_since_start();
   std::string summary;
   char line[512];
-  std::snprintf(line, sizeof line,
-                "mutual exclusion: %zu holds, %d overlaps (%d unexplained), %d same-key continuations, max token "
-                "%lld, guarded writes ok %d / refused %d / unknown %d, %d writes in etcd history, %.1f s\n",
-                holds.size(), overlaps, unexplained, continuations,
-                static_cast<long long>(holds.empty() ? 0 : std::max_element(holds.begin(), holds.end(), [](auto& a, auto& b) {
-                  return a.token < b.token;
-                })->token),
-                writes_ok, writes_refused, writes_unknown, history_writes, duration);
+  std::snprintf(
+      line, sizeof line,
+      "mutual exclusion: %zu holds, %d overlaps (%d unexplained), %d same-key continuations, max token "
+      "%lld, guarded writes ok %d / refused %d / unknown %d, %d writes in etcd history, %.1f s\n",
+      holds.size(), overlaps, unexplained, continuations,
+      static_cast<long long>(holds.empty() ? 0
+                                           : std::max_element(holds.begin(), holds.end(),
+                                                              [](auto& a, auto& b) { return a.token < b.token; })
+                                                 ->token),
+      writes_ok, writes_refused, writes_unknown, history_writes, duration);
   summary += line;
   for (const auto& t : timeline) summary += "  " + t + "\n";
   std::fputs(summary.c_str(), stdout);

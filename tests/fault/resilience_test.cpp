@@ -19,9 +19,7 @@ namespace {
 
 using Ms = std::chrono::milliseconds;
 
-long long ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration_cast<Ms>(b - a).count();
-}
+long long ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration_cast<Ms>(b - a).count(); }
 
 void report(const std::string& name, long long value_ms) {
   std::cout << "[ timing   ] " << name << " = " << value_ms << " ms" << std::endl;

@@ -129,18 +129,22 @@ TEST_F(SessionFaultTest, BlackholeLosesTheSessionForGoodWhileAPresenceLeaseHeals
   proxy_->restore();
 
   // The presence lease heals: a new lease, its key re-created under it.
-  ASSERT_TRUE(eventually([&] {
-    auto r = events.items();
-    return !r.empty() && r.back().first == PresenceEvent::kRestored;
-  }, 30s)) << "presence lease did not heal";
-  const auto healed_in = std::chrono::duration_cast<std::chrono::milliseconds>(
-      *events.first(PresenceEvent::kRestored) - restored_at);
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto r = events.items();
+        return !r.empty() && r.back().first == PresenceEvent::kRestored;
+      },
+      30s))
+      << "presence lease did not heal";
+  const auto healed_in =
+      std::chrono::duration_cast<std::chrono::milliseconds>(*events.first(PresenceEvent::kRestored) - restored_at);
   std::cout << "[          ] presence healed " << healed_in.count() << " ms after the link came back\n";
   for (auto& [e, at] : events.items()) {
     std::cout << "[          ]   " << to_string(e) << " at "
               << std::chrono::duration_cast<std::chrono::milliseconds>(at - blackholed_at).count() << " ms\n";
   }
-  std::cout << "[          ]   restored at " << std::chrono::duration_cast<std::chrono::milliseconds>(restored_at - blackholed_at).count() << " ms\n";
+  std::cout << "[          ]   restored at "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(restored_at - blackholed_at).count() << " ms\n";
   const int64_t second_presence_lease = presence->lease_id();
   EXPECT_GT(second_presence_lease, 0);
   EXPECT_NE(second_presence_lease, first_presence_lease);

@@ -2,8 +2,8 @@
 // one core; deadlines; stop_token cancellation; where callbacks run.
 #include <pthread.h>
 
-#include <asio/io_context.hpp>
 #include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
 #include <coroutine>
 
 #include "etcd/testing/fault_proxy.h"

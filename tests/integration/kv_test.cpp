@@ -45,7 +45,8 @@ TEST_F(KvTest, PutReturnsPrevKvAndIgnoreValueKeepsValue) {
 }
 
 TEST_F(KvTest, PrefixRangeLimitSortCountAndKeysOnly) {
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(client().put(key("r/" + std::to_string(i)), "v" + std::to_string(i)).wait().ok());
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(client().put(key("r/" + std::to_string(i)), "v" + std::to_string(i)).wait().ok());
   ASSERT_TRUE(client().put(key("rr"), "outside").wait().ok());
 
   auto all = client().get(key("r/"), {.prefix = true}).wait();
@@ -120,10 +121,7 @@ TEST_F(KvTest, BadInputIsRejectedBeforeAnythingIsSent) {
 
 TEST_F(KvTest, TxnCreateIfAbsentRunsOnceThenTheElseBranch) {
   auto make = [&] {
-    return Txn()
-        .when(Compare::absent(key("once")))
-        .then(Op::put(key("once"), "first"))
-        .otherwise(Op::get(key("once")));
+    return Txn().when(Compare::absent(key("once"))).then(Op::put(key("once"), "first")).otherwise(Op::get(key("once")));
   };
   auto first = client().txn(make()).wait();
   ASSERT_TRUE(first.ok()) << first.status().to_string();

@@ -26,9 +26,7 @@ using etcd::testing::EtcdCluster;
 using etcd::testing::EtcdClusterOptions;
 using etcd::testing::TestCerts;
 
-long long ms_since(Clock::time_point t) {
-  return std::chrono::duration_cast<Ms>(Clock::now() - t).count();
-}
+long long ms_since(Clock::time_point t) { return std::chrono::duration_cast<Ms>(Clock::now() - t).count(); }
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -107,7 +105,8 @@ bool enable_auth(const EtcdCluster& c, bool with_alice, std::string& log) {
   if (with_alice) {
     if (etcdctl(ep, "user add alice:alicepw", log, scratch) != 0) return false;
     if (etcdctl(ep, "role add alice-role", log, scratch) != 0) return false;
-    if (etcdctl(ep, "role grant-permission alice-role --prefix=true readwrite /alice/", log, scratch) != 0) return false;
+    if (etcdctl(ep, "role grant-permission alice-role --prefix=true readwrite /alice/", log, scratch) != 0)
+      return false;
     if (etcdctl(ep, "user grant-role alice alice-role", log, scratch) != 0) return false;
   }
   return etcdctl(ep, "auth enable", log, scratch) == 0;
@@ -188,8 +187,7 @@ TEST_F(TlsTest, PlaintextClientAgainstATlsMemberFailsClearlyWithinItsDeadline) {
   auto got = c.get("/tls/a").timeout(3s).wait();
   const long long took = ms_since(start);
   ASSERT_FALSE(got.ok());
-  std::cout << "[ info     ] plaintext client: " << got.status().to_string() << " after " << took << " ms"
-            << std::endl;
+  std::cout << "[ info     ] plaintext client: " << got.status().to_string() << " after " << took << " ms" << std::endl;
   EXPECT_EQ(got.status().code(), StatusCode::kUnavailable) << got.status().to_string();
   EXPECT_FALSE(got.status().message().empty());
   EXPECT_LE(took, 3500);
@@ -503,7 +501,7 @@ TEST_F(NamespaceTest, WatchInANamespaceSeesNamespaceRelativeKeys) {
   ASSERT_TRUE(a.put("dir/x", "1").wait().ok());                  // seen as dir/x
   ASSERT_TRUE(client().put(key("a/dir/y"), "raw").wait().ok());  // written raw, seen as dir/y
   ASSERT_TRUE(a.put("dir/x", "2").wait().ok());
-  ASSERT_TRUE(a.put("elsewhere", "3").wait().ok());              // outside dir/
+  ASSERT_TRUE(a.put("elsewhere", "3").wait().ok());  // outside dir/
   ASSERT_TRUE(eventually([&] { return ev.count() >= 3 && all.count() >= 4; }, 5s));
   EXPECT_EQ(ev.keys(), (std::vector<std::string>{"dir/x", "dir/y", "dir/x"}));
   {

@@ -194,7 +194,8 @@ TEST_F(SessionTest, LossIsReportedOnceWhenTheLeaseIsRevokedElsewhere) {
   EXPECT_FALSE(again.ok());
   EXPECT_TRUE(again.status().is(Errc::kLeaseNotFound)) << again.status().to_string();
   EXPECT_EQ(session->state(), ConnectionState::kLost);
-  ASSERT_TRUE(eventually([&] { return !states.items().empty() && states.items().back() == ConnectionState::kLost; }, 5s));
+  ASSERT_TRUE(
+      eventually([&] { return !states.items().empty() && states.items().back() == ConnectionState::kLost; }, 5s));
   auto seen = states.items();
   EXPECT_EQ(std::count(seen.begin(), seen.end(), ConnectionState::kLost), 1);
   EXPECT_EQ(seen.front(), ConnectionState::kConnected);

@@ -75,7 +75,8 @@ TEST_F(MutexTest, TryLockFailsWhileHeldAndLeavesNoKeyBehind) {
   const auto start = std::chrono::steady_clock::now();
   EXPECT_FALSE(b.try_lock_for(300ms));
   EXPECT_GE(std::chrono::steady_clock::now() - start, 290ms);
-  EXPECT_TRUE(eventually([&] { return client().get(key("try/"), {.prefix = true, .count_only = true}).wait()->count == 1; }));
+  EXPECT_TRUE(
+      eventually([&] { return client().get(key("try/"), {.prefix = true, .count_only = true}).wait()->count == 1; }));
   EXPECT_TRUE(a.unlock());
   EXPECT_TRUE(b.try_lock());
   EXPECT_TRUE(b.unlock());
@@ -114,9 +115,8 @@ TEST_F(MutexTest, WaitersAreServedFifoAndEachWakesOnce) {
       EXPECT_TRUE(w->unlock());
     });
     // Queue them one by one, so arrival order is known.
-    ASSERT_TRUE(eventually([&] {
-      return client().get(key("fifo/"), {.prefix = true, .count_only = true}).wait()->count == i + 2;
-    }));
+    ASSERT_TRUE(eventually(
+        [&] { return client().get(key("fifo/"), {.prefix = true, .count_only = true}).wait()->count == i + 2; }));
   }
   const double wakeups_before = metrics->value("etcd_recipes_lock_wakeups_total", {{"lock", key("fifo")}});
   EXPECT_TRUE(holder.unlock());
@@ -162,9 +162,14 @@ TEST_F(MutexTest, AWaiterWhoseSessionDiedNeverReportsSuccess) {
   DistributedMutex holder(client(), key("dead")), waiter(client(), key("dead"));
   ASSERT_TRUE(holder.acquire().wait().ok());
   auto pending = waiter.acquire().timeout(20s).future();
-  ASSERT_TRUE(eventually([&] { return client().get(key("dead/"), {.prefix = true, .count_only = true}).wait()->count == 2; }));
+  ASSERT_TRUE(
+      eventually([&] { return client().get(key("dead/"), {.prefix = true, .count_only = true}).wait()->count == 2; }));
   // Kill the waiter's session by revoking its lease.
-  auto kvs = client().get(key("dead/"), {.prefix = true, .sort_order = SortOrder::kAscend, .sort_target = SortTarget::kCreate}).wait()->kvs;
+  auto kvs =
+      client()
+          .get(key("dead/"), {.prefix = true, .sort_order = SortOrder::kAscend, .sort_target = SortTarget::kCreate})
+          .wait()
+          ->kvs;
   ASSERT_EQ(kvs.size(), 2u);
   ASSERT_TRUE(client().lease_revoke(kvs[1].lease).wait().ok());
   ASSERT_EQ(pending.wait_for(10s), std::future_status::ready);
@@ -179,12 +184,14 @@ TEST_F(MutexTest, CloseWakesParkedWaitersWithClosed) {
   DistributedMutex holder(client(), key("close")), waiter(client(), key("close"));
   ASSERT_TRUE(holder.acquire().wait().ok());
   auto pending = waiter.acquire().future();
-  ASSERT_TRUE(eventually([&] { return client().get(key("close/"), {.prefix = true, .count_only = true}).wait()->count == 2; }));
+  ASSERT_TRUE(
+      eventually([&] { return client().get(key("close/"), {.prefix = true, .count_only = true}).wait()->count == 2; }));
   waiter.close();
   ASSERT_EQ(pending.wait_for(5s), std::future_status::ready);
   EXPECT_TRUE(pending.get().status().is(Errc::kClosed));
   // Its key is gone, so it does not block the queue.
-  EXPECT_TRUE(eventually([&] { return client().get(key("close/"), {.prefix = true, .count_only = true}).wait()->count == 1; }));
+  EXPECT_TRUE(
+      eventually([&] { return client().get(key("close/"), {.prefix = true, .count_only = true}).wait()->count == 1; }));
   EXPECT_TRUE(waiter.acquire().wait().status().is(Errc::kClosed));
   EXPECT_TRUE(holder.unlock());
 }
@@ -217,7 +224,8 @@ TEST_F(MutexTest, SharesOneLockWithEtcdctl) {
   // etcdctl holds the lock for as long as its command runs.
   FILE* p = popen(("ETCDCTL_API=3 etcdctl --endpoints=" + endpoints + " lock " + name + " sleep 3 2>&1").c_str(), "r");
   ASSERT_NE(p, nullptr);
-  ASSERT_TRUE(eventually([&] { return client().get(name + "/", {.prefix = true, .count_only = true}).wait()->count == 1; }));
+  ASSERT_TRUE(
+      eventually([&] { return client().get(name + "/", {.prefix = true, .count_only = true}).wait()->count == 1; }));
   DistributedMutex m(client(), name);
   EXPECT_FALSE(m.try_lock());
   const auto start = std::chrono::steady_clock::now();
@@ -225,8 +233,9 @@ TEST_F(MutexTest, SharesOneLockWithEtcdctl) {
   EXPECT_GT(std::chrono::steady_clock::now() - start, 1s);
   pclose(p);
   // While we hold it, etcdctl waits.
-  const int rc = std::system(("timeout -k 1 2 env ETCDCTL_API=3 etcdctl --endpoints=" + endpoints + " lock " + name +
-                              " true >/dev/null 2>&1").c_str());
+  const int rc = std::system(
+      ("timeout -k 1 2 env ETCDCTL_API=3 etcdctl --endpoints=" + endpoints + " lock " + name + " true >/dev/null 2>&1")
+          .c_str());
   // 124: timed out waiting (137 if it also ignored the TERM and was killed).
   EXPECT_TRUE(WEXITSTATUS(rc) == 124 || WEXITSTATUS(rc) == 137) << "etcdctl got the lock while we held it";
   EXPECT_TRUE(m.unlock());

@@ -21,9 +21,9 @@ std::string hex(int64_t v) {
   return buf;
 }
 
-#define ASSERT_OK(expr)                                  \
-  do {                                                   \
-    auto result_ = (expr);                               \
+#define ASSERT_OK(expr)                                        \
+  do {                                                         \
+    auto result_ = (expr);                                     \
     ASSERT_TRUE(result_.ok()) << result_.status().to_string(); \
   } while (0)
 
@@ -143,8 +143,7 @@ TEST_F(RwLockTest, AQueuedWriterIsNotStarvedByLaterReaders) {
   auto metrics = std::make_shared<recipes::PrometheusMetrics>();
   RecipeOptions opts;
   opts.metrics = metrics;
-  DistributedReadWriteLock reader1(client(), name, opts), writer(client(), name, opts),
-      reader2(client(), name, opts);
+  DistributedReadWriteLock reader1(client(), name, opts), writer(client(), name, opts), reader2(client(), name, opts);
   ASSERT_OK(reader1.read_lock().acquire().wait());
   auto w = writer.write_lock().acquire().timeout(20s).future();
   queued(name, 2);

@@ -139,7 +139,8 @@ TEST_F(SemaphoreTest, TwentyContendersNeverExceedThePermitCount) {
   std::atomic<int> current{0}, max_seen{0}, served{0};
   std::vector<std::thread> threads;
   std::vector<std::unique_ptr<DistributedSemaphore>> sems;
-  for (int i = 0; i < kContenders; ++i) sems.push_back(std::make_unique<DistributedSemaphore>(client(), name, kPermits, opts));
+  for (int i = 0; i < kContenders; ++i)
+    sems.push_back(std::make_unique<DistributedSemaphore>(client(), name, kPermits, opts));
   for (int i = 0; i < kContenders; ++i) {
     threads.emplace_back([&, i] {
       auto permit = sems[i]->try_acquire_for(60s);
@@ -365,8 +366,11 @@ TEST_F(SemaphoreTest, AWaiterWhoseSessionDiedNeverReportsSuccess) {
   Permit p = holder.acquire_blocking();
   auto pending = waiter.acquire().timeout(20s).future();
   queued(name, 2);
-  auto kvs = client().get(name + "/holders/", {.prefix = true, .sort_order = SortOrder::kAscend,
-                                               .sort_target = SortTarget::kCreate}).wait()->kvs;
+  auto kvs = client()
+                 .get(name + "/holders/",
+                      {.prefix = true, .sort_order = SortOrder::kAscend, .sort_target = SortTarget::kCreate})
+                 .wait()
+                 ->kvs;
   ASSERT_EQ(kvs.size(), 2u);
   ASSERT_TRUE(client().lease_revoke(kvs[1].lease).wait().ok());
   ASSERT_TRUE(ready(pending));
@@ -401,7 +405,8 @@ TEST_F(SemaphoreTest, WaitingDoesNotKeepTheClientAlive) {
     DistributedSemaphore a(c, key("alive"), 1), b(c, key("alive"), 1);
     Permit p = a.acquire_blocking();
     auto f = b.acquire().timeout(10s).future();
-    ASSERT_TRUE(eventually([&] { return c.get(key("alive/holders/"), {.prefix = true, .count_only = true}).wait()->count == 2; }));
+    ASSERT_TRUE(eventually(
+        [&] { return c.get(key("alive/holders/"), {.prefix = true, .count_only = true}).wait()->count == 2; }));
     EXPECT_TRUE(p.release());
     ASSERT_TRUE(ready(f));
     auto q = f.get();

@@ -27,8 +27,8 @@
 #ifndef ASIO_STANDALONE
 #define ASIO_STANDALONE
 #endif
-#include <asio.hpp>
 #include <gtest/gtest.h>
+#include <asio.hpp>
 
 #include "etcd/testing/certs.h"
 #include "etcd/testing/etcd_cluster.h"
@@ -113,8 +113,7 @@ class Client {
     const auto end = Clock::now() + timeout;
     char buf[65536];
     while (out.size() < n) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count();
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count();
       if (left <= 0) return Result::kTimeout;
       pollfd p{fd_, POLLIN, 0};
       const int r = ::poll(&p, 1, static_cast<int>(left));
@@ -158,13 +157,12 @@ bool echo(Client& c, const std::string& msg, std::chrono::milliseconds timeout =
 }
 
 // Minimal HTTP/1.0 POST (the response is then never chunked).
-std::optional<std::string> http_post(int port, const std::string& path,
-                                     const std::string& body) {
+std::optional<std::string> http_post(int port, const std::string& path, const std::string& body) {
   Client c(port);
   if (!c.connected()) return std::nullopt;
   const std::string req = "POST " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n" +
-                          "Content-Type: application/json\r\nContent-Length: " +
-                          std::to_string(body.size()) + "\r\n\r\n" + body;
+                          "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                          "\r\n\r\n" + body;
   if (!c.send_all(req)) return std::nullopt;
   std::string resp, chunk;
   const auto end = Clock::now() + 5s;
@@ -212,10 +210,9 @@ class EchoServer {
           }
           return;
         }
-        asio::async_write(self->sock, asio::buffer(self->buf.data(), n),
-                          [self](asio::error_code e, size_t) {
-                            if (!e) self->read();
-                          });
+        asio::async_write(self->sock, asio::buffer(self->buf.data(), n), [self](asio::error_code e, size_t) {
+          if (!e) self->read();
+        });
       });
     }
   };
@@ -304,8 +301,7 @@ TEST(EtcdClusterTest, KillingTheLeaderElectsAnotherOne) {
 
 TEST(EtcdClusterTest, RestartedMemberBecomesHealthyAndKeepsItsData) {
   auto c = EtcdCluster::start_single();
-  ASSERT_TRUE(http_post(c->client_port(0), "/v3/kv/put",
-                        R"({"key":"Zm9v","value":"YmFy"})").has_value());
+  ASSERT_TRUE(http_post(c->client_port(0), "/v3/kv/put", R"({"key":"Zm9v","value":"YmFy"})").has_value());
   const int port = c->client_port(0);
   c->kill(0);
   EXPECT_FALSE(c->healthy(0, 200ms));
@@ -446,8 +442,7 @@ TEST(EtcdClusterTest, StartFailureThrowsWithLogTail) {
   } catch (const std::runtime_error& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("exited during startup"), std::string::npos) << what;
-    EXPECT_NE(what.find("flag provided but not defined: -no-such-flag-xyz"), std::string::npos)
-        << what;
+    EXPECT_NE(what.find("flag provided but not defined: -no-such-flag-xyz"), std::string::npos) << what;
   }
 }
 
@@ -488,8 +483,7 @@ TEST(FaultProxyTest, ForwardsBytes) {
     EXPECT_EQ(proxy->connections(), 1u);
     // The counter is bumped when a write completes, which may be observed
     // just after the client already received the echo.
-    EXPECT_TRUE(eventually([&] { return proxy->bytes_forwarded() == 20u; }))
-        << proxy->bytes_forwarded();
+    EXPECT_TRUE(eventually([&] { return proxy->bytes_forwarded() == 20u; })) << proxy->bytes_forwarded();
 
     // Bulk transfer (exercises backpressure and partial writes).
     std::string big(3u << 20, '\0');
@@ -640,9 +634,8 @@ TEST(FaultProxyTest, ProxiesEtcdClientTraffic) {
   ASSERT_TRUE(put.has_value());
   EXPECT_NE(put->find("200 OK"), std::string::npos);
   proxy->cut();
-  EXPECT_FALSE(http_post(proxy->port(), "/v3/kv/range", R"({"key":"Zm9v"})")
-                   .value_or("")
-                   .find("YmFy") != std::string::npos);
+  EXPECT_FALSE(http_post(proxy->port(), "/v3/kv/range", R"({"key":"Zm9v"})").value_or("").find("YmFy") !=
+               std::string::npos);
   proxy->restore();
   auto range = http_post(proxy->port(), "/v3/kv/range", R"({"key":"Zm9v"})");
   ASSERT_TRUE(range.has_value());
@@ -662,25 +655,21 @@ std::string q(const fs::path& p) { return "'" + p.string() + "'"; }  // mkdtemp 
 TEST(CertsTest, MakeTestCertsProducesAValidChain) {
   const fs::path dir = make_temp_dir();
   const auto certs = etcd::testing::make_test_certs(dir / "certs", "alice");
-  for (const auto& p : {certs.ca_cert, certs.ca_key, certs.server_cert, certs.server_key,
-                        certs.client_cert, certs.client_key, certs.other_ca_cert}) {
+  for (const auto& p : {certs.ca_cert, certs.ca_key, certs.server_cert, certs.server_key, certs.client_cert,
+                        certs.client_key, certs.other_ca_cert}) {
     ASSERT_TRUE(fs::exists(p)) << p;
     EXPECT_GT(fs::file_size(p), 100u) << p;
   }
   EXPECT_EQ(certs.dir, dir / "certs");
   const std::string quiet = " >/dev/null 2>&1";
-  EXPECT_EQ(run("openssl verify -CAfile " + q(certs.ca_cert) + " " + q(certs.server_cert) +
-                " " + q(certs.client_cert) + quiet),
+  EXPECT_EQ(run("openssl verify -CAfile " + q(certs.ca_cert) + " " + q(certs.server_cert) + " " + q(certs.client_cert) +
+                quiet),
             0);
-  EXPECT_NE(run("openssl verify -CAfile " + q(certs.other_ca_cert) + " " +
-                q(certs.server_cert) + quiet),
-            0);
-  EXPECT_EQ(run("openssl x509 -in " + q(certs.client_cert) +
-                " -noout -subject | grep -q 'CN *= *alice'"),
-            0);
-  EXPECT_EQ(run("openssl x509 -in " + q(certs.server_cert) +
-                " -noout -ext subjectAltName | grep -q 'IP Address:127.0.0.1'"),
-            0);
+  EXPECT_NE(run("openssl verify -CAfile " + q(certs.other_ca_cert) + " " + q(certs.server_cert) + quiet), 0);
+  EXPECT_EQ(run("openssl x509 -in " + q(certs.client_cert) + " -noout -subject | grep -q 'CN *= *alice'"), 0);
+  EXPECT_EQ(
+      run("openssl x509 -in " + q(certs.server_cert) + " -noout -ext subjectAltName | grep -q 'IP Address:127.0.0.1'"),
+      0);
   fs::remove_all(dir);
 }
 
@@ -707,15 +696,13 @@ TEST(CertsTest, TlsMemberBecomesHealthy) {
   if (run("command -v curl >/dev/null 2>&1") == 0) {
     const std::string url = "https://127.0.0.1:" + std::to_string(c->client_port(0)) + "/version";
     const std::string base = "curl -sf --max-time 5 --cacert " + q(o.tls->ca_cert) + " ";
-    EXPECT_EQ(run(base + "--cert " + q(o.tls->client_cert) + " --key " +
-                  q(o.tls->client_key) + " " + url + " >/dev/null 2>&1"),
+    EXPECT_EQ(run(base + "--cert " + q(o.tls->client_cert) + " --key " + q(o.tls->client_key) + " " + url +
+                  " >/dev/null 2>&1"),
               0)
         << "TLS with a client certificate must work";
-    EXPECT_NE(run(base + url + " >/dev/null 2>&1"), 0)
-        << "client-cert-auth must reject clients without a certificate";
-    EXPECT_NE(run("curl -sf --max-time 5 --cacert " + q(o.tls->other_ca_cert) + " --cert " +
-                  q(o.tls->client_cert) + " --key " + q(o.tls->client_key) + " " + url +
-                  " >/dev/null 2>&1"),
+    EXPECT_NE(run(base + url + " >/dev/null 2>&1"), 0) << "client-cert-auth must reject clients without a certificate";
+    EXPECT_NE(run("curl -sf --max-time 5 --cacert " + q(o.tls->other_ca_cert) + " --cert " + q(o.tls->client_cert) +
+                  " --key " + q(o.tls->client_key) + " " + url + " >/dev/null 2>&1"),
               0)
         << "server cert must not verify against the unrelated CA";
   }

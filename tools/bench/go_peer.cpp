@@ -44,7 +44,9 @@ fs::path find_go_peer_source(const Settings& settings) {
   throw Skipped("go-peer/main.go not found (pass --go-peer-src DIR)");
 }
 
-fs::path default_workdir() { return fs::temp_directory_path() / ("etcd-recipes-bench-go-" + std::to_string(::getuid())); }
+fs::path default_workdir() {
+  return fs::temp_directory_path() / ("etcd-recipes-bench-go-" + std::to_string(::getuid()));
+}
 
 // GOPATH mode wants the package at $GOPATH/src/<import path>; a symlink
 // keeps the single copy of the source in the repository.
@@ -85,7 +87,8 @@ GoResults run_go_peer(Context& ctx) {
       {"GOCACHE", (workdir / "cache").string()},
   };
   const auto build_start = Clock::now();
-  const auto build = run_process({go->string(), "build", "-o", binary.string(), "etcdbench"}, env, std::chrono::minutes(5));
+  const auto build =
+      run_process({go->string(), "build", "-o", binary.string(), "etcdbench"}, env, std::chrono::minutes(5));
   if (build.timed_out || build.exit_code != 0) {
     throw std::runtime_error("building the Go peer failed:\n" + tail(build.err));
   }

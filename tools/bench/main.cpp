@@ -1,8 +1,8 @@
 // etcd-recipes-bench: starts its own etcd (1 or 3 members), runs the
 // registered metrics against it with one Client, prints a table and
 // optionally writes JSON. See README.md.
-#include <algorithm>
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -56,9 +56,12 @@ std::string fixed(double v, int decimals) {
 std::string format_value(const Outcome& o) {
   if (!o.value) return o.skipped.empty() ? "error" : "skipped";
   switch (o.metric.kind) {
-    case Kind::kRate: return fixed(*o.value, *o.value >= 100 ? 0 : 2);
-    case Kind::kLatency: return fixed(*o.value, 3);
-    case Kind::kCount: return fixed(*o.value, 0);
+    case Kind::kRate:
+      return fixed(*o.value, *o.value >= 100 ? 0 : 2);
+    case Kind::kLatency:
+      return fixed(*o.value, 3);
+    case Kind::kCount:
+      return fixed(*o.value, 0);
   }
   return {};
 }
@@ -67,9 +70,7 @@ std::string format_value(const Outcome& o) {
 // --only's, plus the base metrics their ratios need.
 std::vector<Metric> select(const std::vector<std::string>& only, Settings& settings) {
   const auto all = metrics();
-  const auto find = [&](const std::string& name) {
-    return std::ranges::find(all, name, &Metric::name);
-  };
+  const auto find = [&](const std::string& name) { return std::ranges::find(all, name, &Metric::name); };
   std::set<std::string> wanted;
   if (only.empty()) {
     for (const auto& m : all) {
@@ -123,9 +124,14 @@ void compute_ratios(std::vector<Outcome>& outcomes) {
     const Outcome* base = o.metric.base.empty() ? nullptr : find_outcome(outcomes, o.metric.base);
     if (!o.value || base == nullptr || *base->value <= 0) continue;
     switch (o.metric.kind) {
-      case Kind::kRate: o.ratio = *o.value / *base->value; break;
-      case Kind::kLatency: o.ratio = *o.value / (1000.0 / *base->value); break;
-      case Kind::kCount: break;
+      case Kind::kRate:
+        o.ratio = *o.value / *base->value;
+        break;
+      case Kind::kLatency:
+        o.ratio = *o.value / (1000.0 / *base->value);
+        break;
+      case Kind::kCount:
+        break;
     }
   }
 }
@@ -156,7 +162,8 @@ void print_table(const RunInfo& info, const std::vector<Outcome>& outcomes, cons
   std::printf("%s\n", std::string(72, '-').c_str());
   for (const auto& o : outcomes) {
     const std::string ratio = o.ratio ? fixed(*o.ratio, 2) : "-";
-    const std::string to = o.ratio ? (o.metric.kind == Kind::kLatency ? o.metric.base + " latency" : o.metric.base) : "";
+    const std::string to =
+        o.ratio ? (o.metric.kind == Kind::kLatency ? o.metric.base + " latency" : o.metric.base) : "";
     std::printf("%-24s %12s  %-9s %8s  %s\n", o.metric.name.c_str(), format_value(o).c_str(), o.metric.unit.c_str(),
                 ratio.c_str(), to.c_str());
   }

@@ -200,11 +200,12 @@ double watch_resume_gap_events(Context& ctx) {
   int missing = 0;
   for (const int64_t rev : written) missing += delivered.contains(rev) ? 0 : 1;
   const auto stats = watcher_client.stats();
-  ctx.note(fmt("watch_resume_gap_events: killed member %d under the watch after %d of %d writes; %zu events "
-               "delivered, %d missing, %zu duplicates, %llu stream restart(s), %d writer retries%s",
-               victim, events / 3, events, seen->revisions.size(), missing,
-               seen->revisions.size() - delivered.size(), static_cast<unsigned long long>(stats.watch_stream_restarts),
-               retries, seen->error ? (", watch error: " + seen->error->to_string()).c_str() : ""));
+  ctx.note(
+      fmt("watch_resume_gap_events: killed member %d under the watch after %d of %d writes; %zu events "
+          "delivered, %d missing, %zu duplicates, %llu stream restart(s), %d writer retries%s",
+          victim, events / 3, events, seen->revisions.size(), missing, seen->revisions.size() - delivered.size(),
+          static_cast<unsigned long long>(stats.watch_stream_restarts), retries,
+          seen->error ? (", watch error: " + seen->error->to_string()).c_str() : ""));
   restart_member(ctx, victim);
   return missing;
 }

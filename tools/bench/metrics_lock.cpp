@@ -315,7 +315,8 @@ Handoff measure_handoff(Context& ctx) {
   RecipeOptions options;
   options.metrics = metrics;
   std::vector<std::shared_ptr<DistributedMutex>> locks;
-  for (int i = 0; i <= kHandoffWaiters; ++i) locks.push_back(std::make_shared<DistributedMutex>(ctx.client, name, options));
+  for (int i = 0; i <= kHandoffWaiters; ++i)
+    locks.push_back(std::make_shared<DistributedMutex>(ctx.client, name, options));
   locks[0]->acquire().wait().value();
   const int warmup = ctx.settings.quick ? 20 : 50;
   auto run = std::make_shared<HandoffRun>(locks, metrics, etcd::recipes::Labels{{"lock", name}}, warmup,
@@ -329,7 +330,9 @@ Handoff measure_handoff(Context& ctx) {
   return h;
 }
 
-const Handoff& handoff(Context& ctx) { return ctx.memo<Handoff>("lock_handoff", [&] { return measure_handoff(ctx); }); }
+const Handoff& handoff(Context& ctx) {
+  return ctx.memo<Handoff>("lock_handoff", [&] { return measure_handoff(ctx); });
+}
 
 // --- waiters_threads ---------------------------------------------------------
 
@@ -366,8 +369,8 @@ double waiters_threads(Context& ctx) {
       // Holders must get their lock; waiters may only end by being closed.
       const bool expected = expect_ok ? r.ok() : !r.ok() && r.status().is(etcd::Errc::kClosed);
       if (!expected && !completions->unexpected) {
-        completions->unexpected = r.ok() ? etcd::Status(etcd::StatusCode::kInternal, "a parked waiter got the lock")
-                                         : r.status();
+        completions->unexpected =
+            r.ok() ? etcd::Status(etcd::StatusCode::kInternal, "a parked waiter got the lock") : r.status();
       }
       completions->cv.notify_all();
     };
@@ -401,11 +404,11 @@ double waiters_threads(Context& ctx) {
     while (ctx.client.stats().watches_open < watches_before + parked) {
       std::unique_lock lock(completions->mu);
       if (completions->unexpected || Clock::now() > park_deadline) {
-        throw std::runtime_error(
-            fmt("%llu of %d waiters parked (%d acquisitions ended)",
-                static_cast<unsigned long long>(ctx.client.stats().watches_open - watches_before), kParkedWaiters,
-                completions->done - kParkNames) +
-            (completions->unexpected ? "; first: " + completions->unexpected->to_string() : std::string(", timed out")));
+        throw std::runtime_error(fmt("%llu of %d waiters parked (%d acquisitions ended)",
+                                     static_cast<unsigned long long>(ctx.client.stats().watches_open - watches_before),
+                                     kParkedWaiters, completions->done - kParkNames) +
+                                 (completions->unexpected ? "; first: " + completions->unexpected->to_string()
+                                                          : std::string(", timed out")));
       }
       completions->cv.wait_for(lock, std::chrono::milliseconds(10));
     }
@@ -465,9 +468,15 @@ double waiters_threads(Context& ctx) {
      .base = "",
      .order = 422,
      .run = [](Context& ctx) { return handoff(ctx).wakeups_per_release; }},
-    {.name = "waiters_threads", .unit = "threads", .kind = Kind::kCount, .base = "", .order = 910, .run = waiters_threads},
+    {.name = "waiters_threads",
+     .unit = "threads",
+     .kind = Kind::kCount,
+     .base = "",
+     .order = 910,
+     .run = waiters_threads},
 });
-[[maybe_unused]] const bool kComparisons = add_comparison({"lock_cycle_seq_vs_go", "lock_cycle_seq", "go_mutex_cycle_seq"});
+[[maybe_unused]] const bool kComparisons =
+    add_comparison({"lock_cycle_seq_vs_go", "lock_cycle_seq", "go_mutex_cycle_seq"});
 
 }  // namespace
 }  // namespace bench

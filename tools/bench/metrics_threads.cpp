@@ -33,7 +33,12 @@ double client_threads(Context& ctx) {
 }
 
 [[maybe_unused]] const bool kRegistered = add_metrics({
-    {.name = "client_threads", .unit = "threads", .kind = Kind::kCount, .base = "", .order = 900, .run = client_threads},
+    {.name = "client_threads",
+     .unit = "threads",
+     .kind = Kind::kCount,
+     .base = "",
+     .order = 900,
+     .run = client_threads},
 });
 
 }  // namespace

@@ -84,12 +84,15 @@ Samples sample_watch_latency(Context& ctx) {
   std::ranges::sort(samples.ms);
   char line[160];
   std::snprintf(line, sizeof line, "watch latency: %zu samples, min %.3f p10 %.3f p90 %.3f max %.3f ms",
-                samples.ms.size(), samples.ms.front(), samples.percentile(10), samples.percentile(90), samples.ms.back());
+                samples.ms.size(), samples.ms.front(), samples.percentile(10), samples.percentile(90),
+                samples.ms.back());
   ctx.note(line);
   return samples;
 }
 
-const Samples& samples(Context& ctx) { return ctx.memo<Samples>("watch_latency", [&] { return sample_watch_latency(ctx); }); }
+const Samples& samples(Context& ctx) {
+  return ctx.memo<Samples>("watch_latency", [&] { return sample_watch_latency(ctx); });
+}
 
 [[maybe_unused]] const bool kRegistered = add_metrics({
     {.name = "watch_latency_p50_ms",

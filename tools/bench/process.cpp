@@ -124,7 +124,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::map<s
   std::array<std::string*, 2> sinks{&result.out, &result.err};
   int open_fds = 2;
   while (open_fds > 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       result.timed_out = true;
       ::kill(-pid, SIGKILL);  // the group we created for it

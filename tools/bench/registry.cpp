@@ -35,9 +35,8 @@ bool add_comparison(Comparison comparison) {
 
 std::vector<Metric> metrics() {
   auto sorted = metric_registry();
-  std::ranges::sort(sorted, [](const Metric& a, const Metric& b) {
-    return std::tie(a.order, a.name) < std::tie(b.order, b.name);
-  });
+  std::ranges::sort(
+      sorted, [](const Metric& a, const Metric& b) { return std::tie(a.order, a.name) < std::tie(b.order, b.name); });
   return sorted;
 }
 

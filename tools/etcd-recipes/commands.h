@@ -10,7 +10,7 @@ namespace etcd_cli {
 void add_kv_commands(Commands& commands);
 void add_lease_commands(Commands& commands);
 void add_status_commands(Commands& commands);  // status, member list
-void add_lock_commands(Commands& commands);  // lock, semaphore, rwlock
+void add_lock_commands(Commands& commands);    // lock, semaphore, rwlock
 void add_demo_command(Commands& commands);
 
 }  // namespace etcd_cli

@@ -11,9 +11,9 @@
 #include <cmath>
 #include <condition_variable>
 #include <csignal>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <iomanip>
 #include <iostream>
 #include <iterator>
@@ -39,8 +39,8 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
     double nanos;
   };
   // Longest names first so "ms" is not read as "m" followed by junk.
-  static constexpr Unit kUnits[] = {{"ns", 1.0},    {"us", 1e3},   {"\xC2\xB5s", 1e3}, {"ms", 1e6},
-                                    {"s", 1e9},     {"m", 60e9},   {"h", 3600e9}};
+  static constexpr Unit kUnits[] = {{"ns", 1.0}, {"us", 1e3}, {"\xC2\xB5s", 1e3}, {"ms", 1e6},
+                                    {"s", 1e9},  {"m", 60e9}, {"h", 3600e9}};
   double total = 0;
   std::string_view rest = text;
   bool bare = true;
@@ -62,8 +62,7 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
     bare = false;
     const Unit* unit = nullptr;
     for (const auto& u : kUnits) {
-      if (rest.starts_with(u.name) &&
-          (unit == nullptr || u.name.size() > unit->name.size())) {
+      if (rest.starts_with(u.name) && (unit == nullptr || u.name.size() > unit->name.size())) {
         unit = &u;
       }
     }
@@ -91,9 +90,9 @@ std::optional<int64_t> parse_lease_id(std::string_view text) {
     hex = true;
   }
   if (text.empty()) return std::nullopt;
-  hex = hex || text.size() == 16 ||
-        std::any_of(text.begin(), text.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) &&
-                                                                    !std::isdigit(static_cast<unsigned char>(c)); });
+  hex = hex || text.size() == 16 || std::any_of(text.begin(), text.end(), [](char c) {
+          return std::isxdigit(static_cast<unsigned char>(c)) && !std::isdigit(static_cast<unsigned char>(c));
+        });
   uint64_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, hex ? 16 : 10);
   if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
@@ -107,7 +106,8 @@ std::optional<int64_t> parse_lease_id(std::string_view text) {
 CLI::Validator lease_id_validator() {
   return CLI::Validator(
       [](std::string& s) -> std::string {
-        return parse_lease_id(s) ? std::string() : "not a lease id (hex like 694d7d5b2bad7c0b or 0x1f, or decimal): " + s;
+        return parse_lease_id(s) ? std::string()
+                                 : "not a lease id (hex like 694d7d5b2bad7c0b or 0x1f, or decimal): " + s;
       },
       "LEASE_ID");
 }

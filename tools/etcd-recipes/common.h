@@ -85,7 +85,7 @@ std::vector<std::string> split_endpoints(std::string_view csv);
 
 // --- formatting -------------------------------------------------------------
 
-std::string lease_hex(int64_t id);   // 16 hex digits, zero-padded
+std::string lease_hex(int64_t id);    // 16 hex digits, zero-padded
 std::string member_hex(uint64_t id);  // unpadded, as etcdctl prints member ids
 std::string human_bytes(int64_t bytes);
 // Keys and values are arbitrary bytes; invalid UTF-8 is replaced rather

@@ -7,8 +7,8 @@
 // new functions plus a row in that table.
 
 #include <condition_variable>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <iostream>
@@ -41,8 +41,7 @@ class Progress {
  public:
   void say(std::string_view text) const {
     char stamp[24];
-    std::snprintf(stamp, sizeof stamp, "[%5.2fs] ",
-                  std::chrono::duration<double>(etcd::Clock::now() - start_).count());
+    std::snprintf(stamp, sizeof stamp, "[%5.2fs] ", std::chrono::duration<double>(etcd::Clock::now() - start_).count());
     print_line(stamp + std::string(text));
   }
 
@@ -70,8 +69,7 @@ class EventLog {
     changed_.notify_all();
   }
   // The next `type` event on `key`; events before it are dropped.
-  etcd::Event expect(etcd::Event::Type type, const std::string& key, etcd::Deadline deadline,
-                     std::stop_token stop) {
+  etcd::Event expect(etcd::Event::Type type, const std::string& key, etcd::Deadline deadline, std::stop_token stop) {
     std::unique_lock lock(mutex_);
     for (;;) {
       for (auto it = events_.begin(); it != events_.end(); ++it) {
@@ -85,8 +83,8 @@ class EventLog {
       auto seen = generation_;
       if (!changed_.wait_until(lock, stop, deadline, [&] { return generation_ != seen; })) {
         if (stop.stop_requested()) throw Interrupted{};
-        throw StepFailed(cat("the watch saw no ", type == etcd::Event::Type::kPut ? "PUT" : "DELETE", " of ", key,
-                             " in time"));
+        throw StepFailed(
+            cat("the watch saw no ", type == etcd::Event::Type::kPut ? "PUT" : "DELETE", " of ", key, " in time"));
       }
     }
   }
@@ -122,7 +120,7 @@ struct Demo {
   std::shared_ptr<EventLog> events = std::make_shared<EventLog>();
   etcd::Watcher watcher;
   etcd::Lease lease;
-  int64_t revision = 0;  // the store revision after this process's last write
+  int64_t revision = 0;   // the store revision after this process's last write
   std::string last_keys;  // the last "keys now" line shown
 
   void say(std::string_view text) const { progress.say("  " + std::string(text)); }
@@ -152,7 +150,8 @@ struct Demo {
       if (ctx.stop().stop_requested()) throw Interrupted{};
       throw StepFailed(cat("pid ", child.pid(), " (etcd-recipes ", shell_words(args), ") did not finish in time"));
     }
-    if (*code != 0) throw StepFailed(cat("pid ", child.pid(), " (etcd-recipes ", shell_words(args), ") exited ", *code));
+    if (*code != 0)
+      throw StepFailed(cat("pid ", child.pid(), " (etcd-recipes ", shell_words(args), ") exited ", *code));
     std::string out = child.output();
     while (!out.empty() && out.back() == '\n') out.pop_back();
     say(cat("pid ", child.pid(), " exited 0 and printed \"", out, "\""));
@@ -212,7 +211,8 @@ void start_watch(Demo& d) {
       events->fail(std::move(r).status());
       return;
     }
-    for (const auto& ev : r->events) progress.say(cat("  watch: ", describe(ev), " (revision ", ev.kv.mod_revision, ")"));
+    for (const auto& ev : r->events)
+      progress.say(cat("  watch: ", describe(ev), " (revision ", ev.kv.mod_revision, ")"));
     events->add(r->events);
   });
   if (!d.watcher.wait_created(d.deadline())) throw StepFailed("the server did not confirm the watch");
@@ -268,8 +268,8 @@ void kept_lease_keeps_key(Demo& d) {
     auto get = d.call(d.etcd().get("demo/session"), "get demo/session");
     if (!get.first()) throw StepFailed("demo/session vanished although its lease was kept alive");
     auto ttl = d.call(d.etcd().lease_time_to_live(id), "lease time-to-live");
-    d.say(cat(second, "s later (TTL ", kTtl.count(), "s): demo/session still there, the lease has ", ttl.ttl,
-              "s left"));
+    d.say(
+        cat(second, "s later (TTL ", kTtl.count(), "s): demo/session still there, the lease has ", ttl.ttl, "s left"));
   }
 }
 
@@ -297,10 +297,10 @@ struct Contender {
 
   std::string name;
   ChildProcess process;
-  size_t seen = 0;              // bytes of output already parsed
-  int64_t token = 0;            // set once its command printed "holds TOKEN KEY"
+  size_t seen = 0;    // bytes of output already parsed
+  int64_t token = 0;  // set once its command printed "holds TOKEN KEY"
   std::string key;
-  bool command_done = false;    // its command printed "releasing"
+  bool command_done = false;  // its command printed "releasing"
   std::optional<int> exit_code;
 
   // Reads what the process printed meanwhile (waits up to ~25 ms).

@@ -126,7 +126,8 @@ void add_del(Commands& commands, CLI::App* group) {
 }
 
 std::string event_line(const etcd::Event& ev, bool prev_kv) {
-  std::string line = ev.type == etcd::Event::Type::kPut ? "PUT " + ev.kv.key + " " + ev.kv.value : "DELETE " + ev.kv.key;
+  std::string line =
+      ev.type == etcd::Event::Type::kPut ? "PUT " + ev.kv.key + " " + ev.kv.value : "DELETE " + ev.kv.key;
   if (prev_kv && ev.prev_kv) line += " (was: " + ev.prev_kv->value + ")";
   return line;
 }
@@ -147,8 +148,8 @@ void add_watch(Commands& commands, CLI::App* group) {
   };
   auto a = std::make_shared<Args>();
   auto* cmd = group->add_subcommand("watch",
-                                 "Print one line per change of KEY or of keys under --prefix: `PUT key value` or "
-                                 "`DELETE key`, until SIGINT/SIGTERM");
+                                    "Print one line per change of KEY or of keys under --prefix: `PUT key value` or "
+                                    "`DELETE key`, until SIGINT/SIGTERM");
   a->keys.add_to(cmd, "watch");
   cmd->add_option("--rev", a->revision, "Start at this store revision (replays history; default: from now)")
       ->check(CLI::PositiveNumber);
@@ -166,18 +167,19 @@ void add_watch(Commands& commands, CLI::App* group) {
     options.range_end = a->keys.range_end();
     options.start_revision = a->revision;
     options.prev_kv = a->prev_kv;
-    auto watcher = ctx.client().watch(a->keys.range_key(), options,
-                                      [state, prev_kv = a->prev_kv, json = a->json](etcd::Result<etcd::WatchResponse> r) {
-                                        if (!r.ok()) {
-                                          std::lock_guard lock(state->mutex);
-                                          state->error = std::move(r).status();
-                                          state->changed.notify_all();
-                                          return;
-                                        }
-                                        for (const auto& ev : r->events) {
-                                          print_line(json ? dump_json(event_json(ev)) : event_line(ev, prev_kv));
-                                        }
-                                      });
+    auto watcher =
+        ctx.client().watch(a->keys.range_key(), options,
+                           [state, prev_kv = a->prev_kv, json = a->json](etcd::Result<etcd::WatchResponse> r) {
+                             if (!r.ok()) {
+                               std::lock_guard lock(state->mutex);
+                               state->error = std::move(r).status();
+                               state->changed.notify_all();
+                               return;
+                             }
+                             for (const auto& ev : r->events) {
+                               print_line(json ? dump_json(event_json(ev)) : event_line(ev, prev_kv));
+                             }
+                           });
     auto failed = [&]() -> std::optional<etcd::Status> {
       std::lock_guard lock(state->mutex);
       return state->error;

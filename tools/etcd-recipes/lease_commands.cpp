@@ -89,7 +89,8 @@ void add_keep_alive(Commands& commands, CLI::App* group) {
     auto last_renewal = kept.safe_until();
     std::unique_lock lock(state->mutex);
     while (!ctx.stop().stop_requested()) {
-      state->changed.wait_for(lock, ctx.stop(), std::chrono::milliseconds(100), [&] { return state->lost.has_value(); });
+      state->changed.wait_for(lock, ctx.stop(), std::chrono::milliseconds(100),
+                              [&] { return state->lost.has_value(); });
       if (state->lost) throw Failure(what, *state->lost);
       if (auto now = kept.safe_until(); now != last_renewal) {
         last_renewal = now;

@@ -161,10 +161,13 @@ std::string hold_footer(const std::string& noun, const std::string& key_env) {
          " is released when CMD exits.\n\n"
          "Exit codes:\n"
          "  (CMD's)   with CMD: CMD's exit status (128+N if signal N killed it)\n"
-         "  0         without CMD: ended by SIGINT/SIGTERM, " + noun + " released\n"
+         "  0         without CMD: ended by SIGINT/SIGTERM, " +
+         noun +
+         " released\n"
          "  1         an etcd operation failed\n"
          "  3         --timeout expired while waiting; CMD did not run\n"
-         "  75        " + noun + " was lost (lease expired or revoked): CMD got SIGTERM, SIGKILL " +
+         "  75        " +
+         noun + " was lost (lease expired or revoked): CMD got SIGTERM, SIGKILL " +
          std::to_string(std::chrono::seconds(kTermGrace).count()) +
          " s later\n"
          "  126, 127  CMD could not be run, was not found\n"
@@ -251,7 +254,9 @@ class LossReport {
 };
 
 int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Hold& hold, etcd::Session& session) {
-  auto complain = [&](const std::string& text) { std::cerr << kProgram << ": " << kind.what << ": " << text << std::endl; };
+  auto complain = [&](const std::string& text) {
+    std::cerr << kProgram << ": " << kind.what << ": " << text << std::endl;
+  };
   // Whatever happens, end the session: revoking its lease deletes every key
   // the hold created, released or not. Never with ctx.stop(): after a
   // signal this is exactly the work that must still be done.
@@ -335,8 +340,8 @@ int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Hold& hol
       ::kill(pid, SIGTERM);
       kill_at = etcd::Clock::now() + kTermGrace;
     } else if (kill_at && etcd::Clock::now() >= *kill_at) {
-      complain(cat(a.command.front(), " (pid ", pid, ") still running ",
-                   std::chrono::seconds(kTermGrace).count(), " s after SIGTERM: sending SIGKILL"));
+      complain(cat(a.command.front(), " (pid ", pid, ") still running ", std::chrono::seconds(kTermGrace).count(),
+                   " s after SIGTERM: sending SIGKILL"));
       ::kill(pid, SIGKILL);
       kill_at = etcd::Deadline::max();
     }
@@ -367,14 +372,14 @@ void add_lock(Commands& commands) {
   add_hold_options(cmd, *a, "the lock");
   cmd->footer(hold_footer("the lock", kLockKeyEnv));
   commands.on_run(cmd, [a](Context& ctx) {
-    return hold_with_session(ctx, *a, {"lock " + a->name, "the lock", kLockKeyEnv},
-                             [&](etcd::Client client, etcd::recipes::RecipeOptions options) -> std::unique_ptr<Hold> {
-                               auto mutex = std::make_shared<etcd::recipes::DistributedMutex>(
-                                   std::move(client), a->name, std::move(options));
-                               auto& lock = *mutex;
-                               return std::make_unique<LockHold<etcd::recipes::DistributedMutex>>(std::move(mutex),
-                                                                                                  lock);
-                             });
+    return hold_with_session(
+        ctx, *a, {"lock " + a->name, "the lock", kLockKeyEnv},
+        [&](etcd::Client client, etcd::recipes::RecipeOptions options) -> std::unique_ptr<Hold> {
+          auto mutex =
+              std::make_shared<etcd::recipes::DistributedMutex>(std::move(client), a->name, std::move(options));
+          auto& lock = *mutex;
+          return std::make_unique<LockHold<etcd::recipes::DistributedMutex>>(std::move(mutex), lock);
+        });
   });
 }
 
@@ -382,7 +387,8 @@ void add_semaphore(Commands& commands) {
   auto a = std::make_shared<HoldArgs>();
   auto permits = std::make_shared<int>(0);
   auto* cmd = commands.root().add_subcommand(
-      "semaphore", "Acquire one of the N permits of the distributed semaphore NAME, run CMD while holding it, release it");
+      "semaphore",
+      "Acquire one of the N permits of the distributed semaphore NAME, run CMD while holding it, release it");
   cmd->add_option("name", a->name, "The semaphore's name (a key prefix)")->required();
   cmd->add_option("permits", *permits, "N: how many holders at most; every user of NAME must give the same N")
       ->required()
@@ -415,14 +421,14 @@ void add_rwlock(Commands& commands) {
               "write lock released before it and smaller than that of every later one.");
   commands.on_run(cmd, [a, mode](Context& ctx) {
     const bool write = *mode == "write";
-    return hold_with_session(ctx, *a, {"rwlock " + a->name + " " + *mode, cat("the ", *mode, " lock"), kLockKeyEnv},
-                             [&](etcd::Client client, etcd::recipes::RecipeOptions options) -> std::unique_ptr<Hold> {
-                               auto rwlock = std::make_shared<etcd::recipes::DistributedReadWriteLock>(
-                                   std::move(client), a->name, std::move(options));
-                               auto& side = write ? rwlock->write_lock() : rwlock->read_lock();
-                               return std::make_unique<LockHold<etcd::recipes::DistributedReadWriteLock::LockView>>(
-                                   std::move(rwlock), side);
-                             });
+    return hold_with_session(
+        ctx, *a, {"rwlock " + a->name + " " + *mode, cat("the ", *mode, " lock"), kLockKeyEnv},
+        [&](etcd::Client client, etcd::recipes::RecipeOptions options) -> std::unique_ptr<Hold> {
+          auto rwlock =
+              std::make_shared<etcd::recipes::DistributedReadWriteLock>(std::move(client), a->name, std::move(options));
+          auto& side = write ? rwlock->write_lock() : rwlock->read_lock();
+          return std::make_unique<LockHold<etcd::recipes::DistributedReadWriteLock::LockView>>(std::move(rwlock), side);
+        });
   });
 }
 

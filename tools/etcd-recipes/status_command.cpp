@@ -17,7 +17,8 @@ std::string join(const std::vector<std::string>& items, std::string_view sep) {
 
 void add_status(Commands& commands) {
   auto json = std::make_shared<bool>(false);
-  auto* cmd = commands.root().add_subcommand("status", "Show the status of every endpoint (exit 1 if any is unreachable)");
+  auto* cmd =
+      commands.root().add_subcommand("status", "Show the status of every endpoint (exit 1 if any is unreachable)");
   cmd->add_flag("--json", *json,
                 "Print a JSON array of {endpoint, member_id, version, db_size, db_size_in_use, leader, raft_term, "
                 "raft_index, raft_applied_index, is_leader, is_learner, errors}; ids as hex strings");

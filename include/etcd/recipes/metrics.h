@@ -51,7 +51,7 @@ class PrometheusMetrics final : public Metrics {
 
  private:
   struct Series {
-    char kind = 'c';  // c counter, s summary, g gauge
+    char kind = 'c';   // c counter, s summary, g gauge
     double value = 0;  // counter / gauge value, summary sum
     double count = 0;
     double max = 0;

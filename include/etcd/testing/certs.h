@@ -36,7 +36,6 @@ struct TestCerts {
 
 // `dir` is created if missing. Existing files with the names above are
 // overwritten.
-TestCerts make_test_certs(std::filesystem::path dir,
-                          std::string common_name_client = "root");
+TestCerts make_test_certs(std::filesystem::path dir, std::string common_name_client = "root");
 
 }  // namespace etcd::testing
