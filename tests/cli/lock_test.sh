@@ -25,60 +25,11 @@ if [[ ! -x $BIN ]]; then
   exit 2
 fi
 BIN=$(realpath "$BIN")
-ETCD=${ETCD_BINARY:-$(command -v etcd || echo /usr/bin/etcd)}
 ETCDCTL=$(command -v etcdctl || true)
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/etcd-recipes-lock-test.XXXXXX")
-ETCD_PID=""
-BG_PIDS=()
-
-cleanup() {
-  local p
-  for p in "${BG_PIDS[@]}" $ETCD_PID; do
-    kill -KILL "$p" 2>/dev/null
-    wait "$p" 2>/dev/null
-  done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-passed=0
-failed=0
-pass() {
-  passed=$((passed + 1))
-  echo "PASS: $1"
-}
-# fail NAME [DETAIL...]
-fail() {
-  failed=$((failed + 1))
-  echo "FAIL: $1"
-  shift
-  local line
-  for line in "$@"; do printf '      %s\n' "$line"; done
-}
-
-# run ARGS...: the tool against the private etcd; sets RC, OUT, ERR.
-run() {
-  timeout -k 5 60 "$BIN" --endpoints "$EP" --timeout 5s "$@" >"$WORK/out" 2>"$WORK/err"
-  RC=$?
-  OUT=$(cat "$WORK/out")
-  ERR=$(cat "$WORK/err")
-}
-details() { echo "rc=$RC" "stdout: $OUT" "stderr: $ERR"; }
-
-# check NAME CONDITION...: passes if the command CONDITION succeeds.
-check() {
-  local name=$1
-  shift
-  if "$@"; then
-    pass "$name"
-  else
-    local -a d
-    mapfile -t d < <(details)
-    fail "$name" "check: $*" "${d[@]}"
-  fi
-}
+TEST_NAME=lock-test
+POLL_INTERVAL=0.05
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # spawn NAME ARGS...: the tool in the background, output in $WORK/NAME.out
 # and .err; sets PID. With INTERRUPTIBLE=1 it starts with the default SIGINT
@@ -120,19 +71,6 @@ finish() {
   ERR=$(cat "$WORK/$2.err")
 }
 
-# wait_until SECONDS COMMAND...: polls COMMAND every 0.05 s.
-wait_until() {
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    ((SECONDS >= deadline)) && return 1
-    sleep 0.05
-  done
-}
-lines_at_least() { [[ -f $1 ]] && (($(wc -l <"$1") >= $2)); }
-file_has() { grep -q -- "$2" "$1" 2>/dev/null; }
-alive() { kill -0 "$1" 2>/dev/null; }
-dead() { ! kill -0 "$1" 2>/dev/null; }
 # keys PREFIX: how many keys there are under PREFIX.
 keys() { "$BIN" --endpoints "$EP" kv get --prefix "$1" --keys-only 2>/dev/null | grep -c .; }
 keys_are() { [[ $(keys "$1") == "$2" ]]; }
@@ -152,43 +90,7 @@ exclusive() {
 # max_concurrent LOG: the most commands that ran at once.
 max_concurrent() { awk '$1 == "start" { if (++n > m) m = n } $1 == "end" { n-- } END { print m + 0 }' "$1"; }
 
-health() {
-  (
-    exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
-    printf 'GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
-    timeout 2 cat <&3
-  ) 2>/dev/null | grep -q '"health":"true"'
-}
-
-start_etcd() {
-  local cport pport
-  for _ in 1 2 3 4 5; do
-    cport=$((20000 + RANDOM % 20000))
-    pport=$((40000 + RANDOM % 20000))
-    rm -rf "$WORK/etcd"
-    "$ETCD" --name lock-test --data-dir "$WORK/etcd" \
-      --listen-client-urls "http://127.0.0.1:$cport" --advertise-client-urls "http://127.0.0.1:$cport" \
-      --listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
-      --initial-cluster "lock-test=http://127.0.0.1:$pport" --initial-cluster-state new \
-      --heartbeat-interval 25 --election-timeout 250 >"$WORK/etcd.log" 2>&1 &
-    ETCD_PID=$!
-    EP="127.0.0.1:$cport"
-    if wait_until 20 eval 'dead $ETCD_PID || health $cport' && alive "$ETCD_PID"; then
-      return 0
-    fi
-    kill -KILL "$ETCD_PID" 2>/dev/null
-    wait "$ETCD_PID" 2>/dev/null
-    ETCD_PID=""
-  done
-  return 1
-}
-
-if ! start_etcd; then
-  echo "cannot start $ETCD; its log:" >&2
-  tail -20 "$WORK/etcd.log" >&2
-  exit 77
-fi
-echo "etcd pid $ETCD_PID at $EP"
+start_etcd_or_skip
 ctl() { ETCDCTL_API=3 "$ETCDCTL" --endpoints "$EP" "$@"; }
 
 # --- usage --------------------------------------------------------------------------

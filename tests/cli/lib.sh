@@ -1,0 +1,116 @@
+# Shared by the CLI's end-to-end tests: a private etcd on free loopback ports
+# in a temporary directory, PASS/FAIL bookkeeping, and polling helpers.
+# Source it after setting BIN (the etcd-recipes binary) and TEST_NAME.
+# shellcheck shell=bash disable=SC2034
+
+ETCD=${ETCD_BINARY:-$(command -v etcd || echo /usr/bin/etcd)}
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/etcd-recipes-$TEST_NAME.XXXXXX")
+ETCD_PID=""
+BG_PIDS=()
+
+cleanup() {
+  local p
+  for p in "${BG_PIDS[@]}" $ETCD_PID; do
+    kill -KILL "$p" 2>/dev/null
+    wait "$p" 2>/dev/null
+  done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+passed=0
+failed=0
+pass() {
+  passed=$((passed + 1))
+  echo "PASS: $1"
+}
+# fail NAME [DETAIL...]
+fail() {
+  failed=$((failed + 1))
+  echo "FAIL: $1"
+  shift
+  local line
+  for line in "$@"; do printf '      %s\n' "$line"; done
+}
+
+# run ARGS...: the tool against the private etcd; sets RC, OUT, ERR (OUT and
+# ERR without trailing newlines; the exact bytes are in $WORK/out, $WORK/err).
+run() {
+  timeout -k 5 60 "$BIN" --endpoints "$EP" --timeout 5s "$@" >"$WORK/out" 2>"$WORK/err"
+  RC=$?
+  OUT=$(cat "$WORK/out")
+  ERR=$(cat "$WORK/err")
+}
+details() { echo "rc=$RC" "stdout: $OUT" "stderr: $ERR"; }
+
+# check NAME CONDITION...: passes if the command CONDITION succeeds.
+check() {
+  local name=$1
+  shift
+  if "$@"; then
+    pass "$name"
+  else
+    local -a d
+    mapfile -t d < <(details)
+    fail "$name" "check: $*" "${d[@]}"
+  fi
+}
+
+# wait_until SECONDS COMMAND...: polls COMMAND every 0.1 s.
+wait_until() {
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@"; do
+    ((SECONDS >= deadline)) && return 1
+    sleep "${POLL_INTERVAL:-0.1}"
+  done
+}
+lines_at_least() { [[ -f $1 ]] && (($(wc -l <"$1") >= $2)); }
+file_has() { grep -q -- "$2" "$1" 2>/dev/null; }
+alive() { kill -0 "$1" 2>/dev/null; }
+dead() { ! kill -0 "$1" 2>/dev/null; }
+
+health() {
+  # Plain HTTP over bash's /dev/tcp, so the test needs neither curl nor etcdctl.
+  (
+    exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+    printf 'GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+    timeout 2 cat <&3
+  ) 2>/dev/null | grep -q '"health":"true"'
+}
+
+start_etcd() {
+  local cport pport
+  for _ in 1 2 3 4 5; do
+    cport=$((20000 + RANDOM % 20000))
+    pport=$((40000 + RANDOM % 20000))
+    rm -rf "$WORK/etcd"
+    "$ETCD" --name "$TEST_NAME" --data-dir "$WORK/etcd" \
+      --listen-client-urls "http://127.0.0.1:$cport" --advertise-client-urls "http://127.0.0.1:$cport" \
+      --listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
+      --initial-cluster "$TEST_NAME=http://127.0.0.1:$pport" --initial-cluster-state new \
+      --heartbeat-interval 25 --election-timeout 250 >"$WORK/etcd.log" 2>&1 &
+    ETCD_PID=$!
+    EP="127.0.0.1:$cport"
+    # A member that exits at once most likely lost a port race: try others.
+    if wait_until 20 eval 'dead $ETCD_PID || health $cport' && alive "$ETCD_PID"; then
+      return 0
+    fi
+    kill -KILL "$ETCD_PID" 2>/dev/null
+    wait "$ETCD_PID" 2>/dev/null
+    ETCD_PID=""
+  done
+  return 1
+}
+
+# Starts the private etcd, or exits 77 (CTest's skip code) if it cannot.
+start_etcd_or_skip() {
+  if ! start_etcd; then
+    echo "cannot start $ETCD; its log:" >&2
+    tail -20 "$WORK/etcd.log" >&2
+    exit 77
+  fi
+  echo "etcd pid $ETCD_PID at $EP"
+}
