@@ -1,7 +1,7 @@
 # Shared by the CLI's end-to-end tests: a private etcd on free loopback ports
 # in a temporary directory, PASS/FAIL bookkeeping, and polling helpers.
 # Source it after setting BIN (the etcd-recipes binary) and TEST_NAME.
-# shellcheck shell=bash disable=SC2034
+# shellcheck shell=bash disable=SC2034,SC2016
 
 ETCD=${ETCD_BINARY:-$(command -v etcd || echo /usr/bin/etcd)}
 
