@@ -1,5 +1,7 @@
 #include "etcd/session.h"
 
+#include "lease_holder.h"
+
 #include <asio/post.hpp>
 #include <asio/strand.hpp>
 #include <atomic>
@@ -237,32 +239,10 @@ Session::~Session() {
 }
 
 Call<void> Session::start() {
-  const Executor ex = impl_->client.executor();
-  if (impl_->options.ttl < std::chrono::seconds(1)) {
-    return Call<void>::ready(
-        InvalidArgument("session TTL must be at least 1 s, got " + std::to_string(impl_->options.ttl.count()) + " s"),
-        ex);
-  }
-  std::weak_ptr<Impl> weak = impl_;
-  return Call<void>(
-      [weak](CallOptions options, Callback<void> done) {
-        auto self = weak.lock();
-        if (!self) {
-          done(Closed("session"));
-          return;
-        }
-        self->begin_start(options, std::move(done));
-      },
-      ex);
+  return detail::start_lease_holder(impl_, "session", impl_->options.ttl, impl_->client.executor());
 }
 
-Call<void> Session::close() {
-  const Executor ex = impl_->client.executor();
-  bool already = false;
-  auto lease = impl_->shut(already);
-  if (already || !lease) return Call<void>::ready(Result<void>(), ex);
-  return lease->revoke().on(ex);
-}
+Call<void> Session::close() { return detail::close_lease_holder(*impl_, impl_->client.executor()); }
 
 int64_t Session::lease_id() const {
   std::lock_guard lock(impl_->mu);
