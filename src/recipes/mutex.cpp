@@ -1,6 +1,7 @@
 #include "etcd/recipes/mutex.h"
 
 #include "keys.h"
+#include "txn_batcher.h"
 
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
@@ -13,6 +14,7 @@ namespace etcd::recipes {
 using detail::KeyClaims;
 using detail::lease_hex;
 using detail::seconds_since;
+using detail::TxnBatcher;
 using etcd::detail::CallAccess;
 
 namespace detail {
@@ -44,11 +46,14 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
   MutexState(Client client, std::string name, RecipeOptions options)
       : core(std::make_shared<RecipeCore>(std::move(client), "DistributedMutex", name, std::move(options))),
         name_status(validate_name("DistributedMutex", name)),
-        prefix(name + "/") {}
+        prefix(name + "/"),
+        batcher(TxnBatcher::for_client(core->client())) {}
 
   std::shared_ptr<RecipeCore> core;
   const Status name_status;
   const std::string prefix;
+  // Contender-key creation of many mutexes of one client shares Txns.
+  const std::shared_ptr<TxnBatcher> batcher;
 
   enum class Phase { kIdle, kAcquiring, kHeld };
 
@@ -195,41 +200,37 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
     txn.when(Compare::absent(key))
         .then({Op::put(key, core->client_id(), PutOptions{.lease = s->lease_id()}), Op::get(prefix, first_created)})
         .otherwise({Op::get(key), Op::get(prefix, first_created)});
-    CallAccess::start_inline(CallAccess::caller_waits(core->client().txn(txn), a->on_caller_thread()),
-                             [self, a, s, key](Result<TxnResponse> r) {
-                               if (!r.ok()) {
-                                 // Creating our key is idempotent (create-if-absent): a transient
-                                 // failure is retried for as long as the acquisition lasts.
-                                 if (transient(r.status()))
-                                   return self->retry_later(a, [self, a, s] { self->with_session(a, s); });
-                                 return self->fail(a, std::move(r).status());
-                               }
-                               int64_t rev = 0;
-                               if (r->succeeded) {
-                                 rev = r->header.revision;
-                               } else if (const auto* kv = r->responses[0].get().first()) {
-                                 rev = kv->create_revision;
-                               }
-                               const auto* owner = r->responses[1].get().first();
-                               {
-                                 std::unique_lock lock(self->mu);
-                                 if (a->finished) {
-                                   // Timed out, cancelled or closed while the key was being created:
-                                   // the key must not stay behind and block the queue.
-                                   lock.unlock();
-                                   if (rev != 0) self->remove(key, rev);
-                                   return;
-                                 }
-                                 self->my_key = key;
-                                 self->my_rev = rev;
-                               }
-                               if (rev == 0)
-                                 return self->fail(a,
-                                                   Status(StatusCode::kAborted, "lock key vanished", Errc::kHoldLost));
-                               if (owner && owner->create_revision == rev) return self->acquired(a);
-                               if (!a->wait) return self->finish(a, false);
-                               self->wait_for_predecessor(a);
-                             });
+    batcher->submit(std::move(txn), prefix, a->on_caller_thread(), [self, a, s, key](Result<TxnResponse> r) {
+      if (!r.ok()) {
+        // Creating our key is idempotent (create-if-absent): a transient
+        // failure is retried for as long as the acquisition lasts.
+        if (transient(r.status())) return self->retry_later(a, [self, a, s] { self->with_session(a, s); });
+        return self->fail(a, std::move(r).status());
+      }
+      int64_t rev = 0;
+      if (r->succeeded) {
+        rev = r->header.revision;
+      } else if (const auto* kv = r->responses[0].get().first()) {
+        rev = kv->create_revision;
+      }
+      const auto* owner = r->responses[1].get().first();
+      {
+        std::unique_lock lock(self->mu);
+        if (a->finished) {
+          // Timed out, cancelled or closed while the key was being created:
+          // the key must not stay behind and block the queue.
+          lock.unlock();
+          if (rev != 0) self->remove(key, rev);
+          return;
+        }
+        self->my_key = key;
+        self->my_rev = rev;
+      }
+      if (rev == 0) return self->fail(a, Status(StatusCode::kAborted, "lock key vanished", Errc::kHoldLost));
+      if (owner && owner->create_revision == rev) return self->acquired(a);
+      if (!a->wait) return self->finish(a, false);
+      self->wait_for_predecessor(a);
+    });
   }
 
   bool claimed_or_claim(const std::string& key) {
