@@ -17,6 +17,7 @@
 #include <any>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <exception>
 #include <filesystem>
 #include <functional>
@@ -80,6 +81,19 @@ class Context {
   void note(std::string text) { notes_.push_back(std::move(text)); }
   const std::vector<std::string>& notes() const { return notes_; }
 
+  // The metric being run (set by main() before each metric's `run`).
+  const std::string& metric() const { return metric_; }
+  void set_metric(std::string name) { metric_ = std::move(name); }
+
+  // A base rate measured interleaved with a metric (see
+  // measure_sequential_paired): that metric's ratio uses it instead of the
+  // base metric's own run.
+  void set_paired_base(const std::string& metric, double rate) { paired_bases_[metric] = rate; }
+  std::optional<double> paired_base(const std::string& metric) const {
+    const auto it = paired_bases_.find(metric);
+    return it == paired_bases_.end() ? std::nullopt : std::optional(it->second);
+  }
+
   // Runs `compute` once per run and caches its value (or its exception), so
   // several metrics can share one measurement (p50 and p99 of one sample
   // set; the three numbers of one Go peer run).
@@ -100,7 +114,9 @@ class Context {
   }
 
  private:
+  std::string metric_;
   std::vector<std::string> notes_;
+  std::map<std::string, double> paired_bases_;
   std::map<std::string, std::any> memo_;
 };
 
@@ -133,6 +149,29 @@ const std::vector<Comparison>& comparisons();
 // returns completions per second of the timed window. `op` reports failure
 // by throwing (e.g. `.wait().value()`).
 double measure_sequential(const Context& ctx, const std::function<void()>& op);
+
+// What measure_sequential_paired measured.
+struct PairedRun {
+  double rate = 0;       // `op` completions per second of the `op` slices
+  double base_rate = 0;  // puts per second of the interleaved put slices
+  uint64_t ops = 0;      // `op` completions in the `op` slices
+  uint64_t op_rpcs = 0;  // RPCs the client started during the `op` slices
+};
+
+// Like measure_sequential, but the timed window is cut into slices of
+// kPairedSlice that alternate with slices of put_seq's puts (same key, same
+// value), until the `op` slices add up to the timed window. Rates drift
+// during a run (etcd's db grows, the machine is shared); interleaving gives
+// `op` a base rate measured at the same time. Records that put rate as the
+// current metric's paired base (Context::set_paired_base), which its ratio
+// then uses.
+PairedRun measure_sequential_paired(Context& ctx, const std::function<void()>& op);
+
+// A recipe's uncontended cycle (e.g. acquire + release), one at a time:
+// runs `cycle` once first, so the session grant of the recipe's first
+// acquisition stays out of the measurement, then measure_sequential_paired.
+// Notes RPCs per cycle and the paired put rate; returns cycles per second.
+double measure_cycle_paired(Context& ctx, const std::function<void()>& cycle);
 
 // Thread names of this process (from /proc/self/task/*/comm) → count.
 std::map<std::string, int> thread_names();
@@ -220,5 +259,13 @@ double measure_pipelined(const Context& ctx, int depth, const std::function<etcd
 // Shared by the C++ and Go workloads (go-peer/main.go uses the same sizes).
 inline constexpr int kPipelineDepth = 64;
 inline constexpr std::size_t kValueSize = 32;
+inline const std::string kValue(kValueSize, 'v');
+
+// put_seq's key; measure_sequential_paired's puts use it too.
+inline std::string put_seq_key() { return Context::key_prefix("put_seq") + "k"; }
+
+// One slice of measure_sequential_paired: long enough for many operations
+// per slice, short enough that both sides see the same drift.
+inline constexpr auto kPairedSlice = std::chrono::milliseconds(250);
 
 }  // namespace bench

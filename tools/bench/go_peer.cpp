@@ -130,9 +130,13 @@ Metric go(std::string name, std::string unit, std::string base, int order) {
     go("go_put_seq", "puts/s", "put_seq", 110),
     go("go_put_pipelined", "puts/s", "put_pipelined", 111),
     go("go_mutex_cycle_seq", "cycles/s", "put_seq", 112),
+    go("go_mutex_cycle_many", "cycles/s", "put_pipelined", 113),
 });
-[[maybe_unused]] const bool kComparisons = add_comparison({"put_seq_vs_go", "put_seq", "go_put_seq"}) &&
-                                           add_comparison({"put_pipelined_vs_go", "put_pipelined", "go_put_pipelined"});
+[[maybe_unused]] const bool kComparisons =
+    add_comparison({"put_seq_vs_go", "put_seq", "go_put_seq"}) &&
+    add_comparison({"put_pipelined_vs_go", "put_pipelined", "go_put_pipelined"}) &&
+    add_comparison({"lock_cycle_seq_vs_go", "lock_cycle_seq", "go_mutex_cycle_seq"}) &&
+    add_comparison({"lock_cycle_many_vs_go", "lock_cycle_many", "go_mutex_cycle_many"});
 
 }  // namespace
 }  // namespace bench

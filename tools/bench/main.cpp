@@ -28,6 +28,10 @@ struct Outcome {
   std::string skipped{};  // reason, if skipped
   std::string error{};    // message, if failed
   std::optional<double> ratio{};
+  // The base rate measured interleaved with this metric, if any
+  // (measure_sequential_paired); its ratio uses it instead of the base
+  // metric's own run.
+  std::optional<double> paired_base{};
 };
 
 struct RunInfo {
@@ -104,8 +108,10 @@ std::vector<Metric> select(const std::vector<std::string>& only, Settings& setti
 
 Outcome run_one(Context& ctx, const Metric& metric) {
   Outcome o{.metric = metric};
+  ctx.set_metric(metric.name);
   try {
     o.value = metric.run(ctx);
+    o.paired_base = ctx.paired_base(metric.name);
   } catch (const Skipped& e) {
     o.skipped = e.what();
   } catch (const std::exception& e) {
@@ -121,14 +127,17 @@ const Outcome* find_outcome(const std::vector<Outcome>& outcomes, const std::str
 
 void compute_ratios(std::vector<Outcome>& outcomes) {
   for (auto& o : outcomes) {
-    const Outcome* base = o.metric.base.empty() ? nullptr : find_outcome(outcomes, o.metric.base);
-    if (!o.value || base == nullptr || *base->value <= 0) continue;
+    std::optional<double> base = o.paired_base;
+    if (!base && !o.metric.base.empty()) {
+      if (const Outcome* b = find_outcome(outcomes, o.metric.base)) base = b->value;
+    }
+    if (!o.value || !base || *base <= 0) continue;
     switch (o.metric.kind) {
       case Kind::kRate:
-        o.ratio = *o.value / *base->value;
+        o.ratio = *o.value / *base;
         break;
       case Kind::kLatency:
-        o.ratio = *o.value / (1000.0 / *base->value);
+        o.ratio = *o.value / (1000.0 / *base);
         break;
       case Kind::kCount:
         break;
@@ -140,6 +149,10 @@ struct Derived {
   std::string name;
   double value;
 };
+
+// What a ratio is relative to: the base metric, or the base rate measured
+// interleaved with the metric (always put_seq's puts).
+std::string ratio_to(const Outcome& o) { return o.paired_base ? "put_seq (paired)" : o.metric.base; }
 
 std::vector<Derived> compute_comparisons(const std::vector<Outcome>& outcomes) {
   std::vector<Derived> out;
@@ -162,8 +175,7 @@ void print_table(const RunInfo& info, const std::vector<Outcome>& outcomes, cons
   std::printf("%s\n", std::string(72, '-').c_str());
   for (const auto& o : outcomes) {
     const std::string ratio = o.ratio ? fixed(*o.ratio, 2) : "-";
-    const std::string to =
-        o.ratio ? (o.metric.kind == Kind::kLatency ? o.metric.base + " latency" : o.metric.base) : "";
+    const std::string to = o.ratio ? ratio_to(o) + (o.metric.kind == Kind::kLatency ? " latency" : "") : "";
     std::printf("%-24s %12s  %-9s %8s  %s\n", o.metric.name.c_str(), format_value(o).c_str(), o.metric.unit.c_str(),
                 ratio.c_str(), to.c_str());
   }
@@ -194,8 +206,9 @@ nlohmann::json to_json(const RunInfo& info, const std::vector<Outcome>& outcomes
     }
     if (o.ratio) {
       m["ratio"] = *o.ratio;
-      m["ratio_to"] = o.metric.base;
+      m["ratio_to"] = ratio_to(o);
     }
+    if (o.paired_base) m["paired_base"] = *o.paired_base;
     if (!o.skipped.empty()) m["skipped"] = o.skipped;
     if (!o.error.empty()) m["error"] = o.error;
     out[o.metric.name] = std::move(m);

@@ -7,10 +7,8 @@
 namespace bench {
 namespace {
 
-const std::string kValue(kValueSize, 'v');
-
 double put_seq(Context& ctx) {
-  const std::string key = Context::key_prefix("put_seq") + "k";
+  const std::string key = put_seq_key();
   return measure_sequential(ctx, [&] { ctx.client.put(key, kValue).wait().value(); });
 }
 

@@ -54,19 +54,10 @@ int64_t count_keys(Context& ctx, const std::string& prefix) {
 // Uncontended lock+unlock, one at a time: two etcd writes, two round trips.
 double lock_cycle_seq(Context& ctx) {
   DistributedMutex mutex(ctx.client, Context::key_prefix("lock_cycle_seq") + "lock");
-  mutex.acquire().wait().value();  // grants the session outside the window
-  if (!mutex.release().wait().value()) throw std::runtime_error("lock_cycle_seq: release reported a lost hold");
-  const uint64_t rpcs_before = ctx.client.stats().rpcs_started;
-  uint64_t cycles = 0;
-  const double rate = measure_sequential(ctx, [&] {
+  return measure_cycle_paired(ctx, [&] {
     mutex.acquire().wait().value();
     if (!mutex.release().wait().value()) throw std::runtime_error("lock_cycle_seq: release reported a lost hold");
-    ++cycles;
   });
-  const double rpcs = static_cast<double>(ctx.client.stats().rpcs_started - rpcs_before) / static_cast<double>(cycles);
-  ctx.note(fmt("lock_cycle_seq: %.2f RPCs per cycle (%llu cycles, session keep-alives included)", rpcs,
-               static_cast<unsigned long long>(cycles)));
-  return rate;
 }
 
 // --- lock_cycle_many ---------------------------------------------------------
@@ -475,8 +466,6 @@ double waiters_threads(Context& ctx) {
      .order = 910,
      .run = waiters_threads},
 });
-[[maybe_unused]] const bool kComparisons =
-    add_comparison({"lock_cycle_seq_vs_go", "lock_cycle_seq", "go_mutex_cycle_seq"});
 
 }  // namespace
 }  // namespace bench

@@ -1,7 +1,9 @@
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <tuple>
+#include <utility>
 
 #include "bench.h"
 
@@ -52,6 +54,57 @@ double measure_sequential(const Context& ctx, const std::function<void()>& op) {
   };
   run_for(ctx.settings.warmup);
   return run_for(ctx.settings.duration);
+}
+
+PairedRun measure_sequential_paired(Context& ctx, const std::function<void()>& op) {
+  using Seconds = std::chrono::duration<double>;
+  const std::string key = put_seq_key();
+  const auto put = [&] { ctx.client.put(key, kValue).wait().value(); };
+  // Runs `fn` back to back for `slice`; returns completions and the time
+  // they took (the last one ends after the slice).
+  const auto run_slice = [](const std::function<void()>& fn, Clock::duration slice) {
+    const auto start = Clock::now();
+    const auto end = start + slice;
+    uint64_t n = 0;
+    for (; Clock::now() < end; ++n) fn();
+    return std::pair(n, Clock::now() - start);
+  };
+
+  run_slice(op, ctx.settings.warmup);
+  PairedRun run;
+  Clock::duration op_time{};
+  Clock::duration put_time{};
+  uint64_t puts = 0;
+  while (op_time < ctx.settings.duration) {
+    // The last slice is cut short so the op slices add up to the window.
+    const auto slice = std::min<Clock::duration>(kPairedSlice, ctx.settings.duration - op_time);
+    const uint64_t rpcs_before = ctx.client.stats().rpcs_started;
+    const auto [ops, op_took] = run_slice(op, slice);
+    run.op_rpcs += ctx.client.stats().rpcs_started - rpcs_before;
+    run.ops += ops;
+    op_time += op_took;
+    // The put slice as long as the op slice really took, so both sides
+    // cover the same stretch of time.
+    const auto [n, put_took] = run_slice(put, op_took);
+    puts += n;
+    put_time += put_took;
+  }
+  run.rate = static_cast<double>(run.ops) / Seconds(op_time).count();
+  run.base_rate = static_cast<double>(puts) / Seconds(put_time).count();
+  ctx.set_paired_base(ctx.metric(), run.base_rate);
+  return run;
+}
+
+double measure_cycle_paired(Context& ctx, const std::function<void()>& cycle) {
+  cycle();
+  const PairedRun run = measure_sequential_paired(ctx, cycle);
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "%s: %.2f RPCs per cycle (%llu cycles, session keep-alives included); paired put_seq %.0f puts/s",
+                ctx.metric().c_str(), static_cast<double>(run.op_rpcs) / static_cast<double>(run.ops),
+                static_cast<unsigned long long>(run.ops), run.base_rate);
+  ctx.note(line);
+  return run.rate;
 }
 
 std::map<std::string, int> thread_names() {

@@ -26,6 +26,7 @@ import (
 const (
 	valueSize     = 32
 	pipelineDepth = 64
+	manyLocks     = 256 // lock_cycle_many's lock count
 	keyPrefix     = "bench/go/"
 )
 
@@ -63,15 +64,16 @@ func sequential(d time.Duration, fn func() error) (float64, error) {
 }
 
 // concurrent runs fn from `workers` goroutines for d (one shared client:
-// the idiomatic Go way to keep `workers` requests in flight).
-func concurrent(d time.Duration, workers int, fn func() error) (float64, error) {
+// the idiomatic Go way to keep `workers` requests in flight). fn gets the
+// worker's index, the same in the warm-up and the timed window.
+func concurrent(d time.Duration, workers int, fn func(worker int) error) (float64, error) {
 	if _, err := workersFor(warmupFor, workers, fn); err != nil {
 		return 0, err
 	}
 	return workersFor(d, workers, fn)
 }
 
-func workersFor(d time.Duration, workers int, fn func() error) (float64, error) {
+func workersFor(d time.Duration, workers int, fn func(worker int) error) (float64, error) {
 	var n int64
 	var firstErr error
 	var once sync.Once
@@ -80,10 +82,10 @@ func workersFor(d time.Duration, workers int, fn func() error) (float64, error) 
 	end := start.Add(d)
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
-		go func() {
+		go func(w int) {
 			defer wg.Done()
 			for time.Now().Before(end) {
-				if err := fn(); err != nil {
+				if err := fn(w); err != nil {
 					once.Do(func() { firstErr = err })
 					return
 				}
@@ -91,7 +93,7 @@ func workersFor(d time.Duration, workers int, fn func() error) (float64, error) 
 					atomic.AddInt64(&n, 1)
 				}
 			}
-		}()
+		}(w)
 	}
 	wg.Wait()
 	return float64(n) / d.Seconds(), firstErr
@@ -113,7 +115,7 @@ func run(endpoints []string, d time.Duration) (map[string]float64, error) {
 	if out["go_put_seq"], err = sequential(d, put); err != nil {
 		return nil, fmt.Errorf("go_put_seq: %w", err)
 	}
-	if out["go_put_pipelined"], err = concurrent(d, pipelineDepth, put); err != nil {
+	if out["go_put_pipelined"], err = concurrent(d, pipelineDepth, func(int) error { return put() }); err != nil {
 		return nil, fmt.Errorf("go_put_pipelined: %w", err)
 	}
 
@@ -131,6 +133,23 @@ func run(endpoints []string, d time.Duration) (map[string]float64, error) {
 	}
 	if out["go_mutex_cycle_seq"], err = sequential(d, cycle); err != nil {
 		return nil, fmt.Errorf("go_mutex_cycle_seq: %w", err)
+	}
+
+	// lock_cycle_many: one Mutex per goroutine, each on its own name, all on
+	// the one session. A Mutex is not safe for concurrent use, but worker i
+	// only ever uses mutexes[i].
+	mutexes := make([]*concurrency.Mutex, manyLocks)
+	for i := range mutexes {
+		mutexes[i] = concurrency.NewMutex(session, fmt.Sprintf("%smany/%d", keyPrefix, i))
+	}
+	manyCycle := func(w int) error {
+		if err := mutexes[w].Lock(ctx); err != nil {
+			return err
+		}
+		return mutexes[w].Unlock(ctx)
+	}
+	if out["go_mutex_cycle_many"], err = concurrent(d, manyLocks, manyCycle); err != nil {
+		return nil, fmt.Errorf("go_mutex_cycle_many: %w", err)
 	}
 	return out, nil
 }
