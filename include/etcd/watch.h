@@ -5,6 +5,15 @@
 // is lost or repeated; if that revision was compacted meanwhile, the
 // handler gets an error with reason Errc::kResyncNeeded (status.revision()
 // is the compact revision) and the watch ends: reload and watch again.
+//
+// With WatchOptions::notify_created, the handler also hears when the server
+// has created the watch: one response with `created` set and no events,
+// delivered in order before any event of the watch. Its header.revision is
+// the store revision at creation: a watch whose start revision is at or
+// below it started behind the store (etcd 3.4 then delivers its first
+// events from a loop that runs only every 100 ms). A watch re-created on a
+// new stream reports its creation again, with the revision at that moment,
+// before the events that follow the re-creation.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +37,7 @@ struct WatchOptions {
   bool progress_notify = false;        // ask the server for periodic progress
   bool filter_puts = false;            // do not deliver PUT events
   bool filter_deletes = false;         // do not deliver DELETE events
+  bool notify_created = false;         // deliver a `created` response (above)
   std::optional<Executor> executor{};  // where the handler runs
 };
 
@@ -44,6 +54,9 @@ struct WatchResponse {
   // A progress notification: no events, but every event up to
   // header.revision has been delivered.
   bool progress = false;
+  // With WatchOptions::notify_created: the server created (or re-created)
+  // the watch. No events; header.revision is the store revision then.
+  bool created = false;
 };
 
 // Called with each batch of events; an error result is the last call.

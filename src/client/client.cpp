@@ -236,7 +236,7 @@ Watcher Client::watch(std::string key, WatchOptions options, WatchHandler handle
   }
   pb::WatchCreateRequest req;
   core_->ns().fill(req, key, options);
-  return core_->watch_hub().add(std::move(req), std::move(handler), ex);
+  return core_->watch_hub().add(std::move(req), std::move(handler), ex, options.notify_created);
 }
 
 Call<MemberListResponse> Client::member_list() {

@@ -53,8 +53,10 @@ void WatchEntry::deliver(Result<WatchResponse> r, int64_t through_revision) {
 WatchHub::WatchHub(ClientCore& core) : core_(core) {}
 WatchHub::~WatchHub() = default;
 
-Watcher WatchHub::add(etcdserverpb::WatchCreateRequest request, WatchHandler handler, Executor ex) {
-  auto entry = std::make_shared<WatchEntry>(core_.weak_from_this(), std::move(request), std::move(handler), ex);
+Watcher WatchHub::add(etcdserverpb::WatchCreateRequest request, WatchHandler handler, Executor ex,
+                      bool notify_created) {
+  auto entry =
+      std::make_shared<WatchEntry>(core_.weak_from_this(), std::move(request), std::move(handler), ex, notify_created);
   std::lock_guard lock(mu_);
   if (shutdown_) {
     entry->finished_ = true;
@@ -206,6 +208,14 @@ void WatchHub::on_response(WatchStream* stream, const etcdserverpb::WatchRespons
         e->created_ = true;
       }
       e->created_cv_.notify_all();
+      if (e->notify_created_) {
+        // Through the strand like any response, so before every event of
+        // this creation; it delivers nothing, so it moves no revision.
+        WatchResponse created;
+        created.header = convert(r.header());
+        created.created = true;
+        e->deliver(std::move(created), 0);
+      }
     }
     pump_creates_locked();
     if (r.events_size() == 0) return;

@@ -27,11 +27,12 @@ struct Endpoint;
 class WatchEntry : public std::enable_shared_from_this<WatchEntry> {
  public:
   WatchEntry(std::weak_ptr<ClientCore> core, etcdserverpb::WatchCreateRequest request, WatchHandler handler,
-             Executor ex)
+             Executor ex, bool notify_created)
       : core_(std::move(core)),
         request_(std::move(request)),
         handler_(std::move(handler)),
-        strand_(asio::make_strand(ex)) {}
+        strand_(asio::make_strand(ex)),
+        notify_created_(notify_created) {}
 
   void cancel();
   bool active() const { return !cancelled_.load() && !finished_.load(); }
@@ -46,6 +47,7 @@ class WatchEntry : public std::enable_shared_from_this<WatchEntry> {
   etcdserverpb::WatchCreateRequest request_;
   WatchHandler handler_;
   asio::strand<Executor> strand_;
+  const bool notify_created_;  // deliver a `created` response at each creation
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> finished_{false};  // an error ended it
   std::atomic<int64_t> delivered_revision_{0};
@@ -65,7 +67,7 @@ class WatchHub {
   explicit WatchHub(ClientCore& core);
   ~WatchHub();
 
-  Watcher add(etcdserverpb::WatchCreateRequest request, WatchHandler handler, Executor ex);
+  Watcher add(etcdserverpb::WatchCreateRequest request, WatchHandler handler, Executor ex, bool notify_created = false);
   void cancel(const std::shared_ptr<WatchEntry>& entry);
 
   void shutdown();

@@ -1,44 +1,28 @@
 #include "etcd/recipes/mutex.h"
 
+#include "acquisition.h"
 #include "keys.h"
 #include "txn_batcher.h"
 
 #include <asio/post.hpp>
-#include <asio/steady_timer.hpp>
 #include <cstdio>
 #include <set>
-#include <thread>
 
 namespace etcd::recipes {
 
 using detail::KeyClaims;
 using detail::lease_hex;
 using detail::seconds_since;
+using detail::transient;
 using detail::TxnBatcher;
 using etcd::detail::CallAccess;
 
 namespace detail {
 
-// One acquisition attempt in flight. Its registrations (timer, stop
-// callback, close and session listeners, the predecessor watch) hold the
-// mutex state strongly but the acquisition only weakly; finish() takes them
-// all out, which breaks every cycle.
-struct Acquisition {
-  bool wait = true;
+// One acquisition attempt in flight (its registrations: see
+// acquisition.h; finish() takes them all out, which breaks every cycle).
+struct Acquisition : AcquisitionBase {
   Callback<bool> done;
-  Clock::time_point started = Clock::now();
-  // A blocking caller's thread may run the first steps' RPCs itself.
-  bool caller_waits = false;
-  std::thread::id caller_thread = std::this_thread::get_id();
-  int transient_failures = 0;
-  bool on_caller_thread() const { return caller_waits && std::this_thread::get_id() == caller_thread; }
-  // Guarded by MutexState::mu.
-  bool finished = false;
-  std::shared_ptr<asio::steady_timer> timer;
-  std::shared_ptr<std::optional<std::stop_callback<std::function<void()>>>> stop_cb;
-  Subscription close_sub;
-  Subscription session_lost_sub;
-  Watcher predecessor_watch;
 };
 
 class MutexState : public std::enable_shared_from_this<MutexState> {
@@ -93,82 +77,11 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
       acq = a;
     }
     auto self = shared_from_this();
-    std::weak_ptr<Acquisition> wa = a;
-    if (options.stop.stop_requested()) return fail(a, Cancelled("acquire cancelled"));
-    if (options.deadline) {
-      auto timer = std::make_shared<asio::steady_timer>(core->client().executor(), *options.deadline);
-      timer->async_wait([self, wa](const asio::error_code& ec) {
-        auto acq_ptr = wa.lock();
-        if (!ec && acq_ptr) self->fail(acq_ptr, DeadlineExceeded("timed out waiting for the lock"));
-      });
-      keep(
-          a, [&] { a->timer = timer; }, [&] { asio::post(core->client().executor(), [timer] { timer->cancel(); }); });
-    }
-    if (options.stop.stop_possible()) {
-      // A separate object, stored only once registered: the callback may run
-      // inside the registration itself.
-      auto stop_cb = std::make_shared<std::optional<std::stop_callback<std::function<void()>>>>();
-      stop_cb->emplace(options.stop, std::function<void()>([self, wa] {
-                         if (auto acq_ptr = wa.lock()) self->fail(acq_ptr, Cancelled("acquire cancelled"));
-                       }));
-      keep(
-          a, [&] { a->stop_cb = stop_cb; }, [&] { self->drop_later(stop_cb); });
-    }
-    auto close_sub = core->on_close([self, wa] {
-      if (auto acq_ptr = wa.lock()) self->fail(acq_ptr, self->core->closed_status());
-    });
-    keep(
-        a, [&] { a->close_sub = std::move(close_sub); }, [] {});
+    if (!guard(self, a, options, DeadlineExceeded("timed out waiting for the lock"), core->closed_status())) return;
     CallAccess::start_inline(core->session(), [self, a](Result<std::shared_ptr<Session>> s) {
       if (!s.ok()) return self->fail(a, std::move(s).status());
       self->with_session(a, *s);
     });
-  }
-
-  // Stores a registration in the acquisition, or undoes it if the
-  // acquisition already finished (possibly while it was being registered).
-  template <class Store, class Undo>
-  void keep(const std::shared_ptr<Acquisition>& a, Store store, Undo undo) {
-    {
-      std::lock_guard lock(mu);
-      if (!a->finished) {
-        store();
-        return;
-      }
-    }
-    undo();
-  }
-
-  static bool transient(const Status& st) {
-    return st.code() == StatusCode::kDeadlineExceeded || st.code() == StatusCode::kUnavailable ||
-           st.is(Errc::kOutcomeUnknown);
-  }
-
-  // Runs `step` again after a backoff, unless the acquisition ends first.
-  void retry_later(const std::shared_ptr<Acquisition>& a, std::function<void()> step) {
-    int n;
-    {
-      std::lock_guard lock(mu);
-      if (a->finished) return;
-      n = ++a->transient_failures;
-    }
-    auto timer = std::make_shared<asio::steady_timer>(core->client().executor(),
-                                                      std::chrono::milliseconds(std::min(1000, 50 * n)));
-    std::weak_ptr<Acquisition> wa = a;
-    timer->async_wait([self = shared_from_this(), wa, timer, step = std::move(step)](const asio::error_code&) {
-      auto acq_ptr = wa.lock();
-      if (!acq_ptr) return;
-      {
-        std::lock_guard lock(self->mu);
-        if (acq_ptr->finished) return;
-      }
-      step();
-    });
-  }
-
-  // A stop callback is never destroyed on the thread that may be running it.
-  void drop_later(std::shared_ptr<std::optional<std::stop_callback<std::function<void()>>>> stop_cb) {
-    if (stop_cb) asio::post(core->client().executor(), [stop_cb] { stop_cb->reset(); });
   }
 
   void with_session(const std::shared_ptr<Acquisition>& a, const std::shared_ptr<Session>& s) {
@@ -184,15 +97,7 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
                                             " (the same name on the same session); give it its own session")));
     }
     auto self = shared_from_this();
-    std::weak_ptr<Acquisition> wa = a;
-    auto lost_sub = s->on_lost([self, wa](const Status& why) {
-      if (auto acq_ptr = wa.lock()) {
-        self->fail(acq_ptr,
-                   Status(StatusCode::kAborted, "session lost while waiting: " + why.message(), Errc::kHoldLost));
-      }
-    });
-    keep(
-        a, [&] { a->session_lost_sub = std::move(lost_sub); }, [] {});
+    guard_session(self, a, *s);
     // One round trip: create our key unless it exists, and read the owner.
     const GetOptions first_created{
         .prefix = true, .limit = 1, .sort_order = SortOrder::kAscend, .sort_target = SortTarget::kCreate};
@@ -204,7 +109,7 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
       if (!r.ok()) {
         // Creating our key is idempotent (create-if-absent): a transient
         // failure is retried for as long as the acquisition lasts.
-        if (transient(r.status())) return self->retry_later(a, [self, a, s] { self->with_session(a, s); });
+        if (transient(r.status())) return retry_later(self, a, [self, a, s] { self->with_session(a, s); });
         return self->fail(a, std::move(r).status());
       }
       int64_t rev = 0;
@@ -247,7 +152,7 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
   }
 
   // Anchored wait: read (my key, the last key created before mine) at one
-  // revision, then watch only that predecessor from the next revision.
+  // revision R, then wait for a change of only that predecessor from R+1.
   void wait_for_predecessor(const std::shared_ptr<Acquisition>& a) {
     std::string key;
     int64_t rev;
@@ -268,13 +173,11 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
                                  a->on_caller_thread()),
         [self, a, rev](Result<TxnResponse> r) {
           if (!r.ok()) {
-            if (transient(r.status())) return self->retry_later(a, [self, a] { self->wait_for_predecessor(a); });
+            if (transient(r.status())) return retry_later(self, a, [self, a] { self->wait_for_predecessor(a); });
             return self->fail(a, std::move(r).status());
           }
-          const auto* mine = r->responses[0].get().first();
-          if (!mine || mine->create_revision != rev) {
-            // Our key is gone (session lost): never report success.
-            return self->fail(a, Status(StatusCode::kAborted, "our key disappeared while waiting", Errc::kHoldLost));
+          if (auto gone = detail::own_key_lost(r->responses[0].get().first(), rev)) {
+            return self->fail(a, std::move(*gone));  // never report success
           }
           const auto* pred = r->responses[1].get().first();
           if (!pred) return self->acquired(a);
@@ -282,29 +185,21 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
         });
   }
 
+  // Waits for the predecessor's deletion (wait_for_change: at most one
+  // wake-up; one read if the store moved between the read and the watch).
   void watch_predecessor(const std::shared_ptr<Acquisition>& a, const std::string& pred_key, int64_t from) {
     auto self = shared_from_this();
     std::weak_ptr<Acquisition> wa = a;
-    auto fired = std::make_shared<std::atomic<bool>>(false);
-    Watcher w = core->client().watch(pred_key, WatchOptions{.start_revision = from, .filter_puts = true},
-                                     [self, wa, fired](Result<WatchResponse> r) {
-                                       if (r.ok() && r->events.empty()) return;  // progress
-                                       if (fired->exchange(true)) return;
-                                       auto acq_ptr = wa.lock();
-                                       if (!acq_ptr) return;
-                                       // Deleted (or the watch failed): look again from scratch.
-                                       self->core->metrics().add("etcd_recipes_lock_wakeups_total", self->labels(), 1);
-                                       self->wait_for_predecessor(acq_ptr);
-                                     });
-    Watcher stale;
-    {
-      std::lock_guard lock(mu);
-      if (a->finished) {
-        stale = std::move(w);  // cancelled when it goes out of scope, outside the lock
-      } else {
-        a->predecessor_watch = std::move(w);  // replaces (and cancels) a spent one
-      }
-    }
+    Watcher w =
+        detail::wait_for_change(core, pred_key, WatchOptions{.filter_puts = true}, from, detail::any_event,
+                                detail::key_changed(pred_key, from, /*puts=*/false), [self, wa] {
+                                  auto acq_ptr = wa.lock();
+                                  if (!acq_ptr) return;
+                                  // Deleted (or the watch failed): look again from scratch.
+                                  self->core->metrics().add("etcd_recipes_lock_wakeups_total", self->labels(), 1);
+                                  self->wait_for_predecessor(acq_ptr);
+                                });
+    keep_watch(self, a, std::move(w));
   }
 
   void acquired(const std::shared_ptr<Acquisition>& a) {
@@ -344,15 +239,11 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
     bool remove_key = false;
     std::string key;
     int64_t rev = 0;
-    Watcher watch;
-    Subscription close_sub, lost_sub;
-    std::shared_ptr<asio::steady_timer> timer;
-    std::shared_ptr<std::optional<std::stop_callback<std::function<void()>>>> stop_cb;
+    Registrations registrations;
     std::shared_ptr<Acquisition> current;
     {
       std::lock_guard lock(mu);
-      if (a->finished) return;
-      a->finished = true;
+      if (!finish_locked(*a, registrations)) return;
       if (acq == a) current = std::move(acq);
       if (!(result.ok() && *result)) {
         phase = Phase::kIdle;
@@ -361,18 +252,9 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
         rev = my_rev;
         my_rev = 0;
       }
-      watch = std::move(a->predecessor_watch);
-      close_sub = std::move(a->close_sub);
-      lost_sub = std::move(a->session_lost_sub);
-      timer = std::move(a->timer);
-      stop_cb = std::move(a->stop_cb);
     }
     // Everything registered for the acquisition goes now, outside the lock.
-    watch.cancel();
-    close_sub.reset();
-    lost_sub.reset();
-    if (timer) asio::post(core->client().executor(), [timer] { timer->cancel(); });
-    drop_later(std::move(stop_cb));
+    registrations.drop_all(core->client().executor());
     auto done = std::move(a->done);
     Result<bool> outcome = result.ok() ? Result<bool>(*result) : Result<bool>(core->named(std::move(result).status()));
     if (!remove_key) return done(std::move(outcome));
@@ -383,17 +265,8 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
   }
 
   // Deletes our key if it is still the one we created (fire and forget).
-  void remove(
-      const std::string& key, int64_t rev, std::function<void()> then = [] {}) {
-    CallAccess::start_inline(
-        core->client().txn(Txn().when(Compare::create_revision(key) == rev).then(Op::del(key))),
-        [core = core, then = std::move(then)](Result<TxnResponse> r) {
-          if (!r.ok()) {
-            core->record_error(
-                Status(r.status().code(), "cleaning up the lock key: " + r.status().message(), r.status().reason()));
-          }
-          then();
-        });
+  void remove(const std::string& key, int64_t rev, std::function<void()> then = {}) {
+    detail::remove_key(core, key, rev, "cleaning up the lock key", std::move(then));
   }
 
   // --- the hold ------------------------------------------------------------

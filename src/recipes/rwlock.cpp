@@ -1,10 +1,10 @@
 #include "etcd/recipes/rwlock.h"
 
+#include "acquisition.h"
 #include "keys.h"
+#include "txn_batcher.h"
 
 #include <asio/post.hpp>
-#include <asio/steady_timer.hpp>
-#include <atomic>
 #include <cstdio>
 #include <optional>
 #include <set>
@@ -14,6 +14,7 @@ namespace etcd::recipes {
 using detail::KeyClaims;
 using detail::lease_hex;
 using detail::seconds_since;
+using detail::TxnBatcher;
 using etcd::detail::CallAccess;
 using Mode = DistributedReadWriteLock::Mode;
 
@@ -26,28 +27,18 @@ const char* mode_name(Mode m) { return m == Mode::kRead ? "read" : "write"; }
 // read hold now.
 bool downgraded(const KeyValue& kv) { return kv.mod_revision != kv.create_revision; }
 
-bool retryable(const Status& s) { return s.is(Errc::kOutcomeUnknown) || s.code() == StatusCode::kUnavailable; }
-
 }  // namespace
 
 namespace detail {
 
-// One acquisition attempt in flight. Fields marked (mu) are guarded by
-// RwLockState::mu.
-struct RwAcquisition {
+// One acquisition attempt in flight (its registrations: see
+// acquisition.h). Fields marked (mu) are guarded by RwLockState::mu.
+struct RwAcquisition : AcquisitionBase {
   Mode mode = Mode::kRead;
-  bool wait = true;
   Callback<bool> done{};
-  Clock::time_point started = Clock::now();
   bool stale_removed = false;
-  bool finished = false;                                               // (mu)
-  std::string key{};                                                   // (mu)
-  int64_t rev = 0;                                                     // (mu) create revision of our key, once created
-  std::shared_ptr<asio::steady_timer> timer{};                         // (mu)
-  Subscription close_sub{};                                            // (mu)
-  Subscription session_lost_sub{};                                     // (mu)
-  Watcher watch{};                                                     // (mu)
-  std::optional<std::stop_callback<std::function<void()>>> stop_cb{};  // set once, in start()
+  std::string key{};  // (mu)
+  int64_t rev = 0;    // (mu) create revision of our key, once created
 };
 
 class RwLockState : public std::enable_shared_from_this<RwLockState> {
@@ -55,13 +46,19 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
   RwLockState(Client client, std::string name, RecipeOptions options)
       : core(std::make_shared<RecipeCore>(std::move(client), "DistributedReadWriteLock", name, std::move(options))),
         name_status(validate_name("DistributedReadWriteLock", name)),
+        scope(name + "/"),
         prefixes{name + "/read/", name + "/write/"},
-        identities{core->identity() + ":read", core->identity() + ":write"} {}
+        identities{core->identity() + ":read", core->identity() + ":write"},
+        batcher(TxnBatcher::for_client(core->client())) {}
 
   std::shared_ptr<RecipeCore> core;
   const Status name_status;
+  // Every key of the lock lives under it (both prefixes).
+  const std::string scope;
   const std::string prefixes[2];
   const std::string identities[2];
+  // Contender-key creation of many recipes of one client shares Txns.
+  const std::shared_ptr<TxnBatcher> batcher;
 
   enum class Phase { kIdle, kAcquiring, kHeld };
 
@@ -105,6 +102,7 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
     a->mode = m;
     a->wait = wait;
     a->done = std::move(done);
+    a->caller_waits = options.caller_waits;
     std::optional<Status> refused;
     {
       std::lock_guard lock(mu);
@@ -130,46 +128,14 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
     }
     if (refused) return a->done(named(m, std::move(*refused)));
     auto self = shared_from_this();
-    if (options.deadline) {
-      auto timer = std::make_shared<asio::steady_timer>(executor(), *options.deadline);
-      timer->async_wait([self, a](const asio::error_code& ec) {
-        if (!ec) self->fail(a, DeadlineExceeded("timed out waiting for the lock"));
-      });
-      bool finished;
-      {
-        std::lock_guard lock(mu);
-        finished = a->finished;
-        if (!finished) a->timer = timer;
-      }
-      if (finished) asio::post(executor(), [timer] { timer->cancel(); });
+    if (!guard(self, a, options, DeadlineExceeded("timed out waiting for the lock"),
+               Status(StatusCode::kFailedPrecondition, "closed", Errc::kClosed))) {
+      return;
     }
-    if (options.stop.stop_possible()) {
-      // Weak: the callback must not keep the acquisition alive, and it only
-      // posts, so that the acquisition is never destroyed inside it.
-      std::weak_ptr<RwLockState> ws = self;
-      std::weak_ptr<RwAcquisition> wa = a;
-      a->stop_cb.emplace(options.stop, std::function<void()>([ws, wa] {
-                           auto s = ws.lock();
-                           auto acq_ = wa.lock();
-                           if (!s || !acq_) return;
-                           asio::post(s->executor(), [s, acq_] { s->fail(acq_, Cancelled("acquire cancelled")); });
-                         }));
-    }
-    keep(a, &RwAcquisition::close_sub, core->on_close([self, a] {
-      self->fail(a, Status(StatusCode::kFailedPrecondition, "closed", Errc::kClosed));
-    }));
     CallAccess::start_inline(core->session(), [self, a](Result<std::shared_ptr<Session>> s) {
       if (!s.ok()) return self->fail(a, std::move(s).status());
       self->with_session(a, *s);
     });
-  }
-
-  // Stores a subscription in the acquisition unless it already finished (then
-  // it is dropped here, outside the lock).
-  void keep(const std::shared_ptr<RwAcquisition>& a, Subscription RwAcquisition::*slot, Subscription sub) {
-    std::lock_guard lock(mu);
-    if (!a->finished) (*a).*slot = std::move(sub);
-    // else: `sub` is destroyed after the lock is released (declaration order).
   }
 
   bool claim_key(const std::string& key, int64_t lease) {
@@ -205,10 +171,7 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
                             "another DistributedReadWriteLock of this process uses key " + key +
                                 " (the same name on the same session); give it its own session"));
     }
-    auto self = shared_from_this();
-    keep(a, &RwAcquisition::session_lost_sub, s->on_lost([self, a](const Status& why) {
-      self->fail(a, Status(StatusCode::kAborted, "session lost while waiting: " + why.message(), Errc::kHoldLost));
-    }));
+    guard_session(shared_from_this(), a, *s);
     create(a, s->lease_id());
   }
 
@@ -236,7 +199,9 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
   }
 
   // One round trip: create our key unless it exists, and read the newest
-  // keys that can conflict with it.
+  // keys that can conflict with it. Create-if-absent, and every key it reads
+  // or writes lives under `scope`: it may share a batch with the creations
+  // of other names (never with another contender of this lock).
   void create(const std::shared_ptr<RwAcquisition>& a, int64_t lease) {
     std::string key;
     {
@@ -256,7 +221,7 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
         .otherwise(Op::get(key));
     if (a->mode == Mode::kWrite) txn.then(Op::get(prefixes[idx(Mode::kRead)], newest));
     auto self = shared_from_this();
-    CallAccess::start_inline(core->client().txn(txn), [self, a, key, lease](Result<TxnResponse> r) {
+    batcher->submit(std::move(txn), scope, a->on_caller_thread(), [self, a, key, lease](Result<TxnResponse> r) {
       if (!r.ok()) return self->fail(a, std::move(r).status());
       if (!r->succeeded) {
         // A key of ours from an earlier acquisition whose release did not get
@@ -269,24 +234,14 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
         }
         a->stale_removed = true;
         const int64_t stale_rev = stale->create_revision;
-        return CallAccess::start_inline(
-            self->core->client().txn(Txn().when(Compare::create_revision(key) == stale_rev).then(Op::del(key))),
-            [self, a, lease](Result<TxnResponse> d) {
-              if (!d.ok()) return self->fail(a, std::move(d).status());
-              self->create(a, lease);
-            });
+        return CallAccess::start_inline(self->core->client().txn(detail::delete_if_created_at(key, stale_rev)),
+                                        [self, a, lease](Result<TxnResponse> d) {
+                                          if (!d.ok()) return self->fail(a, std::move(d).status());
+                                          self->create(a, lease);
+                                        });
       }
       const int64_t rev = r->header.revision;
-      bool orphan = false;
-      {
-        std::lock_guard lock(self->mu);
-        if (a->finished) {
-          orphan = true;  // cancelled meanwhile: the key we just made must go
-        } else {
-          a->rev = rev;
-        }
-      }
-      if (orphan) return self->remove(key, rev);
+      if (!detail::adopt_key(self->mu, *a, a->rev, rev)) return self->remove(key, rev);
       const auto* readers = a->mode == Mode::kWrite ? &r->responses[2].get().kvs : nullptr;
       auto pred = predecessor(a->mode, rev, r->responses[1].get().kvs, readers);
       if (!pred) return self->acquired(a);
@@ -296,7 +251,8 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
   }
 
   // Anchored re-check: read our key and the nearest conflicting predecessor
-  // at one revision R, then watch only that predecessor from R+1.
+  // at one revision R, then wait for a change of only that predecessor from
+  // R+1.
   void recheck(const std::shared_ptr<RwAcquisition>& a) {
     std::string key;
     int64_t rev;
@@ -318,10 +274,8 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
     auto self = shared_from_this();
     CallAccess::start_inline(core->client().txn(txn), [self, a, rev](Result<TxnResponse> r) {
       if (!r.ok()) return self->fail(a, std::move(r).status());
-      const auto* mine = r->responses[0].get().first();
-      if (!mine || mine->create_revision != rev) {
-        // Our key is gone (session lost): never report success.
-        return self->fail(a, Status(StatusCode::kAborted, "our key disappeared while waiting", Errc::kHoldLost));
+      if (auto gone = detail::own_key_lost(r->responses[0].get().first(), rev)) {
+        return self->fail(a, std::move(*gone));  // never report success
       }
       const auto* readers = a->mode == Mode::kWrite ? &r->responses[2].get().kvs : nullptr;
       auto pred = predecessor(a->mode, rev, r->responses[1].get().kvs, readers);
@@ -330,31 +284,29 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
     });
   }
 
+  // Waits for the predecessor to change (wait_for_change: at most one
+  // wake-up; one read if the store moved between the read and the watch).
   void watch(const std::shared_ptr<RwAcquisition>& a, const std::string& pred_key, int64_t from) {
     auto self = shared_from_this();
-    auto fired = std::make_shared<std::atomic<bool>>(false);
     // A writer waits for the predecessor's deletion only; a reader also for a
     // put (the predecessor write key being downgraded).
-    Watcher w =
-        core->client().watch(pred_key, WatchOptions{.start_revision = from, .filter_puts = a->mode == Mode::kWrite},
-                             [self, a, fired](Result<WatchResponse> r) {
-                               if (r.ok() && r->events.empty()) return;  // progress
-                               if (fired->exchange(true)) return;
-                               self->core->metrics().add("etcd_recipes_rwlock_wakeups_total", self->labels(a->mode), 1);
-                               asio::post(self->executor(), [self, a] { self->recheck(a); });
-                             });
-    std::lock_guard lock(mu);
-    if (!a->finished) a->watch = std::move(w);
-    // else ~Watcher cancels it, after the lock is released
+    const bool writer = a->mode == Mode::kWrite;
+    Watcher w = detail::wait_for_change(core, pred_key, WatchOptions{.filter_puts = writer}, from, detail::any_event,
+                                        detail::key_changed(pred_key, from, /*puts=*/!writer), [self, a] {
+                                          self->core->metrics().add("etcd_recipes_rwlock_wakeups_total",
+                                                                    self->labels(a->mode), 1);
+                                          asio::post(self->executor(), [self, a] { self->recheck(a); });
+                                        });
+    keep_watch(self, a, std::move(w));
   }
 
   void acquired(const std::shared_ptr<RwAcquisition>& a) {
     std::shared_ptr<Session> s;
     uint64_t id;
+    Registrations registrations;
     {
       std::lock_guard lock(mu);
-      if (a->finished) return;
-      a->finished = true;
+      if (!finish_locked(*a, registrations)) return;
       if (acq == a) acq.reset();
       phase = Phase::kHeld;
       mode = a->mode;
@@ -377,7 +329,7 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
     }
     core->metrics().observe("etcd_recipes_rwlock_wait_seconds", labels(a->mode), seconds_since(a->started));
     core->metrics().add("etcd_recipes_rwlock_acquired_total", labels(a->mode), 1);
-    cleanup(a);
+    registrations.drop_all(executor());
     auto done = std::move(a->done);
     done(true);
   }
@@ -394,10 +346,10 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
   void finish(const std::shared_ptr<RwAcquisition>& a, Result<bool> result) {
     std::string key;
     int64_t rev;
+    Registrations registrations;
     {
       std::lock_guard lock(mu);
-      if (a->finished) return;
-      a->finished = true;
+      if (!finish_locked(*a, registrations)) return;
       if (acq == a) {
         acq.reset();
         phase = Phase::kIdle;
@@ -405,40 +357,14 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
       key = a->key;
       rev = a->rev;
     }
-    cleanup(a);
+    registrations.drop_all(executor());
     if (rev != 0) remove(key, rev);
     auto done = std::move(a->done);
     done(result.ok() ? Result<bool>(*result) : Result<bool>(named(a->mode, std::move(result).status())));
   }
 
-  // Drops what a finished acquisition holds (outside the lock).
-  void cleanup(const std::shared_ptr<RwAcquisition>& a) {
-    Watcher w;
-    Subscription close_sub, lost_sub;
-    std::shared_ptr<asio::steady_timer> timer;
-    {
-      std::lock_guard lock(mu);
-      w = std::move(a->watch);
-      close_sub = std::move(a->close_sub);
-      lost_sub = std::move(a->session_lost_sub);
-      timer = std::move(a->timer);
-    }
-    if (timer) asio::post(executor(), [timer] { timer->cancel(); });
-    // w, close_sub and lost_sub end here: the watch is cancelled and its
-    // handler (which holds `a`) released.
-  }
-
   // Deletes our key if it is still the one we created (fire and forget).
-  void remove(const std::string& key, int64_t rev) {
-    CallAccess::start_inline(
-        core->client().txn(Txn().when(Compare::create_revision(key) == rev).then(Op::del(key))),
-        [core_ = core](Result<TxnResponse> r) {
-          if (!r.ok()) {
-            core_->record_error(
-                Status(r.status().code(), "cleaning up the lock key: " + r.status().message(), r.status().reason()));
-          }
-        });
-  }
+  void remove(const std::string& key, int64_t rev) { detail::remove_key(core, key, rev, "cleaning up the lock key"); }
 
   // --- the hold ------------------------------------------------------------
 
@@ -462,7 +388,7 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
     for (auto& l : listeners) asio::post(executor(), [l, status] { (*l)(status); });
   }
 
-  void release(Mode m, Callback<bool> done) {
+  void release(Mode m, bool caller_waits, Callback<bool> done) {
     std::string key;
     int64_t rev;
     bool was_lost;
@@ -485,24 +411,12 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
     }
     sub.reset();
     stop.request_stop();
-    release_attempt(m, key, rev, was_lost, 1, std::move(done));
-  }
-
-  void release_attempt(Mode m, std::string key, int64_t rev, bool was_lost, int attempt, Callback<bool> done) {
-    auto self = shared_from_this();
-    // The guarded delete is idempotent, so an unknown outcome is retried.
-    CallAccess::start_inline(
-        core->client().txn(Txn().when(Compare::create_revision(key) == rev).then(Op::del(key))),
-        [self, m, key, rev, was_lost, attempt, done = std::move(done)](Result<TxnResponse> r) mutable {
-          if (!r.ok() && attempt < 3 && retryable(r.status())) {
-            return self->release_attempt(m, key, rev, was_lost, attempt + 1, std::move(done));
-          }
-          if (!r.ok()) {
-            self->core->record_error(r.status());
-            return done(self->named(m, std::move(r).status()));
-          }
-          done(r->succeeded && !was_lost);
-        });
+    // The guarded delete, retried while its outcome is unknown.
+    detail::release_key(core, key, rev, caller_waits,
+                        [self = shared_from_this(), m, was_lost, done = std::move(done)](Result<bool> r) {
+                          if (!r.ok()) return done(self->named(m, std::move(r).status()));
+                          done(*r && !was_lost);
+                        });
   }
 
   // --- downgrade -----------------------------------------------------------
@@ -546,7 +460,7 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
                                .when(Compare::create_revision(key) == rev)
                                .then(Op::put(key, core->client_id(), PutOptions{.lease = lease}))),
         [self, key, rev, lease, id, attempt, done = std::move(done)](Result<TxnResponse> r) mutable {
-          if (!r.ok() && attempt < 3 && retryable(r.status())) {
+          if (!r.ok() && attempt < 3 && detail::retryable(r.status())) {
             return self->downgrade_attempt(key, rev, lease, id, attempt + 1, std::move(done));
           }
           if (r.ok() && !r->succeeded) {
@@ -590,7 +504,7 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
           write_stop.request_stop();  // the write hold ended
           self->core->metrics().add("etcd_recipes_rwlock_downgrades_total", self->labels(Mode::kWrite), 1);
           // close() could not release while we were downgrading.
-          if (self->core->closed()) self->release(Mode::kRead, [](Result<bool>) {});
+          if (self->core->closed()) self->release(Mode::kRead, false, [](Result<bool>) {});
           if (was_lost) {
             return done(self->named(Mode::kRead,
                                     Status(StatusCode::kAborted, "downgrade: the hold was lost", Errc::kHoldLost)));
@@ -671,7 +585,7 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
       std::lock_guard lock(mu);
       if (phase == Phase::kHeld) held = mode;
     }
-    if (held) release(*held, [](Result<bool>) {});  // fire and forget
+    if (held) release(*held, false, [](Result<bool>) {});  // fire and forget
     std::set<std::string> keys;
     {
       std::lock_guard lock(mu);
@@ -708,7 +622,9 @@ Call<bool> DistributedReadWriteLock::LockView::try_acquire() {
 Call<bool> DistributedReadWriteLock::LockView::release() {
   auto s = state_;
   const Mode m = mode_;
-  return Call<bool>([s, m](CallOptions, Callback<bool> done) { s->release(m, std::move(done)); }, s->executor());
+  return Call<bool>(
+      [s, m](CallOptions options, Callback<bool> done) { s->release(m, options.caller_waits, std::move(done)); },
+      s->executor());
 }
 
 void DistributedReadWriteLock::LockView::lock() { acquire().wait().value(); }

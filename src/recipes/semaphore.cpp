@@ -1,10 +1,10 @@
 #include "etcd/recipes/semaphore.h"
 
+#include "acquisition.h"
 #include "keys.h"
 
 #include <algorithm>
 #include <asio/post.hpp>
-#include <asio/steady_timer.hpp>
 #include <atomic>
 #include <cstdio>
 #include <mutex>
@@ -24,8 +24,6 @@ namespace {
 // belong to.
 std::atomic<uint64_t> next_seq{0};
 
-bool retryable(const Status& s) { return s.is(Errc::kOutcomeUnknown) || s.code() == StatusCode::kUnavailable; }
-
 }  // namespace
 
 namespace detail {
@@ -36,21 +34,13 @@ struct PermitAccess {
   static Permit make(std::shared_ptr<PermitState> s) { return Permit(std::move(s)); }
 };
 
-// One acquisition in flight. Fields marked (mu) are guarded by
-// SemaphoreState::mu.
-struct SemAcquisition {
-  bool wait = true;
+// One acquisition in flight (its registrations: see acquisition.h).
+// Fields marked (mu) are guarded by SemaphoreState::mu.
+struct SemAcquisition : AcquisitionBase {
   Callback<std::shared_ptr<PermitState>> done{};  // nullptr: not granted (try)
-  Clock::time_point started = Clock::now();
-  bool finished = false;                                               // (mu)
-  std::string key{};                                                   // (mu)
-  int64_t rev = 0;                                                     // (mu) create revision of our key, once created
-  std::shared_ptr<Session> session{};                                  // (mu)
-  std::shared_ptr<asio::steady_timer> timer{};                         // (mu)
-  Subscription close_sub{};                                            // (mu)
-  Subscription session_lost_sub{};                                     // (mu)
-  Watcher watch{};                                                     // (mu)
-  std::optional<std::stop_callback<std::function<void()>>> stop_cb{};  // set once, in start()
+  std::string key{};                              // (mu)
+  int64_t rev = 0;                                // (mu) create revision of our key, once created
+  std::shared_ptr<Session> session{};             // (mu)
 };
 
 class SemaphoreState : public std::enable_shared_from_this<SemaphoreState> {
@@ -98,45 +88,16 @@ class SemaphoreState : public std::enable_shared_from_this<SemaphoreState> {
     auto a = std::make_shared<SemAcquisition>();
     a->wait = wait;
     a->done = std::move(done);
+    a->caller_waits = options.caller_waits;
     auto self = shared_from_this();
-    if (options.deadline) {
-      auto timer = std::make_shared<asio::steady_timer>(executor(), *options.deadline);
-      timer->async_wait([self, a](const asio::error_code& ec) {
-        if (!ec) self->fail(a, DeadlineExceeded("timed out waiting for a permit"));
-      });
-      bool finished;
-      {
-        std::lock_guard lock(mu);
-        finished = a->finished;
-        if (!finished) a->timer = timer;
-      }
-      if (finished) asio::post(executor(), [timer] { timer->cancel(); });
+    if (!guard(self, a, options, DeadlineExceeded("timed out waiting for a permit"),
+               Status(StatusCode::kFailedPrecondition, "closed", Errc::kClosed))) {
+      return;
     }
-    if (options.stop.stop_possible()) {
-      // Weak, and only posting: the acquisition is never destroyed inside
-      // its own stop callback.
-      std::weak_ptr<SemaphoreState> ws = self;
-      std::weak_ptr<SemAcquisition> wa = a;
-      a->stop_cb.emplace(options.stop, std::function<void()>([ws, wa] {
-                           auto s = ws.lock();
-                           auto acq = wa.lock();
-                           if (!s || !acq) return;
-                           asio::post(s->executor(), [s, acq] { s->fail(acq, Cancelled("acquire cancelled")); });
-                         }));
-    }
-    keep(a, &SemAcquisition::close_sub, core->on_close([self, a] {
-      self->fail(a, Status(StatusCode::kFailedPrecondition, "closed", Errc::kClosed));
-    }));
     CallAccess::start_inline(core->session(), [self, a](Result<std::shared_ptr<Session>> s) {
       if (!s.ok()) return self->fail(a, std::move(s).status());
       self->with_session(a, *s);
     });
-  }
-
-  void keep(const std::shared_ptr<SemAcquisition>& a, Subscription SemAcquisition::*slot, Subscription sub) {
-    std::lock_guard lock(mu);
-    if (!a->finished) (*a).*slot = std::move(sub);
-    // else: `sub` is destroyed after the lock is released.
   }
 
   void with_session(const std::shared_ptr<SemAcquisition>& a, const std::shared_ptr<Session>& s) {
@@ -147,15 +108,19 @@ class SemaphoreState : public std::enable_shared_from_this<SemaphoreState> {
       a->key = key;
       a->session = s;
     }
-    auto self = shared_from_this();
-    keep(a, &SemAcquisition::session_lost_sub, s->on_lost([self, a](const Status& why) {
-      self->fail(a, Status(StatusCode::kAborted, "session lost while waiting: " + why.message(), Errc::kHoldLost));
-    }));
+    guard_session(shared_from_this(), a, *s);
     create(a, key, s->lease_id());
   }
 
   // One round trip: store the permit count if absent (or check it), create
   // our key, and read the two newest keys and the number of keys.
+  //
+  // Not sent through the TxnBatcher, whose members must be create-if-absent
+  // (safe to send again after their batch failed with an unknown outcome):
+  // the put of our key is unconditional. Sent again after an outcome that
+  // had applied, it would put the key a second time and report the second
+  // revision as the key's create revision (the fencing token, and what the
+  // re-checks compare with).
   void create(const std::shared_ptr<SemAcquisition>& a, const std::string& key, int64_t lease) {
     const GetOptions newest{.prefix = true,
                             .limit = 2,
@@ -172,7 +137,9 @@ class SemaphoreState : public std::enable_shared_from_this<SemaphoreState> {
         .then({Op::put(permits_key, n_text), put_key, Op::get(holders_prefix, newest)})
         .otherwise(Op::txn(std::move(checked)));
     auto self = shared_from_this();
-    CallAccess::start_inline(core->client().txn(txn), [self, a, key](Result<TxnResponse> r) {
+    // A blocking caller's thread may run this RPC itself.
+    auto call = CallAccess::caller_waits(core->client().txn(txn), a->on_caller_thread());
+    CallAccess::start_inline(std::move(call), [self, a, key](Result<TxnResponse> r) {
       if (!r.ok()) return self->fail(a, std::move(r).status());
       const GetResponse* holders;
       if (r->succeeded) {
@@ -186,16 +153,7 @@ class SemaphoreState : public std::enable_shared_from_this<SemaphoreState> {
         holders = &inner.responses[1].get();
       }
       const int64_t rev = r->header.revision;
-      bool orphan = false;
-      {
-        std::lock_guard lock(self->mu);
-        if (a->finished) {
-          orphan = true;  // cancelled meanwhile: the key we just made must go
-        } else {
-          a->rev = rev;
-        }
-      }
-      if (orphan) return self->remove(key, rev);
+      if (!detail::adopt_key(self->mu, *a, a->rev, rev)) return self->remove(key, rev);
       // Our key is the newest: it holds iff there are at most N keys.
       if (holders->count <= self->n) return self->acquired(a, /*nudge=*/false);
       if (!a->wait) return self->finish(a, std::shared_ptr<PermitState>());
@@ -234,10 +192,8 @@ class SemaphoreState : public std::enable_shared_from_this<SemaphoreState> {
                                        Op::get(holders_prefix, last_before), Op::get(holders_prefix, any_after)})),
         [self, a, rev](Result<TxnResponse> r) {
           if (!r.ok()) return self->fail(a, std::move(r).status());
-          const auto* mine = r->responses[0].get().first();
-          if (!mine || mine->create_revision != rev) {
-            // Our key is gone (session lost): never report success.
-            return self->fail(a, Status(StatusCode::kAborted, "our key disappeared while waiting", Errc::kHoldLost));
+          if (auto gone = detail::own_key_lost(r->responses[0].get().first(), rev)) {
+            return self->fail(a, std::move(*gone));  // never report success
           }
           const auto& before = r->responses[1].get().kvs;
           if (static_cast<int64_t>(before.size()) < self->n) {
@@ -251,49 +207,40 @@ class SemaphoreState : public std::enable_shared_from_this<SemaphoreState> {
   }
 
   // The first waiter: any deletion of a key created before ours admits us.
+  // (wait_for_change: at most one wake-up; if the store moved between the
+  // read and the watch, one read tells whether fewer than N keys before ours
+  // are left.)
   void watch_first(const std::shared_ptr<SemAcquisition>& a, int64_t rev, int64_t from) {
-    auto self = shared_from_this();
-    auto fired = std::make_shared<std::atomic<bool>>(false);
-    Watcher w = core->client().watch(
-        holders_prefix, WatchOptions{.prefix = true, .start_revision = from, .prev_kv = true, .filter_puts = true},
-        [self, a, rev, fired](Result<WatchResponse> r) {
-          if (r.ok()) {
-            bool relevant = false;
-            for (const auto& ev : r->events) {
-              // A key after ours (a later waiter giving up) changes nothing.
-              if (!ev.prev_kv || ev.prev_kv->create_revision < rev) relevant = true;
-            }
-            if (!relevant) return;
+    const GetOptions before{.prefix = true, .limit = n, .keys_only = true, .max_create_revision = rev - 1};
+    Watcher w = detail::wait_for_change(
+        core, holders_prefix, WatchOptions{.prefix = true, .prev_kv = true, .filter_puts = true}, from,
+        [rev](const WatchResponse& r) {
+          for (const auto& ev : r.events) {
+            // A key after ours (a later waiter giving up) changes nothing.
+            if (!ev.prev_kv || ev.prev_kv->create_revision < rev) return true;
           }
-          self->wake(a, fired);
-        });
-    store_watch(a, std::move(w));
+          return false;
+        },
+        detail::Recheck{holders_prefix, before,
+                        [n = n](const GetResponse& g) { return static_cast<int64_t>(g.kvs.size()) < n; }},
+        waker(a));
+    keep_watch(shared_from_this(), a, std::move(w));
   }
 
   // A later waiter: woken when the key just before ours is deleted (gave up,
   // released) or nudged (admitted, which makes us the first waiter).
   void watch_predecessor(const std::shared_ptr<SemAcquisition>& a, const std::string& pred_key, int64_t from) {
-    auto self = shared_from_this();
-    auto fired = std::make_shared<std::atomic<bool>>(false);
-    Watcher w =
-        core->client().watch(pred_key, WatchOptions{.start_revision = from}, [self, a, fired](Result<WatchResponse> r) {
-          if (r.ok() && r->events.empty()) return;  // progress
-          self->wake(a, fired);
-        });
-    store_watch(a, std::move(w));
+    Watcher w = detail::wait_for_change(core, pred_key, WatchOptions{}, from, detail::any_event,
+                                        detail::key_changed(pred_key, from, /*puts=*/true), waker(a));
+    keep_watch(shared_from_this(), a, std::move(w));
   }
 
-  void wake(const std::shared_ptr<SemAcquisition>& a, const std::shared_ptr<std::atomic<bool>>& fired) {
-    if (fired->exchange(true)) return;
-    core->metrics().add("etcd_recipes_semaphore_wakeups_total", labels(), 1);
-    auto self = shared_from_this();
-    asio::post(executor(), [self, a] { self->recheck(a); });
-  }
-
-  void store_watch(const std::shared_ptr<SemAcquisition>& a, Watcher w) {
-    std::lock_guard lock(mu);
-    if (!a->finished) a->watch = std::move(w);
-    // else ~Watcher cancels it, after the lock is released
+  // A wake-up: look again from scratch.
+  std::function<void()> waker(const std::shared_ptr<SemAcquisition>& a) {
+    return [self = shared_from_this(), a] {
+      self->core->metrics().add("etcd_recipes_semaphore_wakeups_total", self->labels(), 1);
+      asio::post(self->executor(), [self, a] { self->recheck(a); });
+    };
   }
 
   void acquired(const std::shared_ptr<SemAcquisition>& a, bool nudge_next);
@@ -309,44 +256,23 @@ class SemaphoreState : public std::enable_shared_from_this<SemaphoreState> {
   void finish(const std::shared_ptr<SemAcquisition>& a, Result<std::shared_ptr<PermitState>> result) {
     std::string key;
     int64_t rev;
+    Registrations registrations;
     {
       std::lock_guard lock(mu);
-      if (a->finished) return;
-      a->finished = true;
+      if (!finish_locked(*a, registrations)) return;
       key = a->key;
       rev = a->rev;
     }
-    cleanup(a);
+    registrations.drop_all(executor());
     if (rev != 0) remove(key, rev);
     auto done = std::move(a->done);
     done(result.ok() ? std::move(result)
                      : Result<std::shared_ptr<PermitState>>(core->named(std::move(result).status())));
   }
 
-  void cleanup(const std::shared_ptr<SemAcquisition>& a) {
-    Watcher w;
-    Subscription close_sub, lost_sub;
-    std::shared_ptr<asio::steady_timer> timer;
-    {
-      std::lock_guard lock(mu);
-      w = std::move(a->watch);
-      close_sub = std::move(a->close_sub);
-      lost_sub = std::move(a->session_lost_sub);
-      timer = std::move(a->timer);
-    }
-    if (timer) asio::post(executor(), [timer] { timer->cancel(); });
-  }
-
   // Deletes a key if it is still the one created at `rev` (fire and forget).
   void remove(const std::string& key, int64_t rev) {
-    CallAccess::start_inline(
-        core->client().txn(Txn().when(Compare::create_revision(key) == rev).then(Op::del(key))),
-        [core_ = core](Result<TxnResponse> r) {
-          if (!r.ok()) {
-            core_->record_error(
-                Status(r.status().code(), "cleaning up a semaphore key: " + r.status().message(), r.status().reason()));
-          }
-        });
+    detail::remove_key(core, key, rev, "cleaning up a semaphore key");
   }
 
   // An admitted waiter tells the waiter behind it (which watches our key)
@@ -361,7 +287,7 @@ class SemaphoreState : public std::enable_shared_from_this<SemaphoreState> {
                                .when(Compare::create_revision(key) == rev)
                                .then(Op::put(key, core->client_id(), PutOptions{.lease = lease}))),
         [self, key, rev, lease, attempt](Result<TxnResponse> r) {
-          if (!r.ok() && attempt < 3 && retryable(r.status())) return self->nudge(key, rev, lease, attempt + 1);
+          if (!r.ok() && attempt < 3 && detail::retryable(r.status())) return self->nudge(key, rev, lease, attempt + 1);
           if (!r.ok()) {
             self->core->record_error(Status(
                 r.status().code(), "telling the next waiter (it waits until we release): " + r.status().message(),
@@ -460,7 +386,7 @@ class PermitState : public std::enable_shared_from_this<PermitState> {
     });
   }
 
-  void release(Callback<bool> done) {
+  void release(bool caller_waits, Callback<bool> done) {
     bool was_lost;
     std::stop_source s;
     Subscription sub;
@@ -476,24 +402,12 @@ class PermitState : public std::enable_shared_from_this<PermitState> {
     s.request_stop();
     sem->core->metrics().observe("etcd_recipes_semaphore_hold_seconds", sem->labels(), seconds_since(held_since));
     sem->core->metrics().add("etcd_recipes_semaphore_released_total", sem->labels(), 1);
-    release_attempt(was_lost, 1, std::move(done));
-  }
-
-  void release_attempt(bool was_lost, int attempt, Callback<bool> done) {
-    auto self = shared_from_this();
-    // The guarded delete is idempotent, so an unknown outcome is retried.
-    CallAccess::start_inline(
-        sem->core->client().txn(Txn().when(Compare::create_revision(key) == rev).then(Op::del(key))),
-        [self, was_lost, attempt, done = std::move(done)](Result<TxnResponse> r) mutable {
-          if (!r.ok() && attempt < 3 && retryable(r.status())) {
-            return self->release_attempt(was_lost, attempt + 1, std::move(done));
-          }
-          if (!r.ok()) {
-            self->sem->core->record_error(r.status());
-            return done(self->sem->core->named(std::move(r).status()));
-          }
-          done(r->succeeded && !was_lost);
-        });
+    // The guarded delete, retried while its outcome is unknown.
+    detail::release_key(sem->core, key, rev, caller_waits,
+                        [self = shared_from_this(), was_lost, done = std::move(done)](Result<bool> r) {
+                          if (!r.ok()) return done(self->sem->core->named(std::move(r).status()));
+                          done(*r && !was_lost);
+                        });
   }
 
   bool is_held() const {
@@ -506,10 +420,10 @@ void SemaphoreState::acquired(const std::shared_ptr<SemAcquisition>& a, bool nud
   std::string key;
   int64_t rev;
   std::shared_ptr<Session> s;
+  Registrations registrations;
   {
     std::lock_guard lock(mu);
-    if (a->finished) return;
-    a->finished = true;
+    if (!finish_locked(*a, registrations)) return;
     key = a->key;
     rev = a->rev;
     s = a->session;
@@ -518,7 +432,7 @@ void SemaphoreState::acquired(const std::shared_ptr<SemAcquisition>& a, bool nud
   permit->arm();
   core->metrics().observe("etcd_recipes_semaphore_wait_seconds", labels(), seconds_since(a->started));
   core->metrics().add("etcd_recipes_semaphore_acquired_total", labels(), 1);
-  cleanup(a);
+  registrations.drop_all(executor());
   if (nudge_next) nudge(key, rev, s->lease_id(), 1);
   auto done = std::move(a->done);
   done(std::move(permit));
@@ -530,39 +444,24 @@ void SemaphoreState::acquired(const std::shared_ptr<SemAcquisition>& a, bool nud
 
 namespace {
 
-// Starts `start` now and hands its result to whoever consumes the returned
-// Call (or drops it): a release must happen even if the Call is dropped.
-Call<bool> eager(Executor ex, const std::function<void(Callback<bool>)>& start) {
-  struct Shared {
-    std::mutex mu;
-    std::optional<Result<bool>> result;
-    Callback<bool> waiter;
-  };
-  auto shared = std::make_shared<Shared>();
-  start([shared](Result<bool> r) {
-    Callback<bool> waiter;
-    {
-      std::lock_guard lock(shared->mu);
-      if (!shared->waiter) {
-        shared->result.emplace(std::move(r));
-        return;
-      }
-      waiter = std::move(shared->waiter);
+// The release of `s` as a Call. It starts when the Call is consumed, so
+// that a blocking wait() lets its RPC run on the caller's thread; a Call
+// dropped unconsumed releases when it is dropped (fire and forget): a
+// release must happen even then.
+Call<bool> release_call(std::shared_ptr<detail::PermitState> s) {
+  struct Pending {
+    std::shared_ptr<detail::PermitState> state;
+    ~Pending() {
+      if (state) state->release(false, [](Result<bool>) {});
     }
-    waiter(std::move(r));
-  });
+  };
+  auto ex = s->sem->executor();
+  auto pending = std::make_shared<Pending>();
+  pending->state = std::move(s);
   return Call<bool>(
-      [shared](CallOptions, Callback<bool> done) {
-        std::optional<Result<bool>> ready;
-        {
-          std::lock_guard lock(shared->mu);
-          if (!shared->result) {
-            shared->waiter = std::move(done);
-            return;
-          }
-          ready = std::move(shared->result);
-        }
-        done(std::move(*ready));
+      [pending](CallOptions options, Callback<bool> done) {
+        auto state = std::move(pending->state);
+        state->release(options.caller_waits, std::move(done));
       },
       std::move(ex));
 }
@@ -571,14 +470,14 @@ Call<bool> eager(Executor ex, const std::function<void(Callback<bool>)>& start) 
 
 Permit& Permit::operator=(Permit&& other) noexcept {
   if (this != &other) {
-    if (state_) state_->release([](Result<bool>) {});
+    if (state_) state_->release(false, [](Result<bool>) {});
     state_ = std::move(other.state_);
   }
   return *this;
 }
 
 Permit::~Permit() {
-  if (state_) state_->release([](Result<bool>) {});  // fire and forget
+  if (state_) state_->release(false, [](Result<bool>) {});  // fire and forget
 }
 
 bool Permit::is_held() const { return state_ && state_->is_held(); }
@@ -591,7 +490,7 @@ bool Permit::release() {
 Call<bool> Permit::release_async() {
   auto s = std::move(state_);
   if (!s) return Call<bool>::ready(false, asio::system_executor());
-  return eager(s->sem->executor(), [s](Callback<bool> done) { s->release(std::move(done)); });
+  return release_call(std::move(s));
 }
 
 int64_t Permit::fencing_token() const { return state_ ? state_->rev : 0; }

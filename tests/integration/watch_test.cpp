@@ -1,5 +1,7 @@
 // Watches: ordering, no loss, history, compaction, filters, cancellation.
 #include <atomic>
+#include <mutex>
+#include <optional>
 #include <vector>
 
 #include "support/etcd_fixture.h"
@@ -14,6 +16,7 @@ using WatchTest = SingleMemberTest;
 struct Recorder {
   std::mutex mu;
   std::vector<Event> events;
+  std::vector<WatchResponse> responses;  // every response, in order
   std::vector<int64_t> batch_revisions;
   std::optional<Status> error;
   std::atomic<int> in_handler{0};
@@ -28,10 +31,15 @@ struct Recorder {
           error = r.status();
         } else {
           for (auto& e : r->events) events.push_back(e);
+          responses.push_back(std::move(*r));
         }
       }
       in_handler.fetch_sub(1);
     };
+  }
+  std::vector<WatchResponse> all() {
+    std::lock_guard lock(mu);
+    return responses;
   }
   size_t count() {
     std::lock_guard lock(mu);
@@ -156,6 +164,89 @@ TEST_F(WatchTest, ProgressNotificationsKeepIdleWatchesCurrent) {
   ASSERT_TRUE(client().put(key("p"), "1").wait().ok());
   ASSERT_TRUE(eventually([&] { return rec.count() == 1; }));
   EXPECT_FALSE(rec.err().has_value());
+}
+
+TEST_F(WatchTest, NotifyCreatedReportsTheCreationWithItsRevisionBeforeAnyEvent) {
+  // History the watch starts behind: the store is at r1 + 1 when it is created.
+  auto first = client().put(key("n"), "1").wait();
+  ASSERT_TRUE(first.ok());
+  const int64_t r1 = first->header.revision;
+  ASSERT_TRUE(client().put(key("n"), "2").wait().ok());
+
+  Recorder with, without;
+  auto w = client().watch(key("n"), {.start_revision = r1, .notify_created = true}, with.handler());
+  auto plain = client().watch(key("n"), {.start_revision = r1}, without.handler());
+  ASSERT_TRUE(w.wait_created(std::chrono::steady_clock::now() + 5s));
+  ASSERT_TRUE(plain.wait_created(std::chrono::steady_clock::now() + 5s));
+  auto third = client().put(key("n"), "3").wait();
+  ASSERT_TRUE(third.ok());
+  ASSERT_TRUE(eventually([&] { return with.count() == 3 && without.count() == 3; }));
+
+  auto got = with.all();
+  ASSERT_GE(got.size(), 2u);
+  EXPECT_TRUE(got[0].created);
+  EXPECT_TRUE(got[0].events.empty());
+  EXPECT_FALSE(got[0].progress);
+  // The store revision at creation: at or past the start revision, so the
+  // watch started behind the store.
+  EXPECT_EQ(got[0].header.revision, r1 + 1);
+  std::vector<int64_t> revisions;
+  for (size_t i = 1; i < got.size(); ++i) {
+    EXPECT_FALSE(got[i].created) << "at " << i;
+    for (const auto& ev : got[i].events) revisions.push_back(ev.kv.mod_revision);
+  }
+  EXPECT_EQ(revisions, (std::vector<int64_t>{r1, r1 + 1, third->header.revision}));
+  // The created response delivers nothing: it moves no revision.
+  EXPECT_TRUE(eventually([&] { return w.delivered_revision() == third->header.revision; }));
+
+  // Without the option there is no created response.
+  for (const auto& r : without.all()) EXPECT_FALSE(r.created);
+  EXPECT_FALSE(with.err().has_value());
+  EXPECT_FALSE(with.overlapped.load());
+}
+
+TEST_F(WatchTest, NotifyCreatedReportsAReCreationOnANewStreamBeforeItsEvents) {
+  auto first = client().put(key("r"), "1").wait();
+  ASSERT_TRUE(first.ok());
+  Recorder rec;
+  auto w = client().watch(key("r"), {.notify_created = true}, rec.handler());
+  ASSERT_TRUE(w.wait_created(std::chrono::steady_clock::now() + 5s));
+  auto second = client().put(key("r"), "2").wait();
+  ASSERT_TRUE(second.ok());
+  ASSERT_TRUE(eventually([&] { return rec.count() == 1; }));
+
+  // The member goes away and comes back: the watch is re-created on a new
+  // stream from the revision after its last event.
+  cluster().kill(0);
+  cluster().restart(0);
+  cluster().wait_healthy(std::chrono::seconds(20));
+  ASSERT_TRUE(eventually([&] { return client().put(key("r"), "3").wait().ok(); }, 20s, 200ms));
+  ASSERT_TRUE(eventually([&] { return rec.count() >= 2; }, 20s));
+
+  auto got = rec.all();
+  std::vector<size_t> created;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i].created) created.push_back(i);
+  }
+  ASSERT_GE(created.size(), 2u) << "one created response per creation";
+  EXPECT_EQ(created[0], 0u);
+  EXPECT_EQ(got[0].header.revision, first->header.revision);
+  // The re-creation is reported before the event that follows it, with the
+  // store revision at that moment.
+  size_t event3 = got.size();
+  for (size_t i = 0; i < got.size(); ++i) {
+    for (const auto& ev : got[i].events) {
+      if (ev.kv.value == "3") event3 = i;
+    }
+  }
+  ASSERT_LT(event3, got.size());
+  EXPECT_LT(created[1], event3);
+  EXPECT_GE(got[created[1]].header.revision, second->header.revision);
+  size_t events2 = 0;
+  for (const auto& r : got) {
+    for (const auto& ev : r.events) events2 += ev.kv.value == "2" ? 1 : 0;
+  }
+  EXPECT_EQ(events2, 1u) << "no event repeated across the re-creation";
 }
 
 TEST_F(WatchTest, ClosingTheClientEndsWatchesWithClosed) {

@@ -3,9 +3,12 @@
 #include <cstdio>
 #include <future>
 #include <mutex>
+#include <set>
 #include <thread>
+#include <vector>
 
 #include "etcd/recipes/rwlock.h"
+#include "etcd/session.h"
 #include "support/etcd_fixture.h"
 
 namespace etcd::test {
@@ -464,6 +467,101 @@ TEST_F(RwLockTest, ATimedOutAcquireNeverLeavesItsKeyBehind) {
   }
   EXPECT_TRUE(other.write_lock().try_lock());
   EXPECT_TRUE(other.write_lock().unlock());
+}
+
+std::shared_ptr<Session> started_session(Client& client) {
+  auto session = Session::create(client);
+  EXPECT_TRUE(session->start().wait().ok());
+  return session;
+}
+
+// Key creation of many read-write locks of one client is group-committed
+// (src/recipes/txn_batcher.h), as for the mutex.
+TEST_F(RwLockTest, ManyLockNamesOfOneClientShareTransactionsAndEachHoldsItsOwnKey) {
+  constexpr int kLocks = 64;
+  RecipeOptions options;
+  options.session = started_session(client());
+  std::vector<std::unique_ptr<DistributedReadWriteLock>> locks;
+  std::vector<Pending> pending;
+  for (int i = 0; i < kLocks; ++i) {
+    locks.push_back(std::make_unique<DistributedReadWriteLock>(client(), key("many/" + std::to_string(i)), options));
+    auto& side = i % 2 ? locks.back()->write_lock() : locks.back()->read_lock();
+    pending.push_back(side.acquire().timeout(20s).future());
+  }
+  std::set<int64_t> revisions;
+  for (int i = 0; i < kLocks; ++i) {
+    auto r = pending[i].get();
+    ASSERT_TRUE(r.ok()) << i << ": " << r.status().to_string();
+    auto& side = i % 2 ? locks[i]->write_lock() : locks[i]->read_lock();
+    ASSERT_TRUE(side.is_locked());
+    auto got = client().get(side.key()).wait();
+    ASSERT_EQ(got->kvs.size(), 1u) << side.key();
+    EXPECT_EQ(got->kvs[0].lease, options.session->lease_id());
+    EXPECT_EQ(side.fencing_token(), got->kvs[0].create_revision);
+    revisions.insert(got->kvs[0].create_revision);
+  }
+  // Issued together, the acquisitions were committed in a few Txns.
+  EXPECT_LT(revisions.size(), static_cast<std::size_t>(kLocks / 2)) << "distinct create revisions";
+  for (int i = 0; i < kLocks; ++i) EXPECT_TRUE((i % 2 ? locks[i]->write_lock() : locks[i]->read_lock()).unlock());
+  EXPECT_EQ(count(key("many/")), 0);
+}
+
+TEST_F(RwLockTest, ContendersOfOneLockNeverShareARevisionWhenOthersAreBatched) {
+  constexpr int kContenders = 6;  // writers and readers, alternating
+  constexpr int kOthers = 24;
+  RecipeOptions shared;
+  shared.session = started_session(client());
+  const std::string name = key("same");
+  std::vector<std::unique_ptr<DistributedReadWriteLock>> contenders, others;
+  for (int i = 0; i < kContenders; ++i) {
+    RecipeOptions own;
+    own.session = started_session(client());  // one key per contender
+    contenders.push_back(std::make_unique<DistributedReadWriteLock>(client(), name, own));
+  }
+  for (int i = 0; i < kOthers; ++i) {
+    others.push_back(std::make_unique<DistributedReadWriteLock>(client(), key("other/" + std::to_string(i)), shared));
+  }
+  auto side = [&](int i) -> DistributedReadWriteLock::LockView& {
+    return i % 2 ? contenders[i]->read_lock() : contenders[i]->write_lock();
+  };
+  // Interleaved, so that both kinds queue together.
+  std::vector<Pending> contending, rest;
+  for (int i = 0; i < kOthers; ++i) {
+    rest.push_back(others[i]->write_lock().acquire().timeout(20s).future());
+    if (i < kContenders) contending.push_back(side(i).acquire().timeout(30s).future());
+  }
+  for (auto& f : rest) ASSERT_TRUE(f.get().ok());
+  queued(name, kContenders);
+  std::set<int64_t> revisions;
+  auto keys = client().get(name + "/", {.prefix = true}).wait();
+  ASSERT_TRUE(keys.ok());
+  for (const auto& kv : keys->kvs) revisions.insert(kv.create_revision);
+  EXPECT_EQ(revisions.size(), static_cast<std::size_t>(kContenders));
+  // Every contender is served, and a writer never holds beside anyone.
+  std::vector<bool> served(kContenders, false);
+  for (int done = 0; done < kContenders;) {
+    std::vector<int> holding;
+    ASSERT_TRUE(eventually([&] {
+      holding.clear();
+      for (int i = 0; i < kContenders; ++i) {
+        if (!served[i] && contending[i].wait_for(0s) == std::future_status::ready) holding.push_back(i);
+      }
+      return !holding.empty();
+    })) << done
+        << " served";
+    for (int i : holding) {
+      ASSERT_TRUE(contending[i].get().ok());
+      if (i % 2 == 0) {
+        EXPECT_EQ(holding.size(), 1u) << "writer " << i << " holds beside others";
+      }
+    }
+    for (int i : holding) {
+      EXPECT_TRUE(side(i).unlock());
+      served[i] = true;
+      ++done;
+    }
+  }
+  for (auto& o : others) EXPECT_TRUE(o->write_lock().unlock());
 }
 
 TEST_F(RwLockTest, WaitingDoesNotKeepTheClientAlive) {

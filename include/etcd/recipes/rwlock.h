@@ -29,9 +29,11 @@
 //     exists; it waits for only the last key of either kind created before
 //     it.
 // So a queued writer is never starved by readers that arrive after it: they
-// queue behind it. Every wait is anchored (read at revision R, watch from
-// R+1) and re-checks after each wake-up, so a wake-up that does not unblock
-// (an earlier waiter gave up) only moves the watch one key back.
+// queue behind it. Every wait is anchored (read at revision R; the watch
+// starts at its creation, and if the store moved past R before that, one
+// read covers what came in between) and re-checks after each wake-up, so a
+// wake-up that does not unblock (an earlier waiter gave up) only moves the
+// watch one key back.
 //
 // Downgrade: downgrade() turns a write hold into a read hold atomically,
 // keeping its place: one guarded put re-purposes the write key as the read
@@ -67,12 +69,15 @@
 //
 // Costs: an uncontended acquire+release of either side is two etcd writes
 // and two round trips (one Txn that creates the key and reads the nearest
-// conflicting predecessor; one guarded delete). Each waiter watches one key,
-// so a release wakes only the waiters that watch that key: the writer just
-// behind it, or the readers queued directly behind a writer (all of which
-// are then admitted together), one watch event and one read each; a waiter
-// whose predecessor leaves out of order moves its watch one key back. So
-// there is at most one wake-up per waiter per release of its predecessor.
+// conflicting predecessor; one guarded delete). The key-creating Txns of
+// many locks of one client share transactions, as for DistributedMutex
+// (two contenders of one lock name never share one). Each waiter watches
+// one key, so a release wakes only the waiters that watch that key: the
+// writer just behind it, or the readers queued directly behind a writer
+// (all of which are then admitted together), one watch event and one read
+// each; a waiter whose predecessor leaves out of order moves its watch one
+// key back. So there is at most one wake-up per waiter per release of its
+// predecessor.
 // downgrade() is one write and wakes each reader waiting on the downgraded
 // key once (they are admitted); writers ignore it.
 #pragma once

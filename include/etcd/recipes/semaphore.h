@@ -32,8 +32,9 @@
 //     admitted waiter that has waiters behind it "nudges" its own key (one
 //     guarded put, same create revision), which makes the next waiter the
 //     first one.
-// Every wait is anchored (read at revision R, watch from R+1) and re-checks
-// after each wake-up.
+// Every wait is anchored (read at revision R; the watch starts at its
+// creation, and if the store moved past R before that, one read covers what
+// came in between) and re-checks after each wake-up.
 //
 // (Watching only the key N places ahead is not enough: with N = 3, three
 // holders and one waiter watching the oldest holder, the two others could
@@ -107,7 +108,9 @@ class DistributedSemaphore {
     // Releases; true if the permit was still intact, false if it had been
     // lost (or this Permit is empty). Blocks for one round trip.
     [[nodiscard]] bool release();
-    // The same, asynchronously.
+    // The same, asynchronously. The release starts when the Call is
+    // consumed (wait() runs it on the waiting thread); a Call dropped
+    // unconsumed still releases, fire and forget.
     Call<bool> release_async();
 
     // The key's create revision (0 when empty).
