@@ -98,13 +98,19 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
     }
     auto self = shared_from_this();
     guard_session(self, a, *s);
-    // One round trip: create our key unless it exists, and read the owner.
+    // One round trip. When nothing is queued under the prefix, our key is
+    // the only one and so the lowest: create it, no owner read needed (a
+    // Txn with a range read in its branch costs etcd 3.4 measurably more).
+    // Otherwise create ours unless it exists, and read the owner.
     const GetOptions first_created{
         .prefix = true, .limit = 1, .sort_order = SortOrder::kAscend, .sort_target = SortTarget::kCreate};
-    Txn txn;
-    txn.when(Compare::absent(key))
-        .then({Op::put(key, core->client_id(), PutOptions{.lease = s->lease_id()}), Op::get(prefix, first_created)})
+    const Op create = Op::put(key, core->client_id(), PutOptions{.lease = s->lease_id()});
+    Txn queued;
+    queued.when(Compare::absent(key))
+        .then({create, Op::get(prefix, first_created)})
         .otherwise({Op::get(key), Op::get(prefix, first_created)});
+    Txn txn;
+    txn.when(Compare::create_revision(prefix).with_prefix() == 0).then(create).otherwise(Op::txn(std::move(queued)));
     batcher->submit(std::move(txn), prefix, a->on_caller_thread(), [self, a, s, key](Result<TxnResponse> r) {
       if (!r.ok()) {
         // Creating our key is idempotent (create-if-absent): a transient
@@ -113,12 +119,20 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
         return self->fail(a, std::move(r).status());
       }
       int64_t rev = 0;
-      if (r->succeeded) {
+      bool owner = false;
+      if (r->succeeded) {  // the prefix was empty: ours is the only key
         rev = r->header.revision;
-      } else if (const auto* kv = r->responses[0].get().first()) {
-        rev = kv->create_revision;
+        owner = true;
+      } else {
+        const TxnResponse& inner = r->responses.at(0).txn();
+        if (inner.succeeded) {
+          rev = r->header.revision;
+        } else if (const auto* kv = inner.responses[0].get().first()) {
+          rev = kv->create_revision;
+        }
+        const auto* first = inner.responses[1].get().first();
+        owner = rev != 0 && first && first->create_revision == rev;
       }
-      const auto* owner = r->responses[1].get().first();
       {
         std::unique_lock lock(self->mu);
         if (a->finished) {
@@ -132,7 +146,7 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
         self->my_rev = rev;
       }
       if (rev == 0) return self->fail(a, Status(StatusCode::kAborted, "lock key vanished", Errc::kHoldLost));
-      if (owner && owner->create_revision == rev) return self->acquired(a);
+      if (owner) return self->acquired(a);
       if (!a->wait) return self->finish(a, false);
       self->wait_for_predecessor(a);
     });
