@@ -1,5 +1,6 @@
 # Shared by the CLI's end-to-end tests: a private etcd on free loopback ports
-# in a temporary directory, PASS/FAIL bookkeeping, and polling helpers.
+# in a temporary directory, PASS/FAIL bookkeeping, polling helpers, and the
+# tool run in the background (spawn/finish) with key counting.
 # Source it after setting BIN (the etcd-recipes binary) and TEST_NAME.
 # shellcheck shell=bash disable=SC2034,SC2016
 
@@ -71,6 +72,52 @@ lines_at_least() { [[ -f $1 ]] && (($(wc -l <"$1") >= $2)); }
 file_has() { grep -q -- "$2" "$1" 2>/dev/null; }
 alive() { kill -0 "$1" 2>/dev/null; }
 dead() { ! kill -0 "$1" 2>/dev/null; }
+
+# --- the tool in the background, and keys ----------------------------------------
+
+# spawn NAME ARGS...: the tool in the background, output in $WORK/NAME.out
+# and .err; sets PID. With INTERRUPTIBLE=1 it starts with the default SIGINT
+# disposition: background commands of a script inherit SIGINT ignored, and
+# the tool keeps ignoring what it inherited ignored (like nohup).
+if env --default-signal=INT true 2>/dev/null; then
+  DEFAULT_INT=(env --default-signal=INT)
+else
+  DEFAULT_INT=()
+fi
+spawn() {
+  local name=$1
+  shift
+  if ((${INTERRUPTIBLE:-0})); then
+    ((${#DEFAULT_INT[@]})) || set -m # job control: background jobs get SIGINT unless ignored at entry
+    "${DEFAULT_INT[@]}" "$BIN" --endpoints "$EP" --timeout 5s "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
+    PID=$!
+    set +m
+  else
+    "$BIN" --endpoints "$EP" --timeout 5s "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
+    PID=$!
+  fi
+  BG_PIDS+=("$PID")
+}
+# ignores PID SIG: whether process PID ignores signal number SIG.
+ignores() {
+  local mask
+  mask=$(awk '/^SigIgn:/ { print $2 }' "/proc/$1/status" 2>/dev/null) || return 1
+  [[ -n $mask ]] && (((16#$mask >> ($2 - 1)) & 1))
+}
+# finish PID NAME: waits for a spawned process; sets RC, OUT, ERR from it.
+finish() {
+  local deadline=$((SECONDS + 60))
+  while alive "$1" && ((SECONDS < deadline)); do sleep 0.05; done
+  alive "$1" && kill -KILL "$1"
+  wait "$1"
+  RC=$?
+  OUT=$(cat "$WORK/$2.out")
+  ERR=$(cat "$WORK/$2.err")
+}
+
+# keys PREFIX: how many keys there are under PREFIX.
+keys() { "$BIN" --endpoints "$EP" kv get --prefix "$1" --keys-only 2>/dev/null | grep -c .; }
+keys_are() { [[ $(keys "$1") == "$2" ]]; }
 
 health() {
   # Plain HTTP over bash's /dev/tcp, so the test needs neither curl nor etcdctl.

@@ -31,50 +31,6 @@ POLL_INTERVAL=0.05
 # shellcheck source=tests/cli/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# spawn NAME ARGS...: the tool in the background, output in $WORK/NAME.out
-# and .err; sets PID. With INTERRUPTIBLE=1 it starts with the default SIGINT
-# disposition: background commands of a script inherit SIGINT ignored, and
-# the tool keeps ignoring what it inherited ignored (like nohup).
-if env --default-signal=INT true 2>/dev/null; then
-  DEFAULT_INT=(env --default-signal=INT)
-else
-  DEFAULT_INT=()
-fi
-spawn() {
-  local name=$1
-  shift
-  if ((${INTERRUPTIBLE:-0})); then
-    ((${#DEFAULT_INT[@]})) || set -m # job control: background jobs get SIGINT unless ignored at entry
-    "${DEFAULT_INT[@]}" "$BIN" --endpoints "$EP" --timeout 5s "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
-    PID=$!
-    set +m
-  else
-    "$BIN" --endpoints "$EP" --timeout 5s "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
-    PID=$!
-  fi
-  BG_PIDS+=("$PID")
-}
-# ignores PID SIG: whether process PID ignores signal number SIG.
-ignores() {
-  local mask
-  mask=$(awk '/^SigIgn:/ { print $2 }' "/proc/$1/status" 2>/dev/null) || return 1
-  [[ -n $mask ]] && (((16#$mask >> ($2 - 1)) & 1))
-}
-# finish PID NAME: waits for a spawned process; sets RC, OUT, ERR from it.
-finish() {
-  local deadline=$((SECONDS + 60))
-  while alive "$1" && ((SECONDS < deadline)); do sleep 0.05; done
-  alive "$1" && kill -KILL "$1"
-  wait "$1"
-  RC=$?
-  OUT=$(cat "$WORK/$2.out")
-  ERR=$(cat "$WORK/$2.err")
-}
-
-# keys PREFIX: how many keys there are under PREFIX.
-keys() { "$BIN" --endpoints "$EP" kv get --prefix "$1" --keys-only 2>/dev/null | grep -c .; }
-keys_are() { [[ $(keys "$1") == "$2" ]]; }
-
 # A command for under the lock: appends "start $TOKEN" and "end $TOKEN"
 # (TOKEN from the environment) to LOG around a sleep of SECS.
 logged() { # logged LOG SECS [TAG]

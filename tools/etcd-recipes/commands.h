@@ -9,8 +9,9 @@ namespace etcd_cli {
 
 void add_kv_commands(Commands& commands);
 void add_lease_commands(Commands& commands);
-void add_status_commands(Commands& commands);  // status, member list
-void add_lock_commands(Commands& commands);    // lock, semaphore, rwlock
+void add_status_commands(Commands& commands);    // status, member list
+void add_lock_commands(Commands& commands);      // lock, semaphore, rwlock
+void add_election_commands(Commands& commands);  // elect, observe
 void add_demo_command(Commands& commands);
 
 }  // namespace etcd_cli

@@ -1,0 +1,310 @@
+// Leader election: LeaderLatch, LeaderSelector and LeaderObserver.
+//
+//   etcd::recipes::LeaderLatch latch(client, "/elections/scheduler", "10.0.0.7:8080");
+//   latch.start();                                   // contends in the background
+//   auto sub = latch.on_is_leader([](int64_t term) { start_scheduling(term); });
+//   if (latch.await_for(30s)) { ... }                // or co_await latch.await_leadership();
+//   latch.guarded(etcd::Txn().then(etcd::Op::put("/jobs/owner", "me"))).wait();
+//
+//   etcd::recipes::LeaderSelector selector(client, "/elections/compactor", "node-3",
+//       [](std::stop_token stop, etcd::recipes::LeaderTerm& term) {
+//         while (!stop.stop_requested()) compact_some(term.token());
+//       });                                          // runs once per term, on the selector's thread
+//   selector.start();
+//
+//   etcd::recipes::LeaderObserver observer(client, "/elections/scheduler");
+//   auto on = observer.on_change([](const std::optional<etcd::recipes::LeaderInfo>& l) { ... });
+//   observer.start();
+//
+// Key layout (the same as etcd's Go `concurrency.Election`, `etcdctl elect`
+// and etcd's election service, so Go services, shell scripts and C++
+// services share one election): each candidate creates NAME/<its session
+// lease id in hex> (create-if-absent), bound to its session's lease, with its
+// proposal as the value. The key with the lowest create revision under NAME/
+// is the leader; its create revision is the term token, which strictly
+// increases from one leader to the next. Every other candidate watches only
+// the key created just before its own (FIFO, no thundering herd) and
+// re-checks after each wake-up; every wait is anchored (read at revision R,
+// watch from R+1). `etcdctl elect --listen NAME` shows our leader's value and
+// our LeaderObserver shows etcdctl's.
+//
+// Loss: leadership lives as long as the session's lease and the leader key.
+// When the lease is lost (process paused past the TTL, partition, revoked)
+// or the key is deleted by someone else, the term ends: not-leader listeners
+// run, leadership_token() / the selector's stop_token is requested, and
+// guarded() fails with Errc::kHoldLost. Leadership is never re-created
+// under a lost lease: a LeaderLatch re-contests at the back of the queue,
+// on a new session of its own when the old one is gone (SPEC: participation
+// heals, exclusivity does not); a LeaderSelector re-queues once its callback
+// has returned. Like every lease-based hold, leadership is only safe
+// together with fencing: pass term() / LeaderTerm::token() to the resources
+// you control and have them reject smaller ones, or use guarded().
+//
+// Threads: listeners run on the client's executor (never on a gRPC thread),
+// one at a time and in order per object; they must not block for long. A
+// LeaderSelector runs its callback on one thread of its own (created by
+// start(), joined by close()), because a term is long-running work that may
+// block.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "etcd/call.h"
+#include "etcd/client.h"
+#include "etcd/recipes/recipe.h"
+#include "etcd/txn.h"
+
+namespace etcd::recipes {
+
+// One candidate of an election, as etcd stores it.
+struct Participant {
+  std::string key{};    // NAME/<lease hex>
+  std::string value{};  // its proposal
+  int64_t term = 0;     // its key's create revision (its term token if it leads)
+  int64_t lease = 0;
+  bool leader = false;  // the lowest create revision: the leader
+};
+
+// The leader of an election.
+struct LeaderInfo {
+  std::string key{};
+  std::string value{};
+  int64_t term = 0;  // create revision of the leader key: the term token
+  int64_t lease = 0;
+  friend bool operator==(const LeaderInfo&, const LeaderInfo&) = default;
+};
+
+namespace detail {
+class Candidate;
+class LatchState;
+class SelectorState;
+class SelectorWorker;
+class ObserverState;
+}  // namespace detail
+
+// LeaderLatch: contend for leadership for as long as the object is started;
+// re-contest after losing.
+class LeaderLatch {
+ public:
+  // Does no I/O. `value` is this candidate's proposal (what observers and
+  // `etcdctl elect --listen` show). An invalid name or a session_ttl below
+  // 1 s is reported by await_leadership() and errors(), before any write.
+  LeaderLatch(Client client, std::string name, std::string value, RecipeOptions options = RecipeOptions());
+  ~LeaderLatch();  // close()
+  LeaderLatch(const LeaderLatch&) = delete;
+  LeaderLatch& operator=(const LeaderLatch&) = delete;
+
+  // Begins contending in the background; returns at once. Idempotent. After
+  // resign() it contends again; after close() it does nothing.
+  void start();
+
+  // Advisory: this object leads and has not seen its leadership end.
+  bool has_leadership() const;
+  // Completes when this object leads (at once if it does). Fails with
+  // kFailedPrecondition when not started (before start(), after resign()),
+  // Errc::kClosed on close(), kCancelled / kDeadlineExceeded by its stop
+  // token / deadline, and with the error that stopped the campaign if one
+  // did (e.g. a shared session that was lost). A waiter parked across a
+  // resign() and a later start() keeps waiting. Blocking: .wait(); callback:
+  // .then(); co_await.
+  Call<void> await_leadership();
+  template <class Rep, class Period>
+  bool await_for(std::chrono::duration<Rep, Period> d) {
+    return await_leadership().timeout(d).wait().ok();
+  }
+  template <class C, class D>
+  bool await_until(std::chrono::time_point<C, D> t) {
+    return await_leadership()
+        .deadline(Clock::now() + std::chrono::duration_cast<Clock::duration>(t - C::now()))
+        .wait()
+        .ok();
+  }
+
+  // Runs with the term token each time this object becomes the leader.
+  Subscription on_is_leader(std::function<void(int64_t term)> listener);
+  // Runs each time a term of this object ends: Errc::kHoldLost when it was
+  // lost (lease gone, key deleted), OK after resign(), Errc::kClosed after
+  // close().
+  Subscription on_not_leader(std::function<void(const Status&)> listener);
+
+  // The term token of the current term: the leader key's create revision
+  // (0 when not leading).
+  int64_t term() const;
+  // This candidate's key (empty before its first campaign).
+  std::string key() const;
+  // Requested when the current term ends; already requested when not leading.
+  std::stop_token leadership_token() const;
+  // Runs `txn` only if this object still leads in the current term,
+  // atomically (one etcd Txn). Fails with Errc::kHoldLost otherwise.
+  Call<TxnResponse> guarded(Txn txn);
+  // Replaces the leader key's value, only if this object still leads
+  // (Errc::kHoldLost otherwise, nothing written). Later campaigns use it.
+  Call<void> proclaim(std::string value);
+  // Leaves the election: the term (if any) ends and our key is deleted.
+  // True if this object was leading and its key was still intact. start()
+  // rejoins, at the back of the queue.
+  Call<bool> resign();
+
+  // The candidates in order (the leader first), and the current leader, as
+  // etcd has them now (one read each).
+  Call<std::vector<Participant>> participants();
+  Call<std::optional<LeaderInfo>> leader();
+
+  // --- Recipe.
+  const std::string& name() const;
+  const std::string& identity() const;
+  ConnectionState state() const;
+  Subscription on_state_change(std::function<void(ConnectionState)> listener);
+  std::vector<Status> errors() const;
+  Subscription on_error(std::function<void(const Status&)> listener);
+  // Stops contending, wakes waiters with Errc::kClosed and resigns (deletes
+  // our key without waiting). Idempotent.
+  void close();
+
+ private:
+  std::shared_ptr<detail::LatchState> state_;
+};
+
+// One term of a LeaderSelector, handed to its callback.
+class LeaderTerm {
+ public:
+  // This candidate's key, and the term token (its create revision).
+  const std::string& key() const noexcept { return key_; }
+  int64_t token() const noexcept { return token_; }
+  // Requested when the term must end: leadership lost (lease gone, key
+  // deleted), interrupt(), resign() or close().
+  std::stop_token stop_token() const noexcept { return stop_; }
+  bool stop_requested() const noexcept { return stop_.stop_requested(); }
+  // Runs `txn` only if this term is still current (Errc::kHoldLost if not).
+  Call<TxnResponse> guarded(Txn txn) const;
+  // Replaces the leader key's value while this term is current.
+  Call<void> proclaim(std::string value) const;
+
+ private:
+  friend class detail::SelectorState;
+  LeaderTerm() = default;
+  std::shared_ptr<detail::Candidate> candidate_{};
+  std::string key_{};
+  int64_t token_ = 0;
+  std::stop_token stop_{};
+};
+
+// LeaderSelector: runs a callback for every term this object leads.
+//
+// When elected, the callback runs on the selector's own thread (one per
+// selector, created by start()) and may block for the whole term; its
+// stop_token is requested when the term must end. Whenever the callback
+// returns — normally or by an exception (recorded in errors()) — the
+// selector relinquishes (deletes its key) and, with auto-requeue (the
+// default), joins the queue again, so it runs once per term for as long as it
+// is started. It never runs two callbacks at once: after a loss it re-queues
+// only once the callback has returned.
+class LeaderSelector {
+ public:
+  using Callback = std::function<void(LeaderTerm& term)>;
+  using StopCallback = std::function<void(std::stop_token stop, LeaderTerm& term)>;
+
+  // Do no I/O and start no thread. Invalid input (name, session_ttl < 1 s,
+  // an empty callback) is reported by errors() after start(), before any
+  // write.
+  LeaderSelector(Client client, std::string name, std::string value, Callback callback,
+                 RecipeOptions options = RecipeOptions());
+  LeaderSelector(Client client, std::string name, std::string value, StopCallback callback,
+                 RecipeOptions options = RecipeOptions());
+  // close(): requests the term's stop and waits for the callback to return.
+  ~LeaderSelector();
+  LeaderSelector(const LeaderSelector&) = delete;
+  LeaderSelector& operator=(const LeaderSelector&) = delete;
+
+  // Re-queue automatically after each term (default true).
+  void set_auto_requeue(bool on);
+  // Joins the queue (starting the callback thread). Idempotent.
+  void start();
+  // Joins the queue again if not in it and no callback runs (e.g. without
+  // auto-requeue, or after resign()). False if it could not.
+  bool requeue();
+  // Ends the current term: its stop_token is requested; the key is deleted
+  // once the callback returns; auto-requeue applies.
+  void interrupt();
+  // Leaves the election until requeue()/start(): like interrupt() without
+  // re-queueing; a waiting candidate's key is deleted at once.
+  void resign();
+
+  // Advisory: a callback runs for a term that has not ended.
+  bool has_leadership() const;
+  // Completed terms (callbacks that returned).
+  uint64_t terms() const;
+  Call<std::vector<Participant>> participants();
+  Call<std::optional<LeaderInfo>> leader();
+
+  // --- Recipe.
+  const std::string& name() const;
+  const std::string& identity() const;
+  ConnectionState state() const;
+  Subscription on_state_change(std::function<void(ConnectionState)> listener);
+  std::vector<Status> errors() const;
+  Subscription on_error(std::function<void(const Status&)> listener);
+  // Stops: requests the term's stop, waits for the callback to return
+  // (unless called from the callback itself), and deletes our key without
+  // waiting for it. Idempotent.
+  void close();
+
+ private:
+  std::shared_ptr<detail::SelectorState> state_;
+  std::shared_ptr<detail::SelectorWorker> worker_;
+};
+
+// LeaderObserver: follows an election's leader without taking part.
+//
+// It reads every candidate under NAME/ at revision R and watches the prefix
+// from R+1, so its view is exact at each revision. If the watch cannot
+// continue without a gap (compaction while disconnected, Errc::kResyncNeeded
+// or kCompacted), it reads again and reports the difference: listeners see
+// the leader that holds now, never a stale one.
+class LeaderObserver {
+ public:
+  // Does no I/O.
+  LeaderObserver(Client client, std::string name, RecipeOptions options = RecipeOptions());
+  ~LeaderObserver();  // close()
+  LeaderObserver(const LeaderObserver&) = delete;
+  LeaderObserver& operator=(const LeaderObserver&) = delete;
+
+  // Starts reading and watching in the background. Idempotent.
+  void start();
+  // Completes once the first read is done (fails with Errc::kClosed on
+  // close(), with the validation error for a bad name).
+  Call<void> wait_initialized();
+  bool initialized() const;
+  // The leader as last seen (none before initialization or without one).
+  std::optional<LeaderInfo> current() const;
+  // Runs once with the state found by the first read (even none), then on
+  // every change of the leader's key, term or value, in order. A listener
+  // added after the first read hears of later changes only (current() has
+  // the state).
+  Subscription on_change(std::function<void(const std::optional<LeaderInfo>&)> listener);
+
+  // One read each, without start().
+  Call<std::vector<Participant>> participants();
+  Call<std::optional<LeaderInfo>> leader();
+
+  // --- Recipe (its state follows the client's).
+  const std::string& name() const;
+  const std::string& identity() const;
+  ConnectionState state() const;
+  Subscription on_state_change(std::function<void(ConnectionState)> listener);
+  std::vector<Status> errors() const;
+  Subscription on_error(std::function<void(const Status&)> listener);
+  void close();
+
+ private:
+  std::shared_ptr<detail::ObserverState> state_;
+};
+
+}  // namespace etcd::recipes

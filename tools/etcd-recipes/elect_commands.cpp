@@ -1,0 +1,154 @@
+// elect, observe: leader election from the shell, in the style of (and
+// interoperable with) `etcdctl elect NAME PROPOSAL` and
+// `etcdctl elect --listen NAME`.
+//
+// `elect` holds leadership with the contract of hold.h (a LeaderLatch on a
+// session of its own): CMD runs while this process leads, with the leader key
+// and the term in its environment; losing leadership gets CMD SIGTERM and
+// exit 75. It never re-contests: a script that wants to lead again runs
+// `elect` again.
+
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "commands.h"
+#include "common.h"
+#include "etcd/recipes/election.h"
+#include "hold.h"
+
+namespace etcd_cli {
+namespace {
+
+constexpr const char* kLeaderKeyEnv = "ETCD_RECIPES_LEADER_KEY";
+constexpr const char* kTermEnv = "ETCD_RECIPES_TERM";
+
+// Leadership as a Hold: a LeaderLatch that contends once.
+class LatchHold final : public Hold {
+ public:
+  LatchHold(etcd::Client client, std::string name, std::string value, etcd::recipes::RecipeOptions options)
+      : latch_(std::move(client), std::move(name), std::move(value), std::move(options)) {}
+  etcd::Result<void> acquire(std::optional<etcd::Deadline> deadline, std::stop_token stop) override {
+    latch_.start();
+    auto r = bounded(latch_.await_leadership(), deadline, std::move(stop)).wait();
+    if (!r.ok()) (void)latch_.resign().wait();  // leave the queue; the session's revoke follows
+    return r;
+  }
+  etcd::Result<bool> release() override {
+    auto r = latch_.resign().wait();
+    latch_.close();
+    return r;
+  }
+  int64_t fencing_token() const override { return latch_.term(); }
+  std::string key() const override { return latch_.key(); }
+  std::stop_token hold_token() const override { return latch_.leadership_token(); }
+  etcd::Subscription on_lost(std::function<void(const etcd::Status&)> listener) override {
+    // Only a loss: a resign reports OK, a close kClosed.
+    return latch_.on_not_leader([listener = std::move(listener)](const etcd::Status& why) {
+      if (why.is(etcd::Errc::kHoldLost)) listener(why);
+    });
+  }
+
+ private:
+  etcd::recipes::LeaderLatch latch_;
+};
+
+void add_elect(Commands& commands) {
+  auto a = std::make_shared<HoldArgs>();
+  auto value = std::make_shared<std::string>();
+  auto* cmd = commands.root().add_subcommand(
+      "elect",
+      "Campaign for leadership of the election NAME (compatible with `etcdctl elect NAME`), run CMD while leader, "
+      "resign when it exits");
+  cmd->add_option("name", a->name, "The election's name (a key prefix)")->required();
+  cmd->add_option("--value", *value,
+                  "This candidate's proposal: what `observe NAME` and `etcdctl elect --listen NAME` show while it "
+                  "leads (default: HOST:PID)");
+  add_hold_options(cmd, *a, "leadership");
+  cmd->footer(hold_footer("leadership", kLeaderKeyEnv, kTermEnv,
+                          "the term: the leader key's create revision; it strictly increases from one leader to the "
+                          "next, so it serves as a fencing token") +
+              "\n\nLeadership is lost when the session's lease expires or is revoked, or when someone deletes the "
+              "leader key; `elect` does not contest again (run it again to do so).");
+  commands.on_run(cmd, [a, value](Context& ctx) {
+    const std::string proposal = value->empty() ? etcd::recipes::default_client_id() : *value;
+    return hold_with_session(ctx, *a, {"elect " + a->name, "leadership", kLeaderKeyEnv, kTermEnv},
+                             [&](etcd::Client client, etcd::recipes::RecipeOptions options) -> std::unique_ptr<Hold> {
+                               return std::make_unique<LatchHold>(std::move(client), a->name, proposal,
+                                                                  std::move(options));
+                             });
+  });
+}
+
+struct ObserveArgs {
+  std::string name;
+  bool once = false;
+  bool json = false;
+};
+
+nlohmann::json leader_json(const std::optional<etcd::recipes::LeaderInfo>& l) {
+  if (!l) return {{"leader", nullptr}};
+  return {{"leader", {{"key", l->key}, {"value", l->value}, {"term", l->term}, {"lease", l->lease}}}};
+}
+
+int observe(Context& ctx, const ObserveArgs& a) {
+  const std::string what = "observe " + a.name;
+  etcd::recipes::LeaderObserver observer(ctx.client(), a.name);
+  if (a.once) {
+    auto leader = check(observer.leader().timeout(ctx.timeout()).wait(), what);
+    if (!leader) {
+      std::cerr << kProgram << ": " << what << ": no leader" << std::endl;
+      return kExitFailed;
+    }
+    print_line(a.json ? dump_json(leader_json(leader)) : leader->value);
+    return kExitOk;
+  }
+  // Plain output prints each new leader value; leaderless moments print
+  // nothing (--json shows them as {"leader":null}).
+  auto changes = observer.on_change([json = a.json](const std::optional<etcd::recipes::LeaderInfo>& l) {
+    if (json) {
+      print_line(dump_json(leader_json(l)));
+    } else if (l) {
+      print_line(l->value);
+    }
+  });
+  auto errors = observer.on_error(
+      [what](const etcd::Status& s) { std::cerr << kProgram << ": " << what << ": " << s.to_string() << std::endl; });
+  observer.start();
+  auto ready = observer.wait_initialized().timeout(ctx.timeout()).stop_token(ctx.stop()).wait();
+  if (ctx.stop().stop_requested()) return kExitOk;
+  check(std::move(ready), what);
+  while (sleep_for(std::chrono::hours(1), ctx.stop())) {
+  }
+  return kExitOk;
+}
+
+void add_observe(Commands& commands) {
+  auto a = std::make_shared<ObserveArgs>();
+  auto* cmd = commands.root().add_subcommand(
+      "observe",
+      "Print the value of the leader of the election NAME and each change, until SIGINT/SIGTERM (compatible with "
+      "`etcdctl elect --listen NAME`)");
+  cmd->add_option("name", a->name, "The election's name (a key prefix)")->required();
+  cmd->add_flag("--once", a->once, "Print the current leader's value and exit (exit 1 if there is no leader)");
+  cmd->add_flag(
+      "--json", a->json,
+      R"(One JSON object per change: {"leader":{"key":...,"value":...,"term":N,"lease":N}} or {"leader":null})");
+  cmd->footer(
+      "The leader is the candidate key under NAME/ with the lowest create revision; its term is that revision. "
+      "Changes of the leader, its term or its value are printed as they happen, and after a gap in the watch "
+      "(e.g. a compaction while disconnected) the state found by a fresh read is printed if it differs.\n\n"
+      "Exit codes:\n"
+      "  0  ended by SIGINT/SIGTERM; with --once: a leader was printed\n"
+      "  1  an etcd operation failed; with --once: there is no leader");
+  commands.on_run(cmd, [a](Context& ctx) { return observe(ctx, *a); });
+}
+
+}  // namespace
+
+void add_election_commands(Commands& commands) {
+  add_elect(commands);
+  add_observe(commands);
+}
+
+}  // namespace etcd_cli

@@ -1,0 +1,97 @@
+// Holding something while a command runs: the contract shared by `lock`,
+// `semaphore`, `rwlock` and `elect`, implemented once by run_holding() over
+// the small Hold interface:
+//   - the hold lives on a session (a lease) of its own with --ttl;
+//   - --timeout bounds the wait (exit 3, CMD not run);
+//   - SIGINT/SIGTERM while waiting gives up and revokes the session's lease,
+//     so no key is left behind (exit 128+N);
+//   - CMD runs with stdio inherited and the token and key in its
+//     environment; a signal to this process is forwarded to CMD; after CMD
+//     exits the hold is released and CMD's status is the exit status;
+//   - a hold lost while CMD runs gets CMD SIGTERM, SIGKILL after a grace
+//     period, and exit 75;
+//   - without CMD the key and token are printed and the hold is kept until a
+//     signal (exit 0) or its loss (exit 75).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "common.h"
+#include "etcd/recipes/recipe.h"
+#include "etcd/session.h"
+
+namespace etcd_cli {
+
+inline constexpr int kExitTimedOut = 3;
+inline constexpr int kExitHoldLost = 75;  // EX_TEMPFAIL: the work may be retried
+inline constexpr int kExitCannotRun = 126;
+inline constexpr int kExitNotFound = 127;
+
+inline constexpr const char* kTokenEnv = "ETCD_RECIPES_FENCING_TOKEN";
+
+// One hold on something exclusive (or counted): a lock, a permit, a read or
+// write lock. The recipes differ; what the command needs of them does not.
+class Hold {
+ public:
+  virtual ~Hold() = default;
+  // Waits until held, until `deadline` (if any) or a stop on `stop`.
+  virtual etcd::Result<void> acquire(std::optional<etcd::Deadline> deadline, std::stop_token stop) = 0;
+  // True if the hold was still intact when released.
+  virtual etcd::Result<bool> release() = 0;
+  virtual int64_t fencing_token() const = 0;
+  virtual std::string key() const = 0;
+  // Requested when the hold is lost (or released).
+  virtual std::stop_token hold_token() const = 0;
+  virtual etcd::Subscription on_lost(std::function<void(const etcd::Status&)> listener) = 0;
+};
+
+template <class T>
+etcd::Call<T> bounded(etcd::Call<T> call, std::optional<etcd::Deadline> deadline, std::stop_token stop) {
+  call.stop_token(std::move(stop));
+  if (deadline) call.deadline(*deadline);
+  return call;
+}
+
+// The options every hold command takes.
+struct HoldArgs {
+  std::string name;
+  int ttl = 10;
+  std::string wait_timeout;
+  std::vector<std::string> command;
+};
+
+// What differs between the commands, for messages and CMD's environment.
+struct HoldKind {
+  std::string what;     // "lock NAME": the prefix of messages
+  std::string noun;     // "the lock", "a permit"
+  std::string key_env;  // the environment variable with the key
+  // The environment variable with the token (fencing token, term).
+  std::string token_env = kTokenEnv;
+};
+
+void add_hold_options(CLI::App* cmd, HoldArgs& a, const std::string& noun);
+// `token_meaning` explains what the token in `token_env` is.
+std::string hold_footer(
+    const std::string& noun, const std::string& key_env, const std::string& token_env = kTokenEnv,
+    const std::string& token_meaning = "the fencing token: it strictly increases from one holder to the next");
+int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Hold& hold, etcd::Session& session);
+
+// Runs `make_hold` on a fresh session of --ttl and holds it; the session is
+// ended (its lease revoked) before this returns.
+template <class MakeHold>
+int hold_with_session(Context& ctx, const HoldArgs& a, const HoldKind& kind, MakeHold make_hold) {
+  auto session = etcd::Session::create(ctx.client(), etcd::SessionOptions{.ttl = std::chrono::seconds(a.ttl)});
+  etcd::recipes::RecipeOptions options;
+  options.session = session;
+  std::unique_ptr<Hold> hold = make_hold(ctx.client(), std::move(options));
+  return run_holding(ctx, a, kind, *hold, *session);
+}
+
+}  // namespace etcd_cli
