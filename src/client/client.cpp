@@ -1,5 +1,7 @@
 #include "etcd/client.h"
 
+#include <thread>
+
 #include <asio/post.hpp>
 
 #include "client_core.h"
@@ -31,7 +33,26 @@ Status check_range(const std::string& key, const Range& o, const char* what) {
 
 }  // namespace
 
-Client::Client(ClientOptions options) : core_(std::make_shared<ClientCore>(std::move(options))) {
+namespace {
+
+// The core's destructor waits for the calls and streams close() cancelled,
+// so that no gRPC thread touches it afterwards. That wait cannot run on one
+// of the core's own threads (the last reference may well be dropped there,
+// e.g. by a callback holding a copy of the Client): such a destruction is
+// handed to a short-lived thread of its own.
+std::shared_ptr<ClientCore> make_core(ClientOptions options) {
+  return std::shared_ptr<ClientCore>(new ClientCore(std::move(options)), [](ClientCore* core) {
+    if (core->on_own_thread()) {
+      std::thread([core] { delete core; }).detach();
+    } else {
+      delete core;
+    }
+  });
+}
+
+}  // namespace
+
+Client::Client(ClientOptions options) : core_(make_core(std::move(options))) {
   closer_ = std::shared_ptr<void>(nullptr, [core = core_](void*) { core->close(); });
 }
 

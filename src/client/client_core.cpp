@@ -287,7 +287,22 @@ ClientCore::ClientCore(ClientOptions options)
   lease_keeper_ = std::make_unique<LeaseKeeper>(*this);
 }
 
-ClientCore::~ClientCore() { close(); }
+ClientCore::~ClientCore() {
+  close();
+  // Never on one of our own threads (see make_core in client.cpp). A close()
+  // that ran on one of them could not wait: wait here, so that no stream or
+  // call completes into a destroyed core.
+  drain();
+}
+
+void ClientCore::drain() {
+  // In-flight calls were cancelled by close(); gRPC completes them promptly.
+  std::unique_lock lock(gate_mu_);
+  gate_cv_.wait_for(lock, std::chrono::seconds(5), [this] { return inflight_ == 0; });
+  lock.unlock();
+  watch_hub_->wait_stopped(std::chrono::seconds(5));
+  lease_keeper_->wait_stopped(std::chrono::seconds(5));
+}
 
 std::shared_ptr<Endpoint> ClientCore::build_endpoint(const std::string& address) const {
   grpc::ChannelArguments args;
@@ -522,14 +537,7 @@ void ClientCore::close() {
     to_cancel.clear();
     watch_hub_->shutdown();
     lease_keeper_->shutdown();
-    if (!on_own_thread()) {
-      // In-flight calls were cancelled above; gRPC completes them promptly.
-      std::unique_lock lock(gate_mu_);
-      gate_cv_.wait_for(lock, std::chrono::seconds(5), [this] { return inflight_ == 0; });
-      lock.unlock();
-      watch_hub_->wait_stopped(std::chrono::seconds(5));
-      lease_keeper_->wait_stopped(std::chrono::seconds(5));
-    }
+    if (!on_own_thread()) drain();  // otherwise the destructor does
     io_loop_.finish();
     if (callback_loop_) callback_loop_->finish();
   });

@@ -137,13 +137,16 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void leave();
   bool closed() const { return closing_.load(); }
   void close();
+  // Waits (bounded) until cancelled calls and streams have completed.
+  void drain();
+  // On the I/O thread or one of the client's own callback threads.
+  bool on_own_thread() const;
 
   ClientStats stats() const;
   std::atomic<uint64_t> rpcs_started{0}, rpcs_failed{0}, retries{0}, failovers{0};
 
  private:
   std::shared_ptr<Endpoint> build_endpoint(const std::string& address) const;
-  bool on_own_thread() const;
 
   ClientOptions options_;
   Namespace ns_;
