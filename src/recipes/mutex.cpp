@@ -39,7 +39,10 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
   // Contender-key creation of many mutexes of one client shares Txns.
   const std::shared_ptr<TxnBatcher> batcher;
 
-  enum class Phase { kIdle, kAcquiring, kHeld };
+  // kReleasing: the delete of the last hold's key is in flight. A new
+  // acquisition must not start yet: it would find that key, adopt it, and
+  // lose it to the delete.
+  enum class Phase { kIdle, kAcquiring, kHeld, kReleasing };
 
   mutable std::mutex mu;
   Phase phase = Phase::kIdle;
@@ -68,6 +71,11 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
     a->caller_waits = options.caller_waits;
     {
       std::lock_guard lock(mu);
+      if (phase == Phase::kReleasing) {
+        return a->done(core->named(Status(StatusCode::kFailedPrecondition,
+                                          "this DistributedMutex is still releasing its last hold; acquire "
+                                          "again once release() has completed")));
+      }
       if (phase != Phase::kIdle) {
         return a->done(core->named(Status(StatusCode::kFailedPrecondition,
                                           "this DistributedMutex already holds or is acquiring the lock "
@@ -314,7 +322,7 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
       key = my_key;
       rev = my_rev;
       was_lost = lost;
-      phase = Phase::kIdle;
+      phase = Phase::kReleasing;
       my_rev = 0;
       stop = hold_stop;
       lost_sub = std::move(hold_lost_sub);
@@ -337,6 +345,10 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
           if (!r.ok() && attempt < 3 && transient(r.status())) {
             // Deleting our own key again is harmless.
             return self->release_attempt(key, rev, was_lost, attempt + 1, false, true, std::move(done));
+          }
+          {
+            std::lock_guard lock(self->mu);
+            if (self->phase == Phase::kReleasing) self->phase = Phase::kIdle;
           }
           if (!r.ok()) {
             self->core->record_error(r.status());

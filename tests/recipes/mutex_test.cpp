@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <future>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -92,6 +93,31 @@ TEST_F(MutexTest, SecondLockOnTheSameObjectFailsInsteadOfDeadlocking) {
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition) << again.status().to_string();
   EXPECT_TRUE(m.unlock());
+}
+
+// An acquisition started while the previous hold's delete is in flight
+// must not adopt the key that delete is about to remove.
+TEST_F(MutexTest, AcquiringWhileAReleaseIsInFlightNeverYieldsABrokenHold) {
+  DistributedMutex m(client(), key("overlap"));
+  int refused = 0;
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_TRUE(m.acquire().wait().ok());
+    auto released = m.release().future();  // in flight
+    auto again = m.acquire().timeout(5s).wait();
+    ASSERT_EQ(released.wait_for(5s), std::future_status::ready);
+    EXPECT_TRUE(released.get().value());
+    if (!again.ok()) {
+      EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition) << again.status().to_string();
+      ++refused;
+      continue;
+    }
+    // Held: its key exists and is the one its fencing token names.
+    auto got = client().get(m.key()).wait();
+    ASSERT_EQ(got->kvs.size(), 1u) << "round " << i << ": held, but the key is gone";
+    EXPECT_EQ(got->kvs[0].create_revision, m.fencing_token());
+    EXPECT_TRUE(m.unlock());
+  }
+  RecordProperty("refused_while_releasing", refused);
 }
 
 TEST_F(MutexTest, WaitersAreServedFifoAndEachWakesOnce) {
