@@ -625,6 +625,7 @@ class LatchState : public std::enable_shared_from_this<LatchState> {
 LeaderLatch::LeaderLatch(Client client, std::string name, std::string value, RecipeOptions options)
     : state_(std::make_shared<detail::LatchState>(std::move(client), std::move(name), std::move(value),
                                                   std::move(options))) {
+  bind_recipe(state_->core);
   state_->init();
 }
 
@@ -731,17 +732,6 @@ Call<std::vector<Participant>> LeaderLatch::participants() {
 
 Call<std::optional<LeaderInfo>> LeaderLatch::leader() {
   return detail::read_leader(state_->core->client(), state_->candidate->input_status, state_->candidate->prefix);
-}
-
-const std::string& LeaderLatch::name() const { return state_->core->name(); }
-const std::string& LeaderLatch::identity() const { return state_->core->identity(); }
-ConnectionState LeaderLatch::state() const { return state_->core->state(); }
-Subscription LeaderLatch::on_state_change(std::function<void(ConnectionState)> listener) {
-  return state_->core->on_state_change(std::move(listener));
-}
-std::vector<Status> LeaderLatch::errors() const { return state_->core->errors(); }
-Subscription LeaderLatch::on_error(std::function<void(const Status&)> listener) {
-  return state_->core->on_error(std::move(listener));
 }
 
 void LeaderLatch::close() {
@@ -945,6 +935,7 @@ LeaderSelector::LeaderSelector(Client client, std::string name, std::string valu
     : worker_(std::make_shared<detail::SelectorWorker>()) {
   state_ = std::make_shared<detail::SelectorState>(std::move(client), std::move(name), std::move(value),
                                                    std::move(callback), std::move(options), worker_);
+  bind_recipe(state_->core);
   state_->init();
 }
 
@@ -993,17 +984,6 @@ Call<std::vector<Participant>> LeaderSelector::participants() {
 
 Call<std::optional<LeaderInfo>> LeaderSelector::leader() {
   return detail::read_leader(state_->core->client(), state_->candidate->input_status, state_->candidate->prefix);
-}
-
-const std::string& LeaderSelector::name() const { return state_->core->name(); }
-const std::string& LeaderSelector::identity() const { return state_->core->identity(); }
-ConnectionState LeaderSelector::state() const { return state_->core->state(); }
-Subscription LeaderSelector::on_state_change(std::function<void(ConnectionState)> listener) {
-  return state_->core->on_state_change(std::move(listener));
-}
-std::vector<Status> LeaderSelector::errors() const { return state_->core->errors(); }
-Subscription LeaderSelector::on_error(std::function<void(const Status&)> listener) {
-  return state_->core->on_error(std::move(listener));
 }
 
 void LeaderSelector::close() {

@@ -172,7 +172,9 @@ class ObserverState : public std::enable_shared_from_this<ObserverState> {
 }  // namespace detail
 
 LeaderObserver::LeaderObserver(Client client, std::string name, RecipeOptions options)
-    : state_(std::make_shared<detail::ObserverState>(std::move(client), std::move(name), std::move(options))) {}
+    : state_(std::make_shared<detail::ObserverState>(std::move(client), std::move(name), std::move(options))) {
+  bind_recipe(state_->core);
+}
 
 LeaderObserver::~LeaderObserver() { close(); }
 
@@ -225,17 +227,6 @@ Call<std::vector<Participant>> LeaderObserver::participants() {
 
 Call<std::optional<LeaderInfo>> LeaderObserver::leader() {
   return detail::read_leader(state_->core->client(), state_->input_status, state_->prefix);
-}
-
-const std::string& LeaderObserver::name() const { return state_->core->name(); }
-const std::string& LeaderObserver::identity() const { return state_->core->identity(); }
-ConnectionState LeaderObserver::state() const { return state_->core->state(); }
-Subscription LeaderObserver::on_state_change(std::function<void(ConnectionState)> listener) {
-  return state_->core->on_state_change(std::move(listener));
-}
-std::vector<Status> LeaderObserver::errors() const { return state_->core->errors(); }
-Subscription LeaderObserver::on_error(std::function<void(const Status&)> listener) {
-  return state_->core->on_error(std::move(listener));
 }
 
 void LeaderObserver::close() {

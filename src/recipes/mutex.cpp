@@ -364,7 +364,9 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
 }  // namespace detail
 
 DistributedMutex::DistributedMutex(Client client, std::string name, RecipeOptions options)
-    : state_(std::make_shared<detail::MutexState>(std::move(client), std::move(name), std::move(options))) {}
+    : state_(std::make_shared<detail::MutexState>(std::move(client), std::move(name), std::move(options))) {
+  bind_recipe(state_->core);
+}
 
 DistributedMutex::~DistributedMutex() { close(); }
 
@@ -489,17 +491,6 @@ Call<TxnResponse> DistributedMutex::guarded(Txn txn) {
         });
       },
       client.executor());
-}
-
-const std::string& DistributedMutex::name() const { return state_->core->name(); }
-const std::string& DistributedMutex::identity() const { return state_->core->identity(); }
-ConnectionState DistributedMutex::state() const { return state_->core->state(); }
-Subscription DistributedMutex::on_state_change(std::function<void(ConnectionState)> listener) {
-  return state_->core->on_state_change(std::move(listener));
-}
-std::vector<Status> DistributedMutex::errors() const { return state_->core->errors(); }
-Subscription DistributedMutex::on_error(std::function<void(const Status&)> listener) {
-  return state_->core->on_error(std::move(listener));
 }
 
 void DistributedMutex::close() {

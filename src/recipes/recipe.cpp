@@ -183,4 +183,16 @@ Status RecipeCore::named(Status status) const {
 }
 
 }  // namespace detail
+const std::string& RecipeHandle::name() const { return recipe_core_->name(); }
+const std::string& RecipeHandle::identity() const { return recipe_core_->identity(); }
+ConnectionState RecipeHandle::state() const { return recipe_core_->state(); }
+Subscription RecipeHandle::on_state_change(std::function<void(ConnectionState)> listener) {
+  return recipe_core_->on_state_change(std::move(listener));
+}
+std::vector<Status> RecipeHandle::errors() const { return recipe_core_->errors(); }
+void RecipeHandle::clear_errors() { recipe_core_->clear_errors(); }
+Subscription RecipeHandle::on_error(std::function<void(const Status&)> listener) {
+  return recipe_core_->on_error(std::move(listener));
+}
+
 }  // namespace etcd::recipes

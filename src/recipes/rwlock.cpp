@@ -708,7 +708,9 @@ void DistributedReadWriteLock::LockView::close() { state_->close(); }
 DistributedReadWriteLock::DistributedReadWriteLock(Client client, std::string name, RecipeOptions options)
     : state_(std::make_shared<detail::RwLockState>(std::move(client), std::move(name), std::move(options))),
       read_(state_, Mode::kRead),
-      write_(state_, Mode::kWrite) {}
+      write_(state_, Mode::kWrite) {
+  bind_recipe(state_->core);
+}
 
 DistributedReadWriteLock::~DistributedReadWriteLock() { close(); }
 
@@ -717,16 +719,6 @@ Call<void> DistributedReadWriteLock::downgrade() {
   return Call<void>([s](CallOptions, Callback<void> done) { s->downgrade(std::move(done)); }, s->executor());
 }
 
-const std::string& DistributedReadWriteLock::name() const { return state_->core->name(); }
-const std::string& DistributedReadWriteLock::identity() const { return state_->core->identity(); }
-ConnectionState DistributedReadWriteLock::state() const { return state_->core->state(); }
-Subscription DistributedReadWriteLock::on_state_change(std::function<void(ConnectionState)> listener) {
-  return state_->core->on_state_change(std::move(listener));
-}
-std::vector<Status> DistributedReadWriteLock::errors() const { return state_->core->errors(); }
-Subscription DistributedReadWriteLock::on_error(std::function<void(const Status&)> listener) {
-  return state_->core->on_error(std::move(listener));
-}
 void DistributedReadWriteLock::close() { state_->close(); }
 
 }  // namespace etcd::recipes

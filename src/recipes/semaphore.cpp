@@ -538,7 +538,9 @@ Call<TxnResponse> Permit::guarded(Txn txn) {
 
 DistributedSemaphore::DistributedSemaphore(Client client, std::string name, int permits, RecipeOptions options)
     : state_(
-          std::make_shared<detail::SemaphoreState>(std::move(client), std::move(name), permits, std::move(options))) {}
+          std::make_shared<detail::SemaphoreState>(std::move(client), std::move(name), permits, std::move(options))) {
+  bind_recipe(state_->core);
+}
 
 DistributedSemaphore::~DistributedSemaphore() { close(); }
 
@@ -579,16 +581,6 @@ std::optional<Permit> DistributedSemaphore::try_acquire_until_steady(Deadline de
 }
 
 int DistributedSemaphore::permits() const { return state_->n; }
-const std::string& DistributedSemaphore::name() const { return state_->core->name(); }
-const std::string& DistributedSemaphore::identity() const { return state_->core->identity(); }
-ConnectionState DistributedSemaphore::state() const { return state_->core->state(); }
-Subscription DistributedSemaphore::on_state_change(std::function<void(ConnectionState)> listener) {
-  return state_->core->on_state_change(std::move(listener));
-}
-std::vector<Status> DistributedSemaphore::errors() const { return state_->core->errors(); }
-Subscription DistributedSemaphore::on_error(std::function<void(const Status&)> listener) {
-  return state_->core->on_error(std::move(listener));
-}
 void DistributedSemaphore::close() { state_->core->close(); }
 
 }  // namespace etcd::recipes

@@ -229,6 +229,12 @@ TEST_F(MutexTest, LossIsReportedAndGuardedWritesFail) {
   EXPECT_TRUE(refused.status().is(Errc::kHoldLost)) << refused.status().to_string();
   EXPECT_EQ(client().get(key("fenced")).wait()->kvs.at(0).value, "1");
   EXPECT_FALSE(m.unlock());
+  // The loss was recorded with the recipe's identity, and can be cleared.
+  auto errors = m.errors();
+  ASSERT_FALSE(errors.empty());
+  EXPECT_NE(errors.back().message().find(m.identity()), std::string::npos) << errors.back().to_string();
+  m.clear_errors();
+  EXPECT_TRUE(m.errors().empty());
 
   // The object can contend again, on a new session.
   ASSERT_TRUE(m.acquire().timeout(5s).wait().ok());

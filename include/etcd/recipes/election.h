@@ -91,7 +91,7 @@ class ObserverState;
 
 // LeaderLatch: contend for leadership for as long as the object is started;
 // re-contest after losing.
-class LeaderLatch {
+class LeaderLatch : public RecipeHandle {
  public:
   // Does no I/O. `value` is this candidate's proposal (what observers and
   // `etcdctl elect --listen` show). An invalid name or a session_ttl below
@@ -157,13 +157,7 @@ class LeaderLatch {
   Call<std::vector<Participant>> participants();
   Call<std::optional<LeaderInfo>> leader();
 
-  // --- Recipe.
-  const std::string& name() const;
-  const std::string& identity() const;
-  ConnectionState state() const;
-  Subscription on_state_change(std::function<void(ConnectionState)> listener);
-  std::vector<Status> errors() const;
-  Subscription on_error(std::function<void(const Status&)> listener);
+  // --- Recipe (name, identity, state and errors come from RecipeHandle).
   // Stops contending, wakes waiters with Errc::kClosed and resigns (deletes
   // our key without waiting). Idempotent.
   void close();
@@ -206,7 +200,7 @@ class LeaderTerm {
 // default), joins the queue again, so it runs once per term for as long as it
 // is started. It never runs two callbacks at once: after a loss it re-queues
 // only once the callback has returned.
-class LeaderSelector {
+class LeaderSelector : public RecipeHandle {
  public:
   using Callback = std::function<void(LeaderTerm& term)>;
   using StopCallback = std::function<void(std::stop_token stop, LeaderTerm& term)>;
@@ -244,13 +238,7 @@ class LeaderSelector {
   Call<std::vector<Participant>> participants();
   Call<std::optional<LeaderInfo>> leader();
 
-  // --- Recipe.
-  const std::string& name() const;
-  const std::string& identity() const;
-  ConnectionState state() const;
-  Subscription on_state_change(std::function<void(ConnectionState)> listener);
-  std::vector<Status> errors() const;
-  Subscription on_error(std::function<void(const Status&)> listener);
+  // --- Recipe (name, identity, state and errors come from RecipeHandle).
   // Stops: requests the term's stop, waits for the callback to return
   // (unless called from the callback itself), and deletes our key without
   // waiting for it. Idempotent.
@@ -268,7 +256,7 @@ class LeaderSelector {
 // continue without a gap (compaction while disconnected, Errc::kResyncNeeded
 // or kCompacted), it reads again and reports the difference: listeners see
 // the leader that holds now, never a stale one.
-class LeaderObserver {
+class LeaderObserver : public RecipeHandle {
  public:
   // Does no I/O.
   LeaderObserver(Client client, std::string name, RecipeOptions options = RecipeOptions());
@@ -295,12 +283,6 @@ class LeaderObserver {
   Call<std::optional<LeaderInfo>> leader();
 
   // --- Recipe (its state follows the client's).
-  const std::string& name() const;
-  const std::string& identity() const;
-  ConnectionState state() const;
-  Subscription on_state_change(std::function<void(ConnectionState)> listener);
-  std::vector<Status> errors() const;
-  Subscription on_error(std::function<void(const Status&)> listener);
   void close();
 
  private:

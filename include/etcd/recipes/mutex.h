@@ -53,7 +53,7 @@ namespace detail {
 class MutexState;
 }
 
-class DistributedMutex {
+class DistributedMutex : public RecipeHandle {
  public:
   // Does no I/O. An invalid name is reported by every later call.
   DistributedMutex(Client client, std::string name, RecipeOptions options = RecipeOptions());
@@ -109,13 +109,7 @@ class DistributedMutex {
   // etcd Txn). Fails with Errc::kHoldLost when it does not.
   Call<TxnResponse> guarded(Txn txn);
 
-  // --- Recipe.
-  const std::string& name() const;
-  const std::string& identity() const;
-  ConnectionState state() const;
-  Subscription on_state_change(std::function<void(ConnectionState)> listener);
-  std::vector<Status> errors() const;
-  Subscription on_error(std::function<void(const Status&)> listener);
+  // --- Recipe (name, identity, state and errors come from RecipeHandle).
   // Refuses new work; parked waiters finish with Errc::kClosed; a hold is
   // released. Idempotent.
   void close();

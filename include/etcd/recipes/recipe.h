@@ -95,4 +95,27 @@ class RecipeCore : public std::enable_shared_from_this<RecipeCore> {
 };
 
 }  // namespace detail
+// What every recipe object answers, over its core: its name and identity
+// ("DistributedMutex[/locks/orders]"), its connection state (following its
+// session) and the background failures it recorded, with listeners.
+class RecipeHandle {
+ public:
+  const std::string& name() const;
+  const std::string& identity() const;
+  ConnectionState state() const;
+  Subscription on_state_change(std::function<void(ConnectionState)> listener);
+  // Recorded background failures (bounded), oldest first.
+  std::vector<Status> errors() const;
+  void clear_errors();
+  Subscription on_error(std::function<void(const Status&)> listener);
+
+ protected:
+  RecipeHandle() = default;
+  // Called once by the recipe's constructor.
+  void bind_recipe(std::shared_ptr<detail::RecipeCore> core) { recipe_core_ = std::move(core); }
+
+ private:
+  std::shared_ptr<detail::RecipeCore> recipe_core_{};
+};
+
 }  // namespace etcd::recipes

@@ -100,7 +100,7 @@ namespace detail {
 class RwLockState;
 }
 
-class DistributedReadWriteLock {
+class DistributedReadWriteLock : public RecipeHandle {
  public:
   enum class Mode { kRead = 0, kWrite = 1 };
 
@@ -195,14 +195,7 @@ class DistributedReadWriteLock {
   // read_lock().is_locked() true, with the same key and fencing token.
   Call<void> downgrade();
 
-  // --- Recipe.
-  const std::string& name() const;
-  // "DistributedReadWriteLock[NAME]".
-  const std::string& identity() const;
-  ConnectionState state() const;
-  Subscription on_state_change(std::function<void(ConnectionState)> listener);
-  std::vector<Status> errors() const;
-  Subscription on_error(std::function<void(const Status&)> listener);
+  // --- Recipe (name, identity, state and errors come from RecipeHandle).
   // Refuses new work; parked waiters finish with Errc::kClosed; a hold is
   // released. Idempotent.
   void close();

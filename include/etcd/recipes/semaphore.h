@@ -86,7 +86,7 @@ class PermitState;
 struct PermitAccess;
 }  // namespace detail
 
-class DistributedSemaphore {
+class DistributedSemaphore : public RecipeHandle {
  public:
   // One granted permit. Move-only; releases on destruction (fire and
   // forget, never blocking).
@@ -165,14 +165,7 @@ class DistributedSemaphore {
   // The permit count this object asks for.
   int permits() const;
 
-  // --- Recipe.
-  const std::string& name() const;
-  // "DistributedSemaphore[NAME]".
-  const std::string& identity() const;
-  ConnectionState state() const;
-  Subscription on_state_change(std::function<void(ConnectionState)> listener);
-  std::vector<Status> errors() const;
-  Subscription on_error(std::function<void(const Status&)> listener);
+  // --- Recipe (name, identity, state and errors come from RecipeHandle).
   // Refuses new work; parked acquisitions finish with Errc::kClosed.
   // Idempotent.
   void close();
