@@ -39,16 +39,9 @@
 #include "etcd/session.h"
 #include "etcd/txn.h"
 #include "etcd/watch.h"
+#include "keys.h"
 
 namespace etcd::recipes::detail {
-
-// Failures after which an idempotent step (creating a contender key if
-// absent, re-reading) is simply tried again: the request did not get
-// through, or its outcome is unknown.
-inline bool transient(const Status& st) {
-  return st.code() == StatusCode::kDeadlineExceeded || st.code() == StatusCode::kUnavailable ||
-         st.is(Errc::kOutcomeUnknown);
-}
 
 // The failures after which a release, a downgrade or a nudge (guarded,
 // idempotent writes) is sent again, at most three times in all.

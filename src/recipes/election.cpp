@@ -240,20 +240,13 @@ class Candidate : public std::enable_shared_from_this<Candidate> {
 
   template <class T, class F>
   void run(Call<T> call, F f) {
-    CallAccess::start_inline(std::move(call), [self = shared_from_this(), f = std::move(f)](Result<T> r) {
-      asio::post(self->strand, [f, r = std::move(r)]() mutable { f(std::move(r)); });
-    });
+    run_on_strand(shared_from_this(), std::move(call), std::move(f));
   }
 
   void retry_later(uint64_t e, std::function<void()> step) {
-    ++failures_;
-    auto timer =
-        std::make_shared<asio::steady_timer>(strand, std::chrono::milliseconds(std::min(1000, 50 * failures_)));
-    retry_timer_ = timer;
-    timer->async_wait([self = shared_from_this(), e, timer, step = std::move(step)](const asio::error_code& ec) {
-      if (ec || self->stale(e)) return;
-      step();
-    });
+    retry_on_strand(
+        shared_from_this(), failures_, retry_timer_, 1000, [self = shared_from_this(), e] { return self->stale(e); },
+        std::move(step));
   }
 
   // A failed step: transient failures are retried, the rest stop the campaign.

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "etcd/call.h"
+#include "etcd/status.h"
 
 namespace etcd::recipes::detail {
 
@@ -18,6 +19,14 @@ inline std::string lease_hex(int64_t id) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(id));
   return buf;
+}
+
+// Failures after which an idempotent step (creating a contender key if
+// absent, re-reading) is simply tried again: the request did not get
+// through, or its outcome is unknown.
+inline bool transient(const Status& st) {
+  return st.code() == StatusCode::kDeadlineExceeded || st.code() == StatusCode::kUnavailable ||
+         st.is(Errc::kOutcomeUnknown);
 }
 
 inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }

@@ -68,20 +68,13 @@ class ObserverState : public std::enable_shared_from_this<ObserverState> {
 
   template <class T, class F>
   void run(Call<T> call, F f) {
-    CallAccess::start_inline(std::move(call), [self = shared_from_this(), f = std::move(f)](Result<T> r) {
-      asio::post(self->strand, [f, r = std::move(r)]() mutable { f(std::move(r)); });
-    });
+    run_on_strand(shared_from_this(), std::move(call), std::move(f));
   }
 
   void retry_later(uint64_t e, std::function<void()> step) {
-    ++failures_;
-    auto timer =
-        std::make_shared<asio::steady_timer>(strand, std::chrono::milliseconds(std::min(2000, 50 * failures_)));
-    timer_ = timer;
-    timer->async_wait([self = shared_from_this(), e, timer, step = std::move(step)](const asio::error_code& ec) {
-      if (ec || self->stale(e)) return;
-      step();
-    });
+    retry_on_strand(
+        shared_from_this(), failures_, timer_, 2000, [self = shared_from_this(), e] { return self->stale(e); },
+        std::move(step));
   }
 
   // Reads every candidate at one revision, then watches from the next one.

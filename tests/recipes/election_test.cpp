@@ -298,8 +298,16 @@ TEST_F(ElectionTest, RevokedLeaseEndsTheTermAnotherTakesOverAndTheLoserContestsA
   EXPECT_TRUE(recorded);
 
   // The loser queues again, on a new session (a new key), behind b.
-  ASSERT_TRUE(eventually([&] { return count_under(client(), key("revoke/")) == 2 && !a.key().empty(); }, 15s));
-  EXPECT_NE(client().get(a.key()).wait()->kvs.at(0).lease, lease);
+  // (a.key() may name the revoked key for a moment: wait for the new one.)
+  ASSERT_TRUE(eventually(
+      [&] {
+        const std::string k = a.key();
+        if (k.empty()) return false;
+        auto got = client().get(k).wait();
+        return got.ok() && got->kvs.size() == 1 && got->kvs[0].lease != lease;
+      },
+      15s));
+  EXPECT_EQ(count_under(client(), key("revoke/")), 2);
   b.close();
   ASSERT_TRUE(a.await_for(10s));
   EXPECT_GT(a.term(), b.term());
