@@ -160,6 +160,20 @@ inline bool adopt_key(std::mutex& mu, AcquisitionBase& a, int64_t& slot, int64_t
   return true;
 }
 
+// An acquisition's key and that key's create revision.
+struct KeyAtRevision {
+  std::string key;
+  int64_t rev = 0;
+};
+
+// Reads `a.key` and `a.rev` under the state's mutex; nothing if `a` finished.
+template <class A>
+std::optional<KeyAtRevision> current_key(std::mutex& mu, const A& a) {
+  std::lock_guard lock(mu);
+  if (a.finished) return std::nullopt;
+  return KeyAtRevision{a.key, a.rev};
+}
+
 // A re-check's read of our own key: unless it is still the key created at
 // `rev`, it is gone (the session was lost) and the waiter must never report
 // success. The status to fail with, if so.

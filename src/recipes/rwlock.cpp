@@ -274,14 +274,10 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
   // at one revision R, then wait for a change of only that predecessor from
   // R+1.
   void recheck(const std::shared_ptr<RwAcquisition>& a) {
-    std::string key;
-    int64_t rev;
-    {
-      std::lock_guard lock(mu);
-      if (a->finished) return;
-      key = a->key;
-      rev = a->rev;
-    }
+    const auto mine = detail::current_key(mu, *a);
+    if (!mine) return;
+    const std::string key = mine->key;
+    const int64_t rev = mine->rev;
     const GetOptions before{.prefix = true,
                             .limit = 2,
                             .sort_order = SortOrder::kDescend,

@@ -165,14 +165,10 @@ class SemaphoreState : public std::enable_shared_from_this<SemaphoreState> {
   // Anchored re-check: at one revision R, our key, the first N keys before
   // it, the one just before it, and whether any key follows it.
   void recheck(const std::shared_ptr<SemAcquisition>& a) {
-    std::string key;
-    int64_t rev;
-    {
-      std::lock_guard lock(mu);
-      if (a->finished) return;
-      key = a->key;
-      rev = a->rev;
-    }
+    const auto mine = detail::current_key(mu, *a);
+    if (!mine) return;
+    const std::string key = mine->key;
+    const int64_t rev = mine->rev;
     const GetOptions first_n{.prefix = true,
                              .limit = n,
                              .sort_order = SortOrder::kAscend,
