@@ -232,6 +232,19 @@ bool guard(const std::shared_ptr<State>& self, const std::shared_ptr<A>& a, cons
   return true;
 }
 
+// guard(), then, unless `a` ended already, the recipe's session (created
+// and started on first use): `a` goes on in self->with_session(a, session),
+// or fails if there is none.
+template <class State, class A>
+void guard_and_begin(const std::shared_ptr<State>& self, const std::shared_ptr<A>& a, const CallOptions& options,
+                     Status timed_out, Status closed) {
+  if (!guard(self, a, options, std::move(timed_out), std::move(closed))) return;
+  etcd::detail::CallAccess::start_inline(self->core->session(), [self, a](Result<std::shared_ptr<Session>> s) {
+    if (!s.ok()) return self->fail(a, std::move(s).status());
+    self->with_session(a, *s);
+  });
+}
+
 // Fails `a` (kAborted, Errc::kHoldLost) if `session` is lost while it runs.
 template <class State, class A>
 void guard_session(const std::shared_ptr<State>& self, const std::shared_ptr<A>& a, Session& session) {

@@ -85,11 +85,7 @@ class MutexState : public std::enable_shared_from_this<MutexState> {
       acq = a;
     }
     auto self = shared_from_this();
-    if (!guard(self, a, options, DeadlineExceeded("timed out waiting for the lock"), core->closed_status())) return;
-    CallAccess::start_inline(core->session(), [self, a](Result<std::shared_ptr<Session>> s) {
-      if (!s.ok()) return self->fail(a, std::move(s).status());
-      self->with_session(a, *s);
-    });
+    guard_and_begin(self, a, options, DeadlineExceeded("timed out waiting for the lock"), core->closed_status());
   }
 
   void with_session(const std::shared_ptr<Acquisition>& a, const std::shared_ptr<Session>& s) {

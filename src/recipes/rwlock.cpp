@@ -130,14 +130,8 @@ class RwLockState : public std::enable_shared_from_this<RwLockState> {
     }
     if (refused) return a->done(named(m, std::move(*refused)));
     auto self = shared_from_this();
-    if (!guard(self, a, options, DeadlineExceeded("timed out waiting for the lock"),
-               Status(StatusCode::kFailedPrecondition, "closed", Errc::kClosed))) {
-      return;
-    }
-    CallAccess::start_inline(core->session(), [self, a](Result<std::shared_ptr<Session>> s) {
-      if (!s.ok()) return self->fail(a, std::move(s).status());
-      self->with_session(a, *s);
-    });
+    guard_and_begin(self, a, options, DeadlineExceeded("timed out waiting for the lock"),
+                    Status(StatusCode::kFailedPrecondition, "closed", Errc::kClosed));
   }
 
   bool claim_key(const std::string& key, int64_t lease) {

@@ -90,14 +90,8 @@ class SemaphoreState : public std::enable_shared_from_this<SemaphoreState> {
     a->done = std::move(done);
     a->caller_waits = options.caller_waits;
     auto self = shared_from_this();
-    if (!guard(self, a, options, DeadlineExceeded("timed out waiting for a permit"),
-               Status(StatusCode::kFailedPrecondition, "closed", Errc::kClosed))) {
-      return;
-    }
-    CallAccess::start_inline(core->session(), [self, a](Result<std::shared_ptr<Session>> s) {
-      if (!s.ok()) return self->fail(a, std::move(s).status());
-      self->with_session(a, *s);
-    });
+    guard_and_begin(self, a, options, DeadlineExceeded("timed out waiting for a permit"),
+                    Status(StatusCode::kFailedPrecondition, "closed", Errc::kClosed));
   }
 
   void with_session(const std::shared_ptr<SemAcquisition>& a, const std::shared_ptr<Session>& s) {
