@@ -12,9 +12,9 @@ int main(int argc, char** argv) {
   etcd::recipes::DistributedMutex mutex(client, "/example/locks/orders");
 
   std::unique_lock lock(mutex);  // blocks until held
-  std::cout << "holding " << mutex.key() << " with fencing token " << mutex.fencing_token() << "\n";
+  std::cout << "holding " << mutex.hold().key() << " with fencing token " << mutex.hold().token() << "\n";
   // Writes that must only land while we hold the lock go through guarded().
-  auto r = mutex.guarded(etcd::Txn().then(etcd::Op::put("/example/orders/last-writer", "me"))).wait();
+  auto r = mutex.hold().guarded(etcd::Txn().then(etcd::Op::put("/example/orders/last-writer", "me"))).wait();
   std::cout << "guarded write: " << (r.ok() ? "applied" : r.status().to_string()) << "\n";
   return 0;
 }

@@ -2,7 +2,7 @@
 #include "etcd/recipes/election.h"
 
 #include "election_common.h"
-#include "keys.h"
+#include "core/keys.h"
 
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>

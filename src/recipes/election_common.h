@@ -23,7 +23,8 @@
 #include "etcd/call.h"
 #include "etcd/recipes/election.h"
 #include "etcd/recipes/recipe.h"
-#include "keys.h"
+#include "core/keys.h"
+#include "core/recipe_core.h"
 
 namespace etcd::recipes::detail {
 

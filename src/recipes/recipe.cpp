@@ -4,6 +4,9 @@
 
 #include <asio/post.hpp>
 
+#include "core/calls.h"
+#include "core/recipe_core.h"
+
 namespace etcd::recipes {
 
 namespace {
@@ -27,13 +30,36 @@ Status validate_name(std::string_view kind, const std::string& name) {
 
 namespace detail {
 
-RecipeCore::RecipeCore(Client client, std::string kind, std::string name, RecipeOptions options)
+namespace {
+
+Status check_input(std::string_view kind, const std::string& name, const RecipeOptions& options, Status own) {
+  if (Status st = validate_name(kind, name); !st.ok()) return st;
+  if (!options.session && !options.session_factory && options.session_ttl < std::chrono::seconds(1)) {
+    return InvalidArgument(std::string(kind) + "[" + name + "]: session_ttl must be at least 1 s (got " +
+                           std::to_string(options.session_ttl.count()) + " s)");
+  }
+  if (!own.ok() && own.message().rfind(std::string(kind), 0) != 0) {
+    return Status(own.code(), std::string(kind) + "[" + name + "]: " + own.message(), own.reason());
+  }
+  return own;
+}
+
+}  // namespace
+
+RecipeCore::RecipeCore(Client client, std::string kind, std::string name, RecipeOptions options, Status input)
     : client_(std::move(client)),
       name_(std::move(name)),
       identity_(kind + "[" + name_ + "]"),
       options_(std::move(options)),
-      metrics_(options_.metrics ? options_.metrics : std::make_shared<NullMetrics>()) {
+      metrics_(options_.metrics ? options_.metrics : std::make_shared<NullMetrics>()),
+      input_(check_input(kind, name_, options_, std::move(input))) {
   if (options_.client_id.empty()) options_.client_id = default_client_id();
+}
+
+Status RecipeCore::usable() const {
+  if (!input_.ok()) return input_;
+  if (closed()) return closed_status();
+  return Status();
 }
 
 Call<std::shared_ptr<Session>> RecipeCore::session() {
@@ -43,16 +69,24 @@ Call<std::shared_ptr<Session>> RecipeCore::session() {
         std::shared_ptr<Session> session;
         {
           std::lock_guard lock(self->mu_);
-          // A session of our own that was lost is replaced for the next
-          // acquisition (the lost hold itself is never re-created); a
-          // session the user shares stays theirs to replace.
+          // A session this recipe made (itself or through the factory) that
+          // was lost is replaced for the next acquisition (the lost hold
+          // itself is never re-created); a fixed shared session stays the
+          // user's to replace.
           if (self->session_ && !self->options_.session && self->session_->state() == ConnectionState::kLost) {
             self->session_.reset();
           }
           if (!self->session_) {
-            self->session_ = self->options_.session
-                                 ? self->options_.session
-                                 : Session::create(self->client_, SessionOptions{.ttl = self->options_.session_ttl});
+            if (self->options_.session) {
+              self->session_ = self->options_.session;
+            } else if (self->options_.session_factory) {
+              self->session_ = self->options_.session_factory();
+            } else {
+              self->session_ = Session::create(self->client_, SessionOptions{.ttl = self->options_.session_ttl});
+            }
+            if (!self->session_) {
+              return done(self->named(Status(StatusCode::kFailedPrecondition, "the session factory gave no session")));
+            }
             // The recipe's connection state follows its session's.
             std::weak_ptr<RecipeCore> weak = self;
             self->session_state_sub_ = self->session_->on_state_change([weak](ConnectionState s) {
@@ -61,30 +95,30 @@ Call<std::shared_ptr<Session>> RecipeCore::session() {
           }
           session = self->session_;
         }
-        auto start = session->start();
-        if (options.deadline) start.deadline(*options.deadline);
-        start.stop_token(options.stop);
-        etcd::detail::CallAccess::start_inline(std::move(start), [session, done = std::move(done)](Result<void> r) {
-          if (!r.ok()) {
-            done(std::move(r).status());
-          } else {
-            done(session);
-          }
-        });
+        CallAccess::start_inline(inherit(session->start(), options),
+                                 [session, done = std::move(done)](Result<void> r) {
+                                   if (!r.ok()) return done(std::move(r).status());
+                                   done(session);
+                                 });
       },
       client_.executor());
 }
 
 void RecipeCore::record_error(Status status) {
   Status named_status = named(std::move(status));
-  std::vector<std::shared_ptr<std::function<void(const Status&)>>> listeners;
   {
     std::lock_guard lock(mu_);
     if (errors_.size() == kMaxRecordedErrors) errors_.erase(errors_.begin());
     errors_.push_back(named_status);
-    for (auto& [id, l] : error_listeners_) listeners.push_back(l);
   }
-  for (auto& l : listeners) asio::post(client_.executor(), [l, named_status] { (*l)(named_status); });
+  // An error listener that throws is not recorded again (no loop).
+  error_listeners_.notify(client_.executor(), nullptr, named_status);
+}
+
+ThrowSink RecipeCore::throw_sink() {
+  return [weak = weak_from_this()](Status st) {
+    if (auto self = weak.lock()) self->record_error(std::move(st));
+  };
 }
 
 std::vector<Status> RecipeCore::errors() const {
@@ -98,16 +132,7 @@ void RecipeCore::clear_errors() {
 }
 
 Subscription RecipeCore::on_error(std::function<void(const Status&)> listener) {
-  std::lock_guard lock(mu_);
-  const uint64_t id = next_id_++;
-  error_listeners_.emplace_back(id, std::make_shared<std::function<void(const Status&)>>(std::move(listener)));
-  std::weak_ptr<RecipeCore> weak = shared_from_this();
-  return Subscription([weak, id] {
-    if (auto core = weak.lock()) {
-      std::lock_guard l(core->mu_);
-      std::erase_if(core->error_listeners_, [id](const auto& p) { return p.first == id; });
-    }
-  });
+  return error_listeners_.add(std::move(listener));
 }
 
 ConnectionState RecipeCore::state() const {
@@ -116,28 +141,23 @@ ConnectionState RecipeCore::state() const {
 }
 
 void RecipeCore::set_state(ConnectionState state) {
-  std::vector<std::shared_ptr<std::function<void(ConnectionState)>>> listeners;
   {
     std::lock_guard lock(mu_);
     if (state_ == state) return;
     state_ = state;
-    for (auto& [id, l] : state_listeners_) listeners.push_back(l);
   }
-  // Listeners run on the executor; the session delivers its changes in order.
-  for (auto& l : listeners) (*l)(state);
+  // Called on the executor by the session, in order: run them here, so
+  // that the order holds.
+  state_listeners_.call(throw_sink(), state);
 }
 
 Subscription RecipeCore::on_state_change(std::function<void(ConnectionState)> listener) {
-  std::lock_guard lock(mu_);
-  const uint64_t id = next_id_++;
-  state_listeners_.emplace_back(id, std::make_shared<std::function<void(ConnectionState)>>(std::move(listener)));
-  std::weak_ptr<RecipeCore> weak = shared_from_this();
-  return Subscription([weak, id] {
-    if (auto core = weak.lock()) {
-      std::lock_guard l(core->mu_);
-      std::erase_if(core->state_listeners_, [id](const auto& p) { return p.first == id; });
-    }
-  });
+  return state_listeners_.add(std::move(listener));
+}
+
+void RecipeCore::start() {
+  if (Status st = usable(); !st.ok()) throw Error(std::move(st));
+  if (start_action_) start_action_();
 }
 
 bool RecipeCore::closed() const {
@@ -154,6 +174,7 @@ void RecipeCore::close() {
     wakers.swap(close_wakers_);
   }
   for (auto& [id, w] : wakers) w();
+  if (close_action_) close_action_();
 }
 
 Subscription RecipeCore::on_close(std::function<void()> waker) {
@@ -183,8 +204,26 @@ Status RecipeCore::named(Status status) const {
 }
 
 }  // namespace detail
+
+RecipeHandle& RecipeHandle::operator=(RecipeHandle&& other) noexcept {
+  if (this != &other) {
+    close();
+    recipe_core_ = std::move(other.recipe_core_);
+  }
+  return *this;
+}
+
+RecipeHandle::~RecipeHandle() { close(); }
+
+void RecipeHandle::bind_recipe(std::shared_ptr<detail::RecipeCore> core) { recipe_core_ = std::move(core); }
+
 const std::string& RecipeHandle::name() const { return recipe_core_->name(); }
 const std::string& RecipeHandle::identity() const { return recipe_core_->identity(); }
+void RecipeHandle::start() { recipe_core_->start(); }
+void RecipeHandle::close() {
+  if (recipe_core_) recipe_core_->close();
+}
+bool RecipeHandle::closed() const { return recipe_core_->closed(); }
 ConnectionState RecipeHandle::state() const { return recipe_core_->state(); }
 Subscription RecipeHandle::on_state_change(std::function<void(ConnectionState)> listener) {
   return recipe_core_->on_state_change(std::move(listener));

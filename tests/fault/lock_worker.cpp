@@ -8,7 +8,7 @@
 // Each iteration: lock NAME (a DistributedMutex with its own session of the
 // given TTL), note the start time (CLOCK_MONOTONIC ns: every worker runs on
 // the same machine) and the fencing token, hold for hold-ms while watching
-// hold_token(), write "<NAME>-log/<token>" through mutex.guarded() so that
+// hold_token(), write "<NAME>-log/<token>" through mutex.hold().guarded() so that
 // writes made under the hold are visible in etcd, note the end time, unlock.
 //
 // --out gets, flushed line by line (a crash or SIGKILL loses nothing written):
@@ -188,8 +188,8 @@ int main(int argc, char** argv) {
       continue;
     }
     const int64_t start_ns = mono_ns();
-    const int64_t token = mutex.fencing_token();
-    const std::stop_token hold = mutex.hold_token();
+    const int64_t token = mutex.hold().token();
+    const std::stop_token hold = mutex.hold().stop_token();
     out.line("acquired " + std::to_string(token) + " " + std::to_string(start_ns));
 
     // Hold, in small steps, so that a reported loss ends the hold early.
@@ -198,7 +198,7 @@ int main(int argc, char** argv) {
 
     // The write is attempted even after a reported loss: it must be refused.
     const std::string log_key = args.name + "-log/" + std::to_string(token);
-    auto written = mutex.guarded(etcd::Txn().then(etcd::Op::put(log_key, args.worker + " " + std::to_string(token))))
+    auto written = mutex.hold().guarded(etcd::Txn().then(etcd::Op::put(log_key, args.worker + " " + std::to_string(token))))
                        .timeout(10s)
                        .wait();
     const int64_t write_ns = mono_ns();

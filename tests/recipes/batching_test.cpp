@@ -39,17 +39,17 @@ TEST_F(BatchingTest, ManyLockNamesOfOneClientShareTransactionsAndEachHoldsItsOwn
   constexpr int kLocks = 64;
   auto session = started_session(client());
   auto locks = mutexes(client(), key("many/"), kLocks, session);
-  std::vector<std::future<Result<void>>> pending;
+  std::vector<std::future<Result<etcd::recipes::Hold>>> pending;
   for (auto& m : locks) pending.push_back(m->acquire().timeout(20s).future());
   std::set<int64_t> revisions;
   for (int i = 0; i < kLocks; ++i) {
     auto r = pending[i].get();
     ASSERT_TRUE(r.ok()) << i << ": " << r.status().to_string();
-    ASSERT_TRUE(locks[i]->is_locked());
-    auto got = client().get(locks[i]->key()).wait();
-    ASSERT_EQ(got->kvs.size(), 1u) << locks[i]->key();
+    ASSERT_TRUE(locks[i]->is_held());
+    auto got = client().get(locks[i]->hold().key()).wait();
+    ASSERT_EQ(got->kvs.size(), 1u) << locks[i]->hold().key();
     EXPECT_EQ(got->kvs[0].lease, session->lease_id());
-    EXPECT_EQ(locks[i]->fencing_token(), got->kvs[0].create_revision);
+    EXPECT_EQ(locks[i]->hold().token(), got->kvs[0].create_revision);
     revisions.insert(got->kvs[0].create_revision);
   }
   // Issued together, the acquisitions were committed in a few Txns.
@@ -72,7 +72,7 @@ TEST_F(BatchingTest, ContendersOfOneLockNeverShareARevision) {
     }
     auto others = mutexes(client(), key("other" + std::to_string(round) + "/"), kOthers, shared);
     // Interleave them so that both kinds queue together.
-    std::vector<std::future<Result<void>>> contending, rest;
+    std::vector<std::future<Result<etcd::recipes::Hold>>> contending, rest;
     for (int i = 0; i < kOthers; ++i) {
       rest.push_back(others[i]->acquire().timeout(20s).future());
       if (i < kContenders) contending.push_back(contenders[i]->acquire().timeout(30s).future());
@@ -99,7 +99,7 @@ TEST_F(BatchingTest, ContendersOfOneLockNeverShareARevision) {
       })) << "round "
           << round << ", hand-over " << served;
       int holding = 0;
-      for (auto& c : contenders) holding += c->is_locked() ? 1 : 0;
+      for (auto& c : contenders) holding += c->is_held() ? 1 : 0;
       EXPECT_EQ(holding, 1);
       ASSERT_TRUE(contending[holder].get().ok());
       EXPECT_TRUE(contenders[holder]->unlock());
@@ -119,7 +119,7 @@ TEST_F(BatchingTest, AnAcquisitionWhoseLeaseIsGoneFailsAloneAndTheRestSucceed) {
   bad_options.session = bad;
   DistributedMutex doomed(client(), key("doomed"), bad_options);
   auto locks = mutexes(client(), key("fine/"), 20, good);
-  std::vector<std::future<Result<void>>> pending;
+  std::vector<std::future<Result<etcd::recipes::Hold>>> pending;
   // Two go out alone at once; the doomed one queues with the rest.
   pending.push_back(locks[0]->acquire().timeout(20s).future());
   pending.push_back(locks[1]->acquire().timeout(20s).future());
@@ -131,7 +131,7 @@ TEST_F(BatchingTest, AnAcquisitionWhoseLeaseIsGoneFailsAloneAndTheRestSucceed) {
   }
   auto r = doomed_result.get();
   EXPECT_FALSE(r.ok());
-  EXPECT_FALSE(doomed.is_locked());
+  EXPECT_FALSE(doomed.is_held());
   EXPECT_EQ(client().get(key("doomed/"), {.prefix = true, .count_only = true}).wait()->count, 0);
   for (auto& m : locks) EXPECT_TRUE(m->unlock());
 }
@@ -145,7 +145,7 @@ TEST(BatchingSmallServerTest, AServerWithFewTxnOpsStillServesEveryAcquisition) {
   Client client(options);
   auto session = started_session(client);
   auto locks = mutexes(client, "/small/", 40, session);
-  std::vector<std::future<Result<void>>> pending;
+  std::vector<std::future<Result<etcd::recipes::Hold>>> pending;
   for (auto& m : locks) pending.push_back(m->acquire().timeout(20s).future());
   for (std::size_t i = 0; i < pending.size(); ++i) {
     auto r = pending[i].get();

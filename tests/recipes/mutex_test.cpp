@@ -29,16 +29,16 @@ std::string hex(int64_t v) {
 TEST_F(MutexTest, UncontendedCycleUsesGoKeyLayoutAndFencingToken) {
   DistributedMutex m(client(), key("lock"));
   ASSERT_TRUE(m.acquire().wait().ok());
-  EXPECT_TRUE(m.is_locked());
-  const std::string k = m.key();
+  EXPECT_TRUE(m.is_held());
+  const std::string k = m.hold().key();
   ASSERT_EQ(k.rfind(key("lock") + "/", 0), 0u) << k;
   auto got = client().get(k).wait();
   ASSERT_EQ(got->kvs.size(), 1u);
   EXPECT_EQ(k, key("lock") + "/" + hex(got->kvs[0].lease));
-  EXPECT_EQ(m.fencing_token(), got->kvs[0].create_revision);
+  EXPECT_EQ(m.hold().token(), got->kvs[0].create_revision);
   EXPECT_TRUE(m.unlock());
-  EXPECT_FALSE(m.is_locked());
-  EXPECT_EQ(m.fencing_token(), 0);
+  EXPECT_FALSE(m.is_held());
+  EXPECT_EQ(m.hold().token(), 0);
   EXPECT_TRUE(client().get(k).wait()->kvs.empty());
 }
 
@@ -57,18 +57,18 @@ TEST_F(MutexTest, StandardLockAdaptersWork) {
   DistributedMutex m(client(), key("std"));
   {
     std::unique_lock lock(m);
-    EXPECT_TRUE(m.is_locked());
+    EXPECT_TRUE(m.is_held());
   }
-  EXPECT_FALSE(m.is_locked());
+  EXPECT_FALSE(m.is_held());
   {
     std::scoped_lock lock(m);
-    EXPECT_TRUE(m.is_locked());
+    EXPECT_TRUE(m.is_held());
   }
   std::unique_lock lock(m, std::defer_lock);
   EXPECT_TRUE(lock.try_lock_for(2s));
   lock.unlock();
-  EXPECT_EQ(m.with_lock([&] { return m.fencing_token() > 0; }), true);
-  EXPECT_FALSE(m.is_locked());
+  EXPECT_EQ(m.with_lock([&] { return m.hold().token() > 0; }), true);
+  EXPECT_FALSE(m.is_held());
 }
 
 TEST_F(MutexTest, TryLockFailsWhileHeldAndLeavesNoKeyBehind) {
@@ -112,9 +112,9 @@ TEST_F(MutexTest, AcquiringWhileAReleaseIsInFlightNeverYieldsABrokenHold) {
       continue;
     }
     // Held: its key exists and is the one its fencing token names.
-    auto got = client().get(m.key()).wait();
+    auto got = client().get(m.hold().key()).wait();
     ASSERT_EQ(got->kvs.size(), 1u) << "round " << i << ": held, but the key is gone";
-    EXPECT_EQ(got->kvs[0].create_revision, m.fencing_token());
+    EXPECT_EQ(got->kvs[0].create_revision, m.hold().token());
     EXPECT_TRUE(m.unlock());
   }
   RecordProperty("refused_while_releasing", refused);
@@ -211,21 +211,21 @@ TEST_F(MutexTest, LossIsReportedAndGuardedWritesFail) {
   ASSERT_TRUE(m.acquire().wait().ok());
   Mailbox<Status> lost;
   auto sub = m.on_lost([&](const Status& why) { lost.put(why); });
-  auto token = m.hold_token();
+  auto token = m.hold().stop_token();
 
-  auto ok = m.guarded(Txn().then(Op::put(key("fenced"), "1"))).wait();
+  auto ok = m.hold().guarded(Txn().then(Op::put(key("fenced"), "1"))).wait();
   ASSERT_TRUE(ok.ok()) << ok.status().to_string();
 
-  auto lease = client().get(m.key()).wait()->kvs.at(0).lease;
+  auto lease = client().get(m.hold().key()).wait()->kvs.at(0).lease;
   Client other(options());
   ASSERT_TRUE(other.lease_revoke(lease).wait().ok());  // the session dies under us
   auto why = lost.take(5s);
   ASSERT_TRUE(why.has_value());
   EXPECT_TRUE(why->is(Errc::kHoldLost)) << why->to_string();
   EXPECT_TRUE(token.stop_requested());
-  EXPECT_FALSE(m.is_locked());
+  EXPECT_FALSE(m.is_held());
 
-  auto refused = m.guarded(Txn().then(Op::put(key("fenced"), "2"))).wait();
+  auto refused = m.hold().guarded(Txn().then(Op::put(key("fenced"), "2"))).wait();
   EXPECT_TRUE(refused.status().is(Errc::kHoldLost)) << refused.status().to_string();
   EXPECT_EQ(client().get(key("fenced")).wait()->kvs.at(0).value, "1");
   EXPECT_FALSE(m.unlock());
@@ -259,7 +259,7 @@ TEST_F(MutexTest, AWaiterWhoseSessionDiedNeverReportsSuccess) {
   auto r = pending.get();
   EXPECT_FALSE(r.ok());
   EXPECT_TRUE(r.status().is(Errc::kHoldLost)) << r.status().to_string();
-  EXPECT_TRUE(holder.is_locked());
+  EXPECT_TRUE(holder.is_held());
   EXPECT_TRUE(holder.unlock());
 }
 

@@ -16,7 +16,7 @@ namespace {
 
 using recipes::DistributedReadWriteLock;
 using recipes::RecipeOptions;
-using Pending = std::future<Result<void>>;
+using Pending = std::future<Result<etcd::recipes::Hold>>;
 
 std::string hex(int64_t v) {
   char buf[32];
@@ -52,21 +52,19 @@ TEST_F(RwLockTest, KeyLayoutFencingTokensAndTwoWritesPerCycle) {
   const std::string name = key("layout");
   DistributedReadWriteLock rw(client(), name);
   EXPECT_EQ(rw.identity(), "DistributedReadWriteLock[" + name + "]");
-  EXPECT_EQ(rw.read_lock().identity(), "DistributedReadWriteLock[" + name + "]:read");
-  EXPECT_EQ(rw.write_lock().identity(), "DistributedReadWriteLock[" + name + "]:write");
 
   for (auto* side : {&rw.read_lock(), &rw.write_lock()}) {
     const std::string kind = side == &rw.read_lock() ? "read" : "write";
     ASSERT_TRUE(side->acquire().wait().ok());
-    EXPECT_TRUE(side->is_locked());
-    const std::string k = side->key();
+    EXPECT_TRUE(side->is_held());
+    const std::string k = side->hold().key();
     auto got = client().get(k).wait();
     ASSERT_EQ(got->kvs.size(), 1u) << k;
     EXPECT_EQ(k, name + "/" + kind + "/" + hex(got->kvs[0].lease));
-    EXPECT_EQ(side->fencing_token(), got->kvs[0].create_revision);
+    EXPECT_EQ(side->hold().token(), got->kvs[0].create_revision);
     EXPECT_TRUE(side->unlock());
-    EXPECT_FALSE(side->is_locked());
-    EXPECT_EQ(side->fencing_token(), 0);
+    EXPECT_FALSE(side->is_held());
+    EXPECT_EQ(side->hold().token(), 0);
     EXPECT_TRUE(client().get(k).wait()->kvs.empty());
     EXPECT_FALSE(side->unlock()) << "a second unlock has nothing to release";
 
@@ -82,18 +80,18 @@ TEST_F(RwLockTest, StandardLockAdaptersWorkOnBothSides) {
   DistributedReadWriteLock rw(client(), key("std"));
   {
     std::unique_lock lock(rw.read_lock());
-    EXPECT_TRUE(rw.read_lock().is_locked());
+    EXPECT_TRUE(rw.read_lock().is_held());
   }
-  EXPECT_FALSE(rw.read_lock().is_locked());
+  EXPECT_FALSE(rw.read_lock().is_held());
   {
     std::scoped_lock lock(rw.write_lock());
-    EXPECT_TRUE(rw.write_lock().is_locked());
+    EXPECT_TRUE(rw.write_lock().is_held());
   }
   std::unique_lock lock(rw.write_lock(), std::defer_lock);
   EXPECT_TRUE(lock.try_lock_for(2s));
   lock.unlock();
-  EXPECT_TRUE(rw.read_lock().with_lock([&] { return rw.read_lock().fencing_token() > 0; }));
-  EXPECT_FALSE(rw.read_lock().is_locked());
+  EXPECT_TRUE(rw.read_lock().with_lock([&] { return rw.read_lock().hold().token() > 0; }));
+  EXPECT_FALSE(rw.read_lock().is_held());
 }
 
 TEST_F(RwLockTest, ReadersShare) {
@@ -102,9 +100,9 @@ TEST_F(RwLockTest, ReadersShare) {
   ASSERT_OK(a.read_lock().acquire().timeout(5s).wait());
   ASSERT_OK(b.read_lock().acquire().timeout(5s).wait());
   EXPECT_TRUE(c.read_lock().try_lock());
-  EXPECT_TRUE(a.read_lock().is_locked());
-  EXPECT_TRUE(b.read_lock().is_locked());
-  EXPECT_TRUE(c.read_lock().is_locked());
+  EXPECT_TRUE(a.read_lock().is_held());
+  EXPECT_TRUE(b.read_lock().is_held());
+  EXPECT_TRUE(c.read_lock().is_held());
   EXPECT_EQ(count(name + "/read/"), 3);
   EXPECT_TRUE(a.read_lock().unlock());
   EXPECT_TRUE(b.read_lock().unlock());
@@ -137,7 +135,7 @@ TEST_F(RwLockTest, AWriterExcludesReadersAndWriters) {
   EXPECT_TRUE(r.read_lock().unlock());
   ASSERT_TRUE(ready(writer));
   EXPECT_TRUE(writer.get().ok());
-  EXPECT_GT(w2.write_lock().fencing_token(), w.write_lock().fencing_token());
+  EXPECT_GT(w2.write_lock().hold().token(), w.write_lock().hold().token());
   EXPECT_TRUE(w2.write_lock().unlock());
 }
 
@@ -159,13 +157,13 @@ TEST_F(RwLockTest, AQueuedWriterIsNotStarvedByLaterReaders) {
   EXPECT_TRUE(reader1.read_lock().unlock());
   ASSERT_TRUE(ready(w));
   ASSERT_TRUE(w.get().ok());
-  EXPECT_TRUE(writer.write_lock().is_locked());
+  EXPECT_TRUE(writer.write_lock().is_held());
   EXPECT_TRUE(still_waiting(r2, 300ms)) << "a reader got in while the writer held";
-  const int64_t write_token = writer.write_lock().fencing_token();
+  const int64_t write_token = writer.write_lock().hold().token();
   EXPECT_TRUE(writer.write_lock().unlock());
   ASSERT_TRUE(ready(r2));
   ASSERT_TRUE(r2.get().ok());
-  EXPECT_GT(reader2.read_lock().fencing_token(), write_token);
+  EXPECT_GT(reader2.read_lock().hold().token(), write_token);
   EXPECT_TRUE(reader2.read_lock().unlock());
   // Two hand-offs, each one wake-up.
   EXPECT_LE(metrics->value("etcd_recipes_rwlock_wakeups_total", {{"lock", name}, {"mode", "write"}}), 1);
@@ -227,9 +225,9 @@ TEST_F(RwLockTest, DowngradeKeepsItsPlaceAheadOfLaterWriters) {
   DistributedReadWriteLock holder(client(), name), early_reader(client(), name), writer(client(), name),
       late_reader(client(), name);
   ASSERT_OK(holder.write_lock().acquire().wait());
-  const std::string write_key = holder.write_lock().key();
-  const int64_t token = holder.write_lock().fencing_token();
-  auto write_stopped = holder.write_lock().hold_token();
+  const std::string write_key = holder.write_lock().hold().key();
+  const int64_t token = holder.write_lock().hold().token();
+  auto write_stopped = holder.write_lock().hold().stop_token();
 
   auto early = early_reader.read_lock().acquire().timeout(20s).future();
   queued(name, 2);
@@ -242,12 +240,12 @@ TEST_F(RwLockTest, DowngradeKeepsItsPlaceAheadOfLaterWriters) {
   const int64_t before = client().get(key("probe")).wait()->header.revision;
   auto d = holder.downgrade().timeout(5s).wait();
   ASSERT_TRUE(d.ok()) << d.status().to_string();
-  EXPECT_FALSE(holder.write_lock().is_locked());
-  EXPECT_TRUE(holder.read_lock().is_locked());
-  EXPECT_EQ(holder.read_lock().fencing_token(), token) << "a downgraded hold keeps its token";
-  EXPECT_EQ(holder.read_lock().key(), write_key);
+  EXPECT_FALSE(holder.write_lock().is_held());
+  EXPECT_TRUE(holder.read_lock().is_held());
+  EXPECT_EQ(holder.read_lock().hold().token(), token) << "a downgraded hold keeps its token";
+  EXPECT_EQ(holder.read_lock().hold().key(), write_key);
   EXPECT_TRUE(write_stopped.stop_requested()) << "the write hold ended";
-  EXPECT_FALSE(holder.read_lock().hold_token().stop_requested());
+  EXPECT_FALSE(holder.read_lock().hold().stop_token().stop_requested());
   const int64_t after = client().get(key("probe")).wait()->header.revision;
   EXPECT_EQ(after - before, 1) << "one write";
 
@@ -260,9 +258,9 @@ TEST_F(RwLockTest, DowngradeKeepsItsPlaceAheadOfLaterWriters) {
   EXPECT_TRUE(still_waiting(late, 10ms));
 
   // The write side's guard fails; the read side's works.
-  auto refused = holder.write_lock().guarded(Txn().then(Op::put(key("fenced"), "w"))).wait();
+  auto refused = holder.write_lock().hold().guarded(Txn().then(Op::put(key("fenced"), "w"))).wait();
   EXPECT_TRUE(refused.status().is(Errc::kHoldLost)) << refused.status().to_string();
-  auto ok = holder.read_lock().guarded(Txn().then(Op::put(key("fenced"), "r"))).wait();
+  auto ok = holder.read_lock().hold().guarded(Txn().then(Op::put(key("fenced"), "r"))).wait();
   EXPECT_TRUE(ok.ok()) << ok.status().to_string();
   EXPECT_FALSE(holder.write_lock().unlock()) << "the write side is no longer held";
 
@@ -271,7 +269,7 @@ TEST_F(RwLockTest, DowngradeKeepsItsPlaceAheadOfLaterWriters) {
   EXPECT_TRUE(early_reader.read_lock().unlock());
   ASSERT_TRUE(ready(w));
   EXPECT_TRUE(w.get().ok());
-  EXPECT_GT(writer.write_lock().fencing_token(), token);
+  EXPECT_GT(writer.write_lock().hold().token(), token);
   EXPECT_TRUE(still_waiting(late));
   EXPECT_TRUE(writer.write_lock().unlock());
   ASSERT_TRUE(ready(late));
@@ -298,10 +296,11 @@ TEST_F(RwLockTest, UpgradeIsRefusedAtOnce) {
   ASSERT_FALSE(up.ok());
   EXPECT_EQ(up.status().code(), StatusCode::kFailedPrecondition) << up.status().to_string();
   EXPECT_NE(up.status().message().find("upgrade"), std::string::npos) << up.status().message();
-  EXPECT_NE(up.status().message().find(":write"), std::string::npos) << up.status().message();
-  EXPECT_FALSE(rw.write_lock().try_lock());
+  EXPECT_NE(up.status().message().find("write lock"), std::string::npos) << up.status().message();
+  // The blocking rule: anything but running out of time throws.
+  EXPECT_THROW((void)rw.write_lock().try_lock(), etcd::Error);
   EXPECT_EQ(client().stats().rpcs_started, before) << "refused without any request";
-  EXPECT_TRUE(rw.read_lock().is_locked());
+  EXPECT_TRUE(rw.read_lock().is_held());
   EXPECT_EQ(count(name + "/write/"), 0);
   EXPECT_TRUE(rw.read_lock().unlock());
 
@@ -323,27 +322,27 @@ TEST_F(RwLockTest, LossIsReportedToTheHoldingSide) {
   Mailbox<Status> lost_read, lost_write;
   auto s1 = rw.read_lock().on_lost([&](const Status& why) { lost_read.put(why); });
   auto s2 = rw.write_lock().on_lost([&](const Status& why) { lost_write.put(why); });
-  auto token = rw.read_lock().hold_token();
-  ASSERT_TRUE(rw.read_lock().guarded(Txn().then(Op::put(key("fenced"), "1"))).wait().ok());
+  auto token = rw.read_lock().hold().stop_token();
+  ASSERT_TRUE(rw.read_lock().hold().guarded(Txn().then(Op::put(key("fenced"), "1"))).wait().ok());
 
-  auto lease = client().get(rw.read_lock().key()).wait()->kvs.at(0).lease;
+  auto lease = client().get(rw.read_lock().hold().key()).wait()->kvs.at(0).lease;
   Client other(options());
   ASSERT_TRUE(other.lease_revoke(lease).wait().ok());
   auto why = lost_read.take(5s);
   ASSERT_TRUE(why.has_value());
   EXPECT_TRUE(why->is(Errc::kHoldLost)) << why->to_string();
-  EXPECT_NE(why->message().find(":read"), std::string::npos) << why->message();
+  EXPECT_NE(why->message().find("read lock lost"), std::string::npos) << why->message();
   EXPECT_FALSE(lost_write.take(100ms).has_value());
   EXPECT_TRUE(token.stop_requested());
-  EXPECT_FALSE(rw.read_lock().is_locked());
-  auto refused = rw.read_lock().guarded(Txn().then(Op::put(key("fenced"), "2"))).wait();
+  EXPECT_FALSE(rw.read_lock().is_held());
+  auto refused = rw.read_lock().hold().guarded(Txn().then(Op::put(key("fenced"), "2"))).wait();
   EXPECT_TRUE(refused.status().is(Errc::kHoldLost)) << refused.status().to_string();
   EXPECT_EQ(client().get(key("fenced")).wait()->kvs.at(0).value, "1");
   EXPECT_FALSE(rw.read_lock().unlock());
 
   // The object contends again, on a new session.
   ASSERT_OK(rw.write_lock().acquire().timeout(5s).wait());
-  EXPECT_NE(client().get(rw.write_lock().key()).wait()->kvs.at(0).lease, lease);
+  EXPECT_NE(client().get(rw.write_lock().hold().key()).wait()->kvs.at(0).lease, lease);
   EXPECT_TRUE(rw.write_lock().unlock());
 }
 
@@ -360,7 +359,7 @@ TEST_F(RwLockTest, AWaiterWhoseSessionDiedNeverReportsSuccess) {
   auto r = pending.get();
   EXPECT_FALSE(r.ok());
   EXPECT_TRUE(r.status().is(Errc::kHoldLost)) << r.status().to_string();
-  EXPECT_TRUE(holder.read_lock().is_locked());
+  EXPECT_TRUE(holder.read_lock().is_held());
   EXPECT_TRUE(holder.read_lock().unlock());
 }
 
@@ -493,11 +492,11 @@ TEST_F(RwLockTest, ManyLockNamesOfOneClientShareTransactionsAndEachHoldsItsOwnKe
     auto r = pending[i].get();
     ASSERT_TRUE(r.ok()) << i << ": " << r.status().to_string();
     auto& side = i % 2 ? locks[i]->write_lock() : locks[i]->read_lock();
-    ASSERT_TRUE(side.is_locked());
-    auto got = client().get(side.key()).wait();
-    ASSERT_EQ(got->kvs.size(), 1u) << side.key();
+    ASSERT_TRUE(side.is_held());
+    auto got = client().get(side.hold().key()).wait();
+    ASSERT_EQ(got->kvs.size(), 1u) << side.hold().key();
     EXPECT_EQ(got->kvs[0].lease, options.session->lease_id());
-    EXPECT_EQ(side.fencing_token(), got->kvs[0].create_revision);
+    EXPECT_EQ(side.hold().token(), got->kvs[0].create_revision);
     revisions.insert(got->kvs[0].create_revision);
   }
   // Issued together, the acquisitions were committed in a few Txns.

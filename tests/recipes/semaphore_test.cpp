@@ -58,20 +58,21 @@ TEST_F(SemaphoreTest, UncontendedPermitUsesTheKeyLayoutAndCostsTwoWrites) {
   ASSERT_EQ(got->kvs.size(), 1u) << p.key();
   const std::string prefix = name + "/holders/" + hex(got->kvs[0].lease) + "-";
   EXPECT_EQ(p.key().rfind(prefix, 0), 0u) << p.key();
-  EXPECT_EQ(p.fencing_token(), got->kvs[0].create_revision);
+  EXPECT_EQ(p.token(), got->kvs[0].create_revision);
   EXPECT_EQ(sem.available_permits().wait().value(), 2);
-  auto token = p.hold_token();
+  auto token = p.stop_token();
   const std::string k = p.key();
-  EXPECT_TRUE(p.release());
-  EXPECT_FALSE(p.valid());
+  EXPECT_TRUE(p.release().wait().value());
+  EXPECT_FALSE(p.is_held());
   EXPECT_TRUE(token.stop_requested());
   EXPECT_TRUE(client().get(k).wait()->kvs.empty());
-  EXPECT_FALSE(p.release()) << "an empty permit has nothing to release";
+  EXPECT_FALSE(p.release().wait().value()) << "a released permit has nothing to release";
+  EXPECT_FALSE(Permit().release().wait().value()) << "an empty permit has nothing to release";
 
   const int64_t before = client().put(key("probe"), "x").wait()->header.revision;
   {
     Permit q = sem.acquire_blocking();
-    EXPECT_TRUE(q.release());
+    EXPECT_TRUE(q.release().wait().value());
   }
   const int64_t after = client().put(key("probe"), "y").wait()->header.revision;
   EXPECT_EQ(after - before - 1, 2) << "revisions consumed by one acquire+release";
@@ -95,8 +96,13 @@ TEST_F(SemaphoreTest, PermitsReleaseOnDestructionAndMove) {
   a = sem.acquire_blocking();  // the old permit is released by the assignment
   EXPECT_NE(a.key(), ka);
   EXPECT_TRUE(eventually([&] { return holders(name) == 1; }));
-  // release_async releases even if the Call is dropped.
-  { auto dropped = a.release_async(); }
+  // A release Call does nothing until consumed; the permit is released
+  // when its last copy goes.
+  Permit copy = a;
+  { auto dropped = a.release(); }
+  a = Permit();
+  EXPECT_EQ(holders(name), 1) << "a copy still holds it";
+  copy = Permit();
   EXPECT_TRUE(eventually([&] { return holders(name) == 0; }));
 }
 
@@ -112,8 +118,8 @@ TEST_F(SemaphoreTest, SeveralPermitsFromOneObjectUseDistinctKeys) {
   }
   EXPECT_NE(permits[0].key(), permits[1].key());
   EXPECT_NE(permits[1].key(), permits[2].key());
-  EXPECT_LT(permits[0].fencing_token(), permits[1].fencing_token());
-  EXPECT_LT(permits[1].fencing_token(), permits[2].fencing_token());
+  EXPECT_LT(permits[0].token(), permits[1].token());
+  EXPECT_LT(permits[1].token(), permits[2].token());
   auto none = sem.try_acquire().wait();
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
@@ -123,11 +129,11 @@ TEST_F(SemaphoreTest, SeveralPermitsFromOneObjectUseDistinctKeys) {
   EXPECT_FALSE(sem.try_acquire_for(300ms).has_value());
   EXPECT_GE(std::chrono::steady_clock::now() - start, 290ms);
   EXPECT_TRUE(eventually([&] { return holders(name) == 3; }));
-  EXPECT_TRUE(permits[1].release());
+  EXPECT_TRUE(permits[1].release().wait().value());
   EXPECT_EQ(sem.available_permits().wait().value(), 1);
   auto again = sem.try_acquire_for(5s);
   ASSERT_TRUE(again.has_value());
-  EXPECT_GT(again->fencing_token(), permits[2].fencing_token());
+  EXPECT_GT(again->token(), permits[2].token());
 }
 
 TEST_F(SemaphoreTest, TwentyContendersNeverExceedThePermitCount) {
@@ -152,7 +158,7 @@ TEST_F(SemaphoreTest, TwentyContendersNeverExceedThePermitCount) {
       std::this_thread::sleep_for(30ms);
       current.fetch_sub(1);
       ++served;
-      EXPECT_TRUE(permit->release());
+      EXPECT_TRUE(permit->release().wait().value());
     });
   }
   for (auto& t : threads) t.join();
@@ -204,7 +210,7 @@ TEST_F(SemaphoreTest, AsyncContendersOnOneObjectNeverExceedThePermitCount) {
     }
     std::this_thread::sleep_for(20ms);
     current.fetch_sub(1);
-    EXPECT_TRUE(p.release());
+    EXPECT_TRUE(p.release().wait().value());
     ++released;
   }
   EXPECT_LE(max_seen.load(), 2);
@@ -236,18 +242,18 @@ TEST_F(SemaphoreTest, GrantsAreFifoEvenWhenHoldersReleaseOutOfOrder) {
   };
   // The newer holder releases first: the first waiter must still be admitted
   // (it does not wait for the oldest holder).
-  EXPECT_TRUE(pb.release());
+  EXPECT_TRUE(pb.release().wait().value());
   expect_only(0);
   EXPECT_TRUE(still_waiting(pending[1]));
-  EXPECT_TRUE(pa.release());
+  EXPECT_TRUE(pa.release().wait().value());
   expect_only(1);
-  EXPECT_TRUE(granted[1].release());  // the newer one again
+  EXPECT_TRUE(granted[1].release().wait().value());  // the newer one again
   expect_only(2);
-  EXPECT_TRUE(granted[0].release());
+  EXPECT_TRUE(granted[0].release().wait().value());
   expect_only(3);
-  EXPECT_TRUE(granted[3].release());
+  EXPECT_TRUE(granted[3].release().wait().value());
   expect_only(4);
-  for (auto& g : granted) (void)g.release();
+  for (auto& g : granted) (void)g.release().wait().value();
   const recipes::Labels labels{{"semaphore", name}};
   const double wakeups = metrics->value("etcd_recipes_semaphore_wakeups_total", labels);
   EXPECT_LE(wakeups, 2.0 * 5) << "wake-ups for 5 contended releases";
@@ -270,7 +276,7 @@ TEST_F(SemaphoreTest, PermitCountMismatchIsAClearErrorAndWritesNothing) {
   EXPECT_TRUE(five.available_permits().wait().status().is(Errc::kMismatch));
   EXPECT_THROW((void)five.try_acquire_for(1s), Error);
   EXPECT_EQ(three.available_permits().wait().value(), 2);
-  EXPECT_TRUE(p.release());
+  EXPECT_TRUE(p.release().wait().value());
 }
 
 TEST_F(SemaphoreTest, BadArgumentsAreRejectedBeforeAnyRequest) {
@@ -308,7 +314,7 @@ TEST_F(SemaphoreTest, CloseWakesParkedWaitersWithClosed) {
   // A granted permit outlives close() of its semaphore.
   holder.close();
   EXPECT_TRUE(p.is_held());
-  EXPECT_TRUE(p.release());
+  EXPECT_TRUE(p.release().wait().value());
 }
 
 TEST_F(SemaphoreTest, StopTokenCancelsAWaitAndLeavesNoKey) {
@@ -323,7 +329,7 @@ TEST_F(SemaphoreTest, StopTokenCancelsAWaitAndLeavesNoKey) {
   ASSERT_TRUE(ready(pending, 5s));
   EXPECT_EQ(pending.get().status().code(), StatusCode::kCancelled);
   EXPECT_TRUE(eventually([&] { return holders(name) == 1; }));
-  EXPECT_TRUE(p.release());
+  EXPECT_TRUE(p.release().wait().value());
 }
 
 TEST_F(SemaphoreTest, LossIsReportedAndReleaseReturnsFalse) {
@@ -332,7 +338,7 @@ TEST_F(SemaphoreTest, LossIsReportedAndReleaseReturnsFalse) {
   Permit p = sem.acquire_blocking();
   Mailbox<Status> lost;
   auto sub = p.on_lost([&](const Status& why) { lost.put(why); });
-  auto token = p.hold_token();
+  auto token = p.stop_token();
   ASSERT_TRUE(p.guarded(Txn().then(Op::put(key("fenced"), "1"))).wait().ok());
 
   const int64_t lease = client().get(p.key()).wait()->kvs.at(0).lease;
@@ -351,13 +357,13 @@ TEST_F(SemaphoreTest, LossIsReportedAndReleaseReturnsFalse) {
   Mailbox<Status> late;
   auto sub2 = p.on_lost([&](const Status& w) { late.put(w); });
   EXPECT_TRUE(late.take(5s).has_value());
-  EXPECT_FALSE(p.release());
+  EXPECT_FALSE(p.release().wait().value());
   EXPECT_FALSE(sem.errors().empty());
 
   // The semaphore grants again, on a new session.
   Permit q = sem.acquire().timeout(5s).wait().value();
   EXPECT_NE(client().get(q.key()).wait()->kvs.at(0).lease, lease);
-  EXPECT_TRUE(q.release());
+  EXPECT_TRUE(q.release().wait().value());
 }
 
 TEST_F(SemaphoreTest, AWaiterWhoseSessionDiedNeverReportsSuccess) {
@@ -378,17 +384,17 @@ TEST_F(SemaphoreTest, AWaiterWhoseSessionDiedNeverReportsSuccess) {
   EXPECT_FALSE(r.ok());
   EXPECT_TRUE(r.status().is(Errc::kHoldLost)) << r.status().to_string();
   EXPECT_TRUE(p.is_held());
-  EXPECT_TRUE(p.release());
+  EXPECT_TRUE(p.release().wait().value());
 }
 
 TEST_F(SemaphoreTest, ATimedOutAcquireNeverLeavesItsKeyBehind) {
   const std::string name = key("orphan");
   DistributedSemaphore sem(client(), name, 1), other(client(), name, 1);
-  ASSERT_TRUE(sem.acquire_blocking().release());  // warm: session granted, count stored
+  ASSERT_TRUE(sem.acquire_blocking().release().wait().value());  // warm: session granted, count stored
   for (int i = 0; i < 20; ++i) {
     auto r = sem.acquire().timeout(std::chrono::microseconds(200 + 100 * i)).wait();
     if (r.ok()) {
-      ASSERT_TRUE(r->release());
+      ASSERT_TRUE(r->release().wait().value());
     }
     ASSERT_TRUE(eventually([&] { return holders(name) == 0; }, 3s)) << "attempt " << i << " left a key";
   }
@@ -407,11 +413,11 @@ TEST_F(SemaphoreTest, WaitingDoesNotKeepTheClientAlive) {
     auto f = b.acquire().timeout(10s).future();
     ASSERT_TRUE(eventually(
         [&] { return c.get(key("alive/holders/"), {.prefix = true, .count_only = true}).wait()->count == 2; }));
-    EXPECT_TRUE(p.release());
+    EXPECT_TRUE(p.release().wait().value());
     ASSERT_TRUE(ready(f));
     auto q = f.get();
     ASSERT_TRUE(q.ok());
-    EXPECT_TRUE(q->release());
+    EXPECT_TRUE(q->release().wait().value());
     Permit again = a.acquire_blocking();
     EXPECT_FALSE(b.try_acquire_for(200ms).has_value());  // a timed-out waiter too
   }

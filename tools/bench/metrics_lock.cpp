@@ -91,7 +91,7 @@ class Chains : public std::enable_shared_from_this<Chains> {
  private:
   void cycle(std::size_t i) {
     auto self = shared_from_this();
-    locks_[i]->acquire().then([self, i](etcd::Result<void> acquired) {
+    locks_[i]->acquire().then([self, i](etcd::Result<etcd::recipes::Hold> acquired) {
       if (!acquired.ok()) return self->stop(acquired.status());
       self->locks_[i]->release().then([self, i](etcd::Result<bool> released) {
         if (!released.ok()) return self->stop(released.status());
@@ -224,8 +224,8 @@ class HandoffRun : public std::enable_shared_from_this<HandoffRun> {
       ++outstanding_;
     }
     auto self = shared_from_this();
-    locks_[i]->acquire().then([self, i](etcd::Result<void> r) {
-      self->on_acquired(i, std::move(r));
+    locks_[i]->acquire().then([self, i](etcd::Result<etcd::recipes::Hold> r) {
+      self->on_acquired(i, r.ok() ? etcd::Result<void>() : etcd::Result<void>(std::move(r).status()));
       std::lock_guard lock(self->mu_);
       if (--self->outstanding_ == 0) self->cv_.notify_all();
     });
@@ -353,7 +353,7 @@ double waiters_threads(Context& ctx) {
   };
   auto completions = std::make_shared<Completions>();
   const auto on_done = [completions](bool expect_ok) {
-    return [completions, expect_ok](etcd::Result<void> r) {
+    return [completions, expect_ok](etcd::Result<etcd::recipes::Hold> r) {
       std::lock_guard lock(completions->mu);
       ++completions->done;
       if (r.ok()) ++completions->ok;

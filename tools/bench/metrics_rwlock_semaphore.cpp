@@ -29,13 +29,13 @@ double rwlock_read_cycle_seq(Context& ctx) {
 }
 
 // Uncontended acquire + release of one of 3 permits: two etcd writes, two
-// round trips. release_async() rather than Permit::release(), which folds an
+// round trips. release().wait() on the permit, which surfaces an
 // error into `false`.
 double semaphore_cycle_seq(Context& ctx) {
   DistributedSemaphore sem(ctx.client, Context::key_prefix("semaphore_cycle_seq") + "sem", kSemaphorePermits);
   return measure_cycle_paired(ctx, [&] {
     auto permit = sem.acquire().wait().value();
-    if (!permit.release_async().wait().value()) {
+    if (!permit.release().wait().value()) {
       throw std::runtime_error("semaphore_cycle_seq: release reported a lost permit");
     }
   });

@@ -24,12 +24,14 @@ class LockHold final : public Hold {
  public:
   LockHold(std::shared_ptr<void> owner, Lock& lock) : owner_(std::move(owner)), lock_(lock) {}
   etcd::Result<void> acquire(std::optional<etcd::Deadline> deadline, std::stop_token stop) override {
-    return bounded(lock_.acquire(), deadline, std::move(stop)).wait();
+    auto r = bounded(lock_.acquire(), deadline, std::move(stop)).wait();
+    if (!r.ok()) return std::move(r).status();
+    return {};
   }
   etcd::Result<bool> release() override { return lock_.release().wait(); }
-  int64_t fencing_token() const override { return lock_.fencing_token(); }
-  std::string key() const override { return lock_.key(); }
-  std::stop_token hold_token() const override { return lock_.hold_token(); }
+  int64_t fencing_token() const override { return lock_.hold().token(); }
+  std::string key() const override { return lock_.hold().key(); }
+  std::stop_token hold_token() const override { return lock_.hold().stop_token(); }
   etcd::Subscription on_lost(std::function<void(const etcd::Status&)> listener) override {
     return lock_.on_lost(std::move(listener));
   }
@@ -49,10 +51,10 @@ class PermitHold final : public Hold {
     permit_ = std::move(r).value();
     return {};
   }
-  etcd::Result<bool> release() override { return permit_.release_async().wait(); }
-  int64_t fencing_token() const override { return permit_.fencing_token(); }
+  etcd::Result<bool> release() override { return permit_.release().wait(); }
+  int64_t fencing_token() const override { return permit_.token(); }
   std::string key() const override { return permit_.key(); }
-  std::stop_token hold_token() const override { return permit_.hold_token(); }
+  std::stop_token hold_token() const override { return permit_.stop_token(); }
   etcd::Subscription on_lost(std::function<void(const etcd::Status&)> listener) override {
     return permit_.on_lost(std::move(listener));
   }

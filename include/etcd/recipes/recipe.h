@@ -26,7 +26,14 @@ struct RecipeOptions {
   // Share one session (one lease) between recipes; by default each recipe
   // object that needs one creates its own on first use.
   std::shared_ptr<Session> session{};
-  // TTL of a session the recipe creates itself.
+  // Makes the sessions of this recipe instead of Session::create (for
+  // shared or specially configured leases). Called again after a session
+  // was lost: a hold is never re-created under a lost lease, but the next
+  // acquisition gets a fresh session. A fixed `session` that was lost stays
+  // lost (every later acquisition fails with Errc::kLeaseExpired); give a
+  // factory to recover.
+  std::function<std::shared_ptr<Session>()> session_factory{};
+  // TTL of a session the recipe creates itself (at least 1 s).
   std::chrono::seconds session_ttl{10};
   std::shared_ptr<Metrics> metrics{};
 };
@@ -38,70 +45,43 @@ std::string default_client_id();
 Status validate_name(std::string_view kind, const std::string& name);
 
 namespace detail {
-
-// The shared part of a recipe, kept alive by its in-flight work.
-class RecipeCore : public std::enable_shared_from_this<RecipeCore> {
- public:
-  RecipeCore(Client client, std::string kind, std::string name, RecipeOptions options);
-
-  Client& client() { return client_; }
-  const std::string& name() const { return name_; }
-  const std::string& identity() const { return identity_; }
-  const std::string& client_id() const { return options_.client_id; }
-  Metrics& metrics() { return *metrics_; }
-  const RecipeOptions& options() const { return options_; }
-
-  // The session (shared or own), created on first use and started.
-  Call<std::shared_ptr<Session>> session();
-
-  // Background failures: recorded (bounded) and pushed to listeners.
-  void record_error(Status status);
-  std::vector<Status> errors() const;
-  void clear_errors();
-  Subscription on_error(std::function<void(const Status&)> listener);
-
-  ConnectionState state() const;
-  void set_state(ConnectionState state);
-  Subscription on_state_change(std::function<void(ConnectionState)> listener);
-
-  // Shutdown gate.
-  bool closed() const;
-  // Marks closed and runs every registered waker (parked waiters finish
-  // with kClosed). Idempotent.
-  void close();
-  // Registers a waker for a parked waiter; the Subscription unregisters it.
-  Subscription on_close(std::function<void()> waker);
-  Status closed_status() const;
-  // Prefixes a status message with the recipe's identity.
-  Status named(Status status) const;
-
- private:
-  Client client_;
-  std::string name_;
-  std::string identity_;
-  RecipeOptions options_;
-  std::shared_ptr<Metrics> metrics_;
-
-  mutable std::mutex mu_;
-  std::shared_ptr<Session> session_;
-  std::vector<Status> errors_;
-  uint64_t next_id_ = 1;
-  std::vector<std::pair<uint64_t, std::shared_ptr<std::function<void(const Status&)>>>> error_listeners_;
-  std::vector<std::pair<uint64_t, std::shared_ptr<std::function<void(ConnectionState)>>>> state_listeners_;
-  std::vector<std::pair<uint64_t, std::function<void()>>> close_wakers_;
-  ConnectionState state_ = ConnectionState::kConnected;
-  bool closed_ = false;
-  Subscription session_state_sub_;
-};
-
+class RecipeCore;
 }  // namespace detail
+
 // What every recipe object answers, over its core: its name and identity
 // ("DistributedMutex[/locks/orders]"), its connection state (following its
-// session) and the background failures it recorded, with listeners.
+// session), the background failures it recorded, with listeners — and one
+// lifecycle, the same for every recipe (docs/recipes.md, "Lifecycle"):
+//   - the constructor does no I/O and never throws; invalid input (a bad
+//     name, a TTL below 1 s, permits < 1, ...) is kept and reported by every
+//     later operation (Errc::kBadArgument), before anything is written;
+//   - start() is the first use: background recipes (elections, observers,
+//     caches) begin their work, the others check their input. Operations
+//     start a recipe on first use, so calling it is optional for those;
+//   - close() is idempotent: new work is refused with Errc::kClosed, parked
+//     waiters finish with Errc::kClosed, what the recipe holds is released
+//     (without waiting); the destructor closes;
+//   - blocking helpers: running out of time gives false / std::nullopt; any
+//     other failure throws etcd::Error;
+//   - listeners run on the client's executor, never on gRPC's threads; a
+//     listener that throws is recorded in errors();
+//   - recipe objects are movable, not copyable.
 class RecipeHandle {
  public:
+  RecipeHandle(RecipeHandle&&) noexcept = default;
+  RecipeHandle& operator=(RecipeHandle&& other) noexcept;
+  RecipeHandle(const RecipeHandle&) = delete;
+  RecipeHandle& operator=(const RecipeHandle&) = delete;
+  ~RecipeHandle();  // close()
+
   const std::string& name() const;
   const std::string& identity() const;
+  // Throws etcd::Error for invalid input (kBadArgument) or after close()
+  // (kClosed). Idempotent.
+  void start();
+  // See above. Idempotent.
+  void close();
+  bool closed() const;
   ConnectionState state() const;
   Subscription on_state_change(std::function<void(ConnectionState)> listener);
   // Recorded background failures (bounded), oldest first.
@@ -112,7 +92,7 @@ class RecipeHandle {
  protected:
   RecipeHandle() = default;
   // Called once by the recipe's constructor.
-  void bind_recipe(std::shared_ptr<detail::RecipeCore> core) { recipe_core_ = std::move(core); }
+  void bind_recipe(std::shared_ptr<detail::RecipeCore> core);
 
  private:
   std::shared_ptr<detail::RecipeCore> recipe_core_{};

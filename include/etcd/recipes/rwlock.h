@@ -5,18 +5,19 @@
 //   {
 //     std::unique_lock lock(rw.read_lock());   // each side is a full lock;
 //                                              // readers share it
-//     read_catalog(rw.read_lock().fencing_token());
+//     read_catalog(rw.read_lock().hold().token());
 //   }
-//   rw.write_lock().with_lock([&] { rewrite_catalog(rw.write_lock().fencing_token()); });
+//   rw.write_lock().with_lock([&] { rewrite_catalog(rw.write_lock().hold().token()); });
 //   co_await rw.write_lock().acquire();         // or .wait(), .then(...)
 //   co_await rw.downgrade();                    // keep reading what we wrote
 //   (void)rw.read_lock().unlock();
 //
 // Each side (read_lock(), write_lock()) has the surface of DistributedMutex:
 // acquire / try_acquire / release Calls, Lockable / TimedLockable (lock,
-// try_lock, try_lock_for/until, unlock→bool), with_lock, is_locked,
-// fencing_token, key, hold_token, on_lost and guarded(Txn). Its identity is
-// "DistributedReadWriteLock[NAME]:read" or "...:write".
+// try_lock, try_lock_for/until, unlock→bool), with_lock, and the Holder's
+// hold(), is_held() and on_lost(); a side's hold is a Hold (key, token,
+// stop_token, on_lost, guarded, release). The recipe (name, identity,
+// start, close, state, errors) is the DistributedReadWriteLock itself.
 //
 // Key layout: one key per contender and kind, bound to the session's lease:
 //   NAME/read/<session lease id in hex>    a reader (waiting or holding)
@@ -40,7 +41,7 @@
 // hold (same key, same create revision; its mod revision no longer equals
 // its create revision, which is how readers recognise a downgraded write
 // key). Writers queued behind it keep waiting; readers queued behind it (and
-// before the next writer) are admitted. read_lock().key() is then the
+// before the next writer) are admitted. read_lock().hold().key() is then the
 // NAME/write/... key until the read hold is released.
 //
 // Upgrade is refused: write_lock().acquire() while this object holds or is
@@ -82,22 +83,19 @@
 // key once (they are admitted); writers ignore it.
 #pragma once
 
-#include <chrono>
-#include <functional>
 #include <memory>
-#include <stop_token>
+#include <optional>
 #include <string>
-#include <vector>
 
 #include "etcd/call.h"
 #include "etcd/client.h"
+#include "etcd/recipes/hold.h"
 #include "etcd/recipes/recipe.h"
-#include "etcd/txn.h"
 
 namespace etcd::recipes {
 
 namespace detail {
-class RwLockState;
+class RwSide;
 }
 
 class DistributedReadWriteLock : public RecipeHandle {
@@ -105,85 +103,34 @@ class DistributedReadWriteLock : public RecipeHandle {
   enum class Mode { kRead = 0, kWrite = 1 };
 
   // One side of the lock. Lives as long as its DistributedReadWriteLock.
-  class LockView {
+  class LockView : public Holder, public Lockable<LockView> {
    public:
     LockView(const LockView&) = delete;
     LockView& operator=(const LockView&) = delete;
 
-    // --- The async core (blocking, callback and co_await via Call<T>).
     // Waits until held (or cancelled, timed out, closed, session lost).
-    Call<void> acquire();
-    // Takes this side only if it can be held now: true if held.
-    Call<bool> try_acquire();
+    Call<Hold> acquire();
+    // Takes this side only if it can be held now.
+    Call<std::optional<Hold>> try_acquire();
     // Releases: true if the hold was still intact, false if it had been lost
     // (or this side was not held).
     Call<bool> release();
-
-    // --- Lockable / TimedLockable.
-    void lock();  // throws etcd::Error if it cannot be held
-    bool try_lock();
-    template <class Rep, class Period>
-    bool try_lock_for(std::chrono::duration<Rep, Period> d) {
-      return try_lock_until(std::chrono::steady_clock::now() + d);
-    }
-    template <class C, class D>
-    bool try_lock_until(std::chrono::time_point<C, D> t) {
-      return try_lock_until_steady(Clock::now() + std::chrono::duration_cast<Clock::duration>(t - C::now()));
-    }
-    // False if the hold had been lost.
-    [[nodiscard]] bool unlock() noexcept;
-
-    // Runs `f` while holding this side; releases afterwards (also on throw).
-    template <class F>
-    auto with_lock(F&& f) -> decltype(f()) {
-      lock();
-      struct Releaser {
-        LockView& v;
-        ~Releaser() { (void)v.unlock(); }
-      } releaser{*this};
-      return std::forward<F>(f)();
-    }
-
-    // --- The hold.
     Mode mode() const { return mode_; }
-    // Advisory: this side is held and has not been seen lost.
-    bool is_locked() const;
-    // The fencing token of the current hold of this side (0 when not held).
-    int64_t fencing_token() const;
-    // This side's key of the current or last acquisition (empty before).
-    std::string key() const;
-    // Requested when this side's current hold is lost or released (a
-    // downgrade ends the write hold: the write side's token is requested).
-    std::stop_token hold_token() const;
-    Subscription on_lost(std::function<void(const Status&)> listener);
-    // Runs `txn` only if this side still holds, atomically (one etcd Txn).
-    // Fails with Errc::kHoldLost when it does not.
-    Call<TxnResponse> guarded(Txn txn);
-
-    // --- Recipe (shared by both sides).
-    const std::string& name() const;
-    // "DistributedReadWriteLock[NAME]:read" / ":write".
-    const std::string& identity() const;
-    ConnectionState state() const;
-    Subscription on_state_change(std::function<void(ConnectionState)> listener);
-    std::vector<Status> errors() const;
-    Subscription on_error(std::function<void(const Status&)> listener);
-    // Closes the whole DistributedReadWriteLock (both sides).
-    void close();
 
    private:
     friend class DistributedReadWriteLock;
-    LockView(std::shared_ptr<detail::RwLockState> state, Mode mode) : state_(std::move(state)), mode_(mode) {}
-    bool try_lock_until_steady(Deadline deadline);
-    std::shared_ptr<detail::RwLockState> state_;
-    Mode mode_;
+    LockView() = default;
+    void bind(std::shared_ptr<detail::RwSide> side, Mode mode);
+    std::shared_ptr<detail::RwSide> side_{};
+    Mode mode_ = Mode::kRead;
   };
 
-  // Does no I/O. An invalid name is reported by every later call.
-  DistributedReadWriteLock(Client client, std::string name, RecipeOptions options = RecipeOptions());
-  ~DistributedReadWriteLock();  // releases a hold (without waiting) and closes
-  DistributedReadWriteLock(const DistributedReadWriteLock&) = delete;
-  DistributedReadWriteLock& operator=(const DistributedReadWriteLock&) = delete;
+  // Do no I/O (see RecipeHandle for the lifecycle).
+  DistributedReadWriteLock(Client client, std::string name);
+  DistributedReadWriteLock(Client client, std::string name, RecipeOptions options);
+  // Movable: the views move along (references to them do not).
+  DistributedReadWriteLock(DistributedReadWriteLock&& other) noexcept;
+  DistributedReadWriteLock& operator=(DistributedReadWriteLock&& other) noexcept;
 
   LockView& read_lock() { return read_; }
   LockView& write_lock() { return write_; }
@@ -191,17 +138,12 @@ class DistributedReadWriteLock : public RecipeHandle {
   // Turns the write hold into a read hold, atomically and keeping its place
   // ahead of writers that queued meanwhile (see above). Fails with
   // kFailedPrecondition when the write side is not held, with kHoldLost when
-  // the hold was lost. On success write_lock().is_locked() is false and
-  // read_lock().is_locked() true, with the same key and fencing token.
+  // the hold was lost. On success write_lock().is_held() is false and
+  // read_lock().is_held() true, with the same key and token; the write
+  // hold's stop_token is requested.
   Call<void> downgrade();
 
-  // --- Recipe (name, identity, state and errors come from RecipeHandle).
-  // Refuses new work; parked waiters finish with Errc::kClosed; a hold is
-  // released. Idempotent.
-  void close();
-
  private:
-  std::shared_ptr<detail::RwLockState> state_;
   LockView read_;
   LockView write_;
 };

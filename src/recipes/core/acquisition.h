@@ -40,6 +40,7 @@
 #include "etcd/txn.h"
 #include "etcd/watch.h"
 #include "keys.h"
+#include "recipe_core.h"
 
 namespace etcd::recipes::detail {
 

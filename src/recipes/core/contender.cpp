@@ -1,0 +1,368 @@
+#include "contender.h"
+
+#include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
+#include <thread>
+
+#include "calls.h"
+#include "keys.h"
+#include "txn_batcher.h"
+
+namespace etcd::recipes::detail {
+
+namespace {
+
+// One acquisition in flight. Every field after `mu` is guarded by it.
+class Acquisition : public std::enable_shared_from_this<Acquisition> {
+ public:
+  Acquisition(ContendRequest request, Callback<std::optional<Hold>> done)
+      : core_(std::move(request.core)),
+        driver_(std::move(request.driver)),
+        slot_(std::move(request.slot)),
+        options_(std::move(request.options)),
+        wait_(request.wait),
+        done_(std::move(done)) {}
+
+  void start() {
+    auto self = shared_from_this();
+    if (!guard()) return;
+    CallAccess::start_inline(core_->session(), [self](Result<std::shared_ptr<Session>> s) {
+      if (!s.ok()) return self->fail(std::move(s).status());
+      self->with_session(*s);
+    });
+  }
+
+ private:
+  Executor executor() const { return core_->client().executor(); }
+  // A blocking caller's thread may run the first steps' RPCs itself.
+  bool on_caller_thread() const { return options_.caller_waits && std::this_thread::get_id() == caller_thread_; }
+
+  template <class T>
+  void keep(T Registrations::*slot, T piece) {
+    {
+      std::lock_guard lock(mu_);
+      if (!finished_) std::swap(registrations_.*slot, piece);
+    }
+    Registrations::drop(piece, executor());
+  }
+
+  std::function<void(Status)> failer() {
+    return [weak = weak_from_this()](Status why) {
+      if (auto self = weak.lock()) self->fail(std::move(why));
+    };
+  }
+
+  // Registers what ends the acquisition from outside. False if its stop
+  // was requested already (it has failed then).
+  bool guard() {
+    auto fail = failer();
+    if (options_.stop.stop_requested()) {
+      fail(Cancelled("acquire cancelled"));
+      return false;
+    }
+    if (options_.deadline) {
+      auto timer = std::make_shared<asio::steady_timer>(executor(), *options_.deadline);
+      timer->async_wait([fail, what = driver_->waiting_for()](const asio::error_code& ec) {
+        if (!ec) fail(DeadlineExceeded("timed out waiting for " + what));
+      });
+      keep(&Registrations::timer, std::move(timer));
+    }
+    if (options_.stop.stop_possible()) {
+      auto stop_cb = std::make_shared<std::optional<StopCallback>>();
+      stop_cb->emplace(options_.stop, std::function<void()>([fail] { fail(Cancelled("acquire cancelled")); }));
+      keep(&Registrations::stop_cb, std::move(stop_cb));
+    }
+    // The close waker also owns the acquisition while it is parked (every
+    // other registration knows it only weakly); finishing drops it.
+    keep(&Registrations::close_sub, core_->on_close([self = shared_from_this()] { self->fail(self->core_->closed_status()); }));
+    return true;
+  }
+
+  void with_session(const std::shared_ptr<Session>& s) {
+    const std::string key = driver_->key(*s);
+    {
+      std::lock_guard lock(mu_);
+      if (finished_) return;
+      session_ = s;
+      key_ = key;
+    }
+    if (driver_->claims_key()) {
+      if (!KeyClaims::claim(key)) {
+        return fail(Status(StatusCode::kFailedPrecondition,
+                           "another recipe object of this process uses key " + key +
+                               " (the same name on the same session); give it its own session"));
+      }
+      std::lock_guard lock(mu_);
+      claimed_ = true;
+    }
+    auto fail = failer();
+    keep(&Registrations::session_lost_sub, s->on_lost([fail](const Status& why) {
+      fail(Status(StatusCode::kAborted, "session lost while waiting: " + why.message(), Errc::kHoldLost));
+    }));
+    create();
+  }
+
+  void create() {
+    std::string key;
+    int64_t lease;
+    {
+      std::lock_guard lock(mu_);
+      if (finished_) return;
+      key = key_;
+      lease = session_->lease_id();
+    }
+    auto self = shared_from_this();
+    auto on_created = [self](Result<TxnResponse> r) {
+      if (!r.ok()) {
+        // Creating our key is idempotent (create-if-absent): a transient
+        // failure is retried for as long as the acquisition lasts.
+        if (transient(r.status())) return self->retry_later([self] { self->create(); });
+        return self->fail(std::move(r).status());
+      }
+      self->on_created(self->driver_->created(*r));
+    };
+    Txn txn = driver_->create(key, lease);
+    const std::string scope = driver_->batch_scope();
+    if (!scope.empty()) {
+      TxnBatcher::for_client(core_->client())->submit(std::move(txn), scope, on_caller_thread(), std::move(on_created));
+    } else {
+      CallAccess::start_inline(CallAccess::caller_waits(core_->client().txn(std::move(txn)), on_caller_thread()),
+                               std::move(on_created));
+    }
+  }
+
+  void on_created(Created c) {
+    if (!c.failure.ok()) return fail(std::move(c.failure));
+    if (c.stale_rev != 0) return replace_stale(c.stale_rev);
+    {
+      std::unique_lock lock(mu_);
+      if (finished_) {
+        // Timed out, cancelled or closed while the key was being created:
+        // it must not stay behind and block the queue.
+        lock.unlock();
+        if (c.rev != 0) remove_key(core_, key_, c.rev, "cleaning up a contender key");
+        return;
+      }
+      rev_ = c.rev;
+    }
+    if (c.rev == 0) return fail(Status(StatusCode::kAborted, "our key vanished", Errc::kHoldLost));
+    if (c.verdict) return on_verdict(std::move(*c.verdict));
+    read();
+  }
+
+  // A key of ours left by an earlier acquisition whose release did not get
+  // through: delete it (guarded) and create a fresh one, once.
+  void replace_stale(int64_t stale_rev) {
+    std::string key;
+    {
+      std::lock_guard lock(mu_);
+      if (finished_) return;
+      if (stale_replaced_) {
+        key = key_;
+      } else {
+        stale_replaced_ = true;
+      }
+    }
+    if (!key.empty()) return fail(Status(StatusCode::kAborted, "could not replace the stale key " + key));
+    auto self = shared_from_this();
+    CallAccess::start_inline(core_->client().txn(delete_if_created_at(key_, stale_rev)),
+                             [self](Result<TxnResponse> d) {
+                               if (!d.ok()) return self->fail(std::move(d).status());
+                               self->create();
+                             });
+  }
+
+  void on_verdict(Verdict v) {
+    if (v.holds) return acquired(v);
+    if (!wait_) return finish(std::optional<Hold>());
+    if (!v.wait) return read();
+    watch(std::move(*v.wait), v.revision + 1);
+  }
+
+  // The anchored read at one revision R.
+  void read() {
+    std::string key;
+    int64_t rev;
+    {
+      std::lock_guard lock(mu_);
+      if (finished_) return;
+      key = key_;
+      rev = rev_;
+    }
+    auto self = shared_from_this();
+    CallAccess::start_inline(
+        CallAccess::caller_waits(core_->client().txn(driver_->read(key, rev)), on_caller_thread()),
+        [self, rev](Result<TxnResponse> r) {
+          if (!r.ok()) {
+            if (transient(r.status())) return self->retry_later([self] { self->read(); });
+            return self->fail(std::move(r).status());
+          }
+          if (auto gone = own_key_lost(r->responses.at(0).get().first(), rev)) {
+            return self->fail(std::move(*gone));  // never report success
+          }
+          Verdict v = self->driver_->judge(*r, rev);
+          v.revision = r->header.revision;
+          self->on_verdict(std::move(v));
+        });
+  }
+
+  // Waits for one change that can unblock us, then reads again (at most
+  // one wake-up per watch).
+  void watch(WaitFor w, int64_t from) {
+    std::weak_ptr<Acquisition> weak = weak_from_this();
+    auto core = core_;
+    auto driver = driver_;
+    Watcher watcher = wait_for_change(core_, w.key, std::move(w.options), from, std::move(w.relevant),
+                                      std::move(w.recheck), [weak, core, driver] {
+                                        core->metrics().add("etcd_recipes_" + driver->family() + "_wakeups_total",
+                                                            driver->labels(), 1);
+                                        if (auto self = weak.lock()) self->read();
+                                      });
+    keep(&Registrations::watch, std::move(watcher));
+  }
+
+  // Runs `step` again after a backoff (50 ms per transient failure so far,
+  // at most 1 s), unless the acquisition finishes first.
+  void retry_later(std::function<void()> step) {
+    int n;
+    {
+      std::lock_guard lock(mu_);
+      if (finished_) return;
+      n = ++transient_failures_;
+    }
+    auto timer = std::make_shared<asio::steady_timer>(executor(), std::chrono::milliseconds(std::min(1000, 50 * n)));
+    timer->async_wait([weak = weak_from_this(), timer, step = std::move(step)](const asio::error_code&) {
+      if (auto self = weak.lock(); self && !self->is_finished()) step();
+    });
+  }
+
+  bool is_finished() const {
+    std::lock_guard lock(mu_);
+    return finished_;
+  }
+
+  void acquired(const Verdict& v) {
+    Registrations registrations;
+    std::shared_ptr<HoldState> state;
+    {
+      std::lock_guard lock(mu_);
+      if (finished_) return;
+      finished_ = true;
+      registrations = std::move(registrations_);
+      HoldSpec spec = driver_->hold_spec();
+      spec.key = key_;
+      spec.token = rev_;
+      spec.lease = session_->lease_id();
+      spec.session = session_;
+      spec.claimed = claimed_;
+      claimed_ = false;  // the hold carries the claim from here
+      state = std::make_shared<HoldState>(core_, std::move(spec), slot_);
+    }
+    registrations.drop_all(executor());
+    state->arm();
+    Hold hold = HoldAccess::make(state);
+    if (slot_) slot_->held(hold);
+    driver_->held(state, v);
+    core_->metrics().observe("etcd_recipes_" + driver_->family() + "_wait_seconds", driver_->labels(),
+                             seconds_since(started_));
+    core_->metrics().add("etcd_recipes_" + driver_->family() + "_acquired_total", driver_->labels(), 1);
+    auto done = std::move(done_);
+    done(std::optional<Hold>(std::move(hold)));
+  }
+
+  void fail(Status why) {
+    if (why.code() == StatusCode::kDeadlineExceeded) {
+      core_->metrics().add("etcd_recipes_" + driver_->family() + "_timeouts_total", driver_->labels(), 1);
+    }
+    finish(std::move(why));
+  }
+
+  // Ends an acquisition without a hold, exactly once. The key it created
+  // is deleted before the caller hears back: a declined or failed
+  // acquisition leaves nothing behind that could block the queue.
+  void finish(Result<std::optional<Hold>> result) {
+    Registrations registrations;
+    std::string key;
+    int64_t rev;
+    bool claimed;
+    {
+      std::lock_guard lock(mu_);
+      if (finished_) return;
+      finished_ = true;
+      registrations = std::move(registrations_);
+      key = key_;
+      rev = rev_;
+      claimed = std::exchange(claimed_, false);
+    }
+    registrations.drop_all(executor());
+    if (!result.ok()) result = core_->named(std::move(result).status());
+    auto complete = [slot = slot_, key, claimed, done = std::move(done_),
+                     shared = std::make_shared<Result<std::optional<Hold>>>(std::move(result))] {
+      if (claimed) KeyClaims::unclaim(key);
+      if (slot) slot->abandon();
+      done(std::move(*shared));
+    };
+    if (rev == 0) return complete();
+    remove_key(core_, key, rev, "cleaning up a contender key", std::move(complete));
+  }
+
+  const std::shared_ptr<RecipeCore> core_;
+  const std::shared_ptr<ContenderDriver> driver_;
+  const std::shared_ptr<HolderSlot> slot_;
+  const CallOptions options_;
+  const bool wait_;
+  const Clock::time_point started_ = Clock::now();
+  const std::thread::id caller_thread_ = std::this_thread::get_id();
+  Callback<std::optional<Hold>> done_;
+
+  mutable std::mutex mu_;
+  bool finished_ = false;
+  bool claimed_ = false;
+  bool stale_replaced_ = false;
+  int transient_failures_ = 0;
+  std::shared_ptr<Session> session_;
+  std::string key_;
+  int64_t rev_ = 0;
+  Registrations registrations_;
+};
+
+}  // namespace
+
+void contend(ContendRequest request, Callback<std::optional<Hold>> done) {
+  auto& core = request.core;
+  if (core->closed()) return done(core->closed_status());
+  if (request.slot) {
+    if (Status st = request.slot->begin("acquire"); !st.ok()) return done(std::move(st));
+  }
+  std::make_shared<Acquisition>(std::move(request), std::move(done))->start();
+}
+
+Call<Hold> acquire_call(std::shared_ptr<RecipeCore> core, std::shared_ptr<ContenderDriver> driver,
+                        std::shared_ptr<HolderSlot> slot, Status input) {
+  const Executor ex = core->client().executor();
+  if (!input.ok()) return Call<Hold>::ready(std::move(input), ex);
+  return Call<Hold>(
+      [core, driver, slot](CallOptions options, Callback<Hold> done) {
+        contend(ContendRequest{core, driver, std::move(options), /*wait=*/true, slot},
+                [done = std::move(done)](Result<std::optional<Hold>> r) {
+                  // An acquisition that waits never declines.
+                  if (!r.ok()) return done(std::move(r).status());
+                  Hold hold = r->value_or(Hold());
+                  done(std::move(hold));
+                });
+      },
+      ex);
+}
+
+Call<std::optional<Hold>> try_acquire_call(std::shared_ptr<RecipeCore> core, std::shared_ptr<ContenderDriver> driver,
+                                           std::shared_ptr<HolderSlot> slot, Status input) {
+  const Executor ex = core->client().executor();
+  if (!input.ok()) return Call<std::optional<Hold>>::ready(std::move(input), ex);
+  return Call<std::optional<Hold>>(
+      [core, driver, slot](CallOptions options, Callback<std::optional<Hold>> done) {
+        contend(ContendRequest{core, driver, std::move(options), /*wait=*/false, slot}, std::move(done));
+      },
+      ex);
+}
+
+}  // namespace etcd::recipes::detail

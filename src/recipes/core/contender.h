@@ -1,0 +1,141 @@
+// The contender engine (internal): the one implementation of "create my
+// key, find what I wait for, anchored wait, re-check, detect loss, clean up"
+// shared by every recipe whose holders queue by create revision — the
+// mutex, both sides of the read-write lock, the semaphore and the election
+// candidate.
+//
+// A recipe supplies a ContenderDriver: how its key is named, the Txn that
+// creates it (create-if-absent, bound to the session's lease) and what that
+// Txn tells, the anchored read, and the verdict on a read (holds, or what to
+// wait for). The engine does everything else, the same way for all:
+//   - one acquisition object with one mutex; what can end it from outside
+//     (deadline, stop token, the recipe's close(), the session's loss) is
+//     registered on it and undone exactly once when it finishes;
+//   - creation through the client's group-commit batcher where the driver
+//     names a batch scope;
+//   - every wait is anchored: read at revision R, watch from R+1 (through
+//     wait_for_change, which avoids etcd 3.4's 100 ms unsynced-watch delay)
+//     and re-check after every wake-up; a wake-up that does not unblock only
+//     moves the watch;
+//   - one retry policy: a transient failure of an idempotent step (creating
+//     the key if absent, a read) is retried with backoff for as long as the
+//     acquisition lasts;
+//   - a waiter whose own key disappeared (its session died) never reports
+//     success;
+//   - on every exit without a hold (declined try, timeout, cancel, close,
+//     failure) the key it created is deleted before the caller hears back,
+//     so nothing is left behind to block the queue;
+//   - on success a HoldState (core/hold_state.h) carries the hold from
+//     there: loss, fencing, guarded(), release().
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "acquisition.h"
+#include "etcd/recipes/hold.h"
+#include "etcd/recipes/recipe.h"
+#include "etcd/session.h"
+#include "etcd/txn.h"
+#include "etcd/watch.h"
+#include "hold_state.h"
+
+namespace etcd::recipes::detail {
+
+// What can unblock a waiting contender, after a read at revision R.
+struct WaitFor {
+  std::string key;  // a key, or a prefix with options.prefix
+  WatchOptions options{};
+  // Which watch responses wake the contender (events that cannot unblock
+  // it, e.g. a later waiter leaving, are ignored).
+  std::function<bool(const WatchResponse&)> relevant = any_event;
+  // The read that tells whether that change happened between R and the
+  // watch's creation.
+  Recheck recheck{};
+};
+
+// The driver's judgement of one read.
+struct Verdict {
+  bool holds = false;
+  // When it does not hold: what to wait for. None: read again (the engine
+  // then reads with ContenderDriver::read).
+  std::optional<WaitFor> wait{};
+  // The store revision the judgement was made at (R).
+  int64_t revision = 0;
+  // Passed to ContenderDriver::held (the semaphore's "waiters follow").
+  bool waiters_behind = false;
+};
+
+// What the creation Txn told.
+struct Created {
+  int64_t rev = 0;  // our key's create revision; 0: it vanished
+  // Set when the creation Txn tells already (fast path, or a read folded
+  // into it); otherwise the engine reads.
+  std::optional<Verdict> verdict{};
+  // A key of ours from an earlier acquisition (created at this revision)
+  // must be replaced first: the engine deletes it, once, and creates again.
+  int64_t stale_rev = 0;
+  // The creation was refused for a reason no retry changes (e.g. a stored
+  // configuration that differs): the acquisition fails with it.
+  Status failure{};
+};
+
+class ContenderDriver {
+ public:
+  virtual ~ContenderDriver() = default;
+
+  // The contender key for a session.
+  virtual std::string key(const Session& session) = 0;
+  // Claim the key in this process for the life of the acquisition and the
+  // hold (keys named only by the lease: two objects on one session would
+  // share one key).
+  virtual bool claims_key() const { return true; }
+  // Creates `key` if absent, bound to `lease`, and reads what created()
+  // needs — in one Txn.
+  virtual Txn create(const std::string& key, int64_t lease) = 0;
+  // The key prefix every key the creation Txn touches lives under: its Txn
+  // may share a batch with other scopes (never a nested one). Empty: sent
+  // alone.
+  virtual std::string batch_scope() const { return {}; }
+  virtual Created created(const TxnResponse& response) = 0;
+  // The anchored read: one Txn of reads at one revision; its first response
+  // must be the Get of `key`.
+  virtual Txn read(const std::string& key, int64_t rev) = 0;
+  virtual Verdict judge(const TxnResponse& response, int64_t rev) = 0;
+  // The hold's description (noun, family, labels, watch_key,
+  // require_unmodified); the engine fills in key, token, lease, session.
+  virtual HoldSpec hold_spec() = 0;
+  // Runs once the hold is established, before the caller hears of it.
+  virtual void held(const std::shared_ptr<HoldState>&, const Verdict&) {}
+  // The metric family ("lock", "rwlock", "semaphore", "election") and labels.
+  virtual const std::string& family() const = 0;
+  virtual const Labels& labels() const = 0;
+  // How to report waiting out the deadline: "timed out waiting for the lock".
+  virtual std::string waiting_for() const = 0;
+};
+
+struct ContendRequest {
+  std::shared_ptr<RecipeCore> core;
+  std::shared_ptr<ContenderDriver> driver;
+  CallOptions options{};
+  bool wait = true;  // false: a try, which declines (nullopt) instead of waiting
+  // The recipe's slot, for recipes that keep their hold (null: the hold
+  // goes only to the caller, as a semaphore's permits).
+  std::shared_ptr<HolderSlot> slot{};
+};
+
+// Runs one acquisition; `done` gets the hold, nullopt for a declined try,
+// or the failure (named after the recipe). Checks the slot (not recursive,
+// not while releasing) and the close gate before any I/O.
+void contend(ContendRequest request, Callback<std::optional<Hold>> done);
+
+// The same as a Call, for a recipe's acquire() / try_acquire().
+Call<Hold> acquire_call(std::shared_ptr<RecipeCore> core, std::shared_ptr<ContenderDriver> driver,
+                        std::shared_ptr<HolderSlot> slot, Status input);
+Call<std::optional<Hold>> try_acquire_call(std::shared_ptr<RecipeCore> core, std::shared_ptr<ContenderDriver> driver,
+                                           std::shared_ptr<HolderSlot> slot, Status input);
+
+}  // namespace etcd::recipes::detail

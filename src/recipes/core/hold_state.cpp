@@ -1,0 +1,386 @@
+#include "hold_state.h"
+
+#include <asio/post.hpp>
+
+#include "calls.h"
+#include "keys.h"
+
+namespace etcd::recipes {
+
+namespace detail {
+
+Status hold_lost_status(const RecipeCore& core, const std::string& noun, const std::string& why) {
+  return Status(StatusCode::kAborted, core.identity() + ": " + noun + " lost: " + why, Errc::kHoldLost);
+}
+
+HoldState::HoldState(std::shared_ptr<RecipeCore> core, HoldSpec spec, std::shared_ptr<HolderSlot> slot)
+    : core_(std::move(core)), spec_(std::move(spec)), claim_held_(spec_.claimed), slot_(std::move(slot)) {}
+
+HoldState::~HoldState() { drop_claim(); }
+
+void HoldState::drop_claim() {
+  if (claim_held_.exchange(false)) KeyClaims::unclaim(spec_.key);
+}
+
+void HoldState::arm() {
+  std::weak_ptr<HoldState> weak = shared_from_this();
+  Subscription sub;
+  if (spec_.session) {
+    sub = spec_.session->on_lost([weak](const Status& why) {
+      if (auto self = weak.lock()) self->lose(Status(why.code(), "its session ended: " + why.message(), why.reason()));
+    });
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (!ended_) std::swap(session_sub_, sub);
+  }
+  sub.reset();
+  if (spec_.watch_key) watch_own_key(spec_.token + 1);
+}
+
+// Loss by the key itself: deleted, or replaced by a key with another create
+// revision (or modified, for an unmodifiable hold). A watch error (a
+// compaction, a stream that could not resume) is settled by one read.
+void HoldState::watch_own_key(int64_t from) {
+  std::weak_ptr<HoldState> weak = shared_from_this();
+  const int64_t token = spec_.token;
+  const bool unmodified = spec_.require_unmodified;
+  auto gone = [token, unmodified](const KeyValue* kv) {
+    return !kv || kv->create_revision != token || (unmodified && kv->mod_revision != token);
+  };
+  Watcher w = core_->client().watch(
+      spec_.key, WatchOptions{.start_revision = from}, [weak, gone](Result<WatchResponse> r) {
+        auto self = weak.lock();
+        if (!self) return;
+        if (r.ok()) {
+          for (const auto& ev : r->events) {
+            if (ev.type == Event::Type::kDelete) return self->lose(Status(StatusCode::kAborted, "its key was deleted"));
+            if (gone(&ev.kv)) return self->lose(Status(StatusCode::kAborted, "its key was replaced"));
+          }
+          return;
+        }
+        if (self->core_->closed()) return;
+        CallAccess::start_inline(self->core_->client().get(self->spec_.key),
+                                 [weak, gone](Result<GetResponse> g) {
+                                   auto s = weak.lock();
+                                   if (!s || !g.ok()) return;  // the session's lease still bounds the hold
+                                   if (gone(g->first())) {
+                                     return s->lose(Status(StatusCode::kAborted, "its key was deleted"));
+                                   }
+                                   s->watch_own_key(g->header.revision + 1);
+                                 });
+      });
+  {
+    std::lock_guard lock(mu_);
+    if (!ended_) std::swap(key_watch_, w);
+  }
+  w.cancel();
+}
+
+bool HoldState::is_held() const {
+  std::lock_guard lock(mu_);
+  return !ended_;
+}
+
+bool HoldState::lost() const {
+  std::lock_guard lock(mu_);
+  return lost_;
+}
+
+std::stop_token HoldState::stop_token() const {
+  std::lock_guard lock(mu_);
+  return stop_.get_token();
+}
+
+Subscription HoldState::on_lost(std::function<void(const Status&)> listener) {
+  {
+    std::lock_guard lock(mu_);
+    if (!lost_) return listeners_.add(std::move(listener));
+  }
+  // Lost already: the listener still hears of it.
+  LostListeners::notify_one(core_->client().executor(), [core = core_](Status s) { core->record_error(s); },
+                            std::move(listener), hold_lost_status(*core_, spec_.noun, "lost before this listener"));
+  return Subscription();
+}
+
+std::vector<Compare> HoldState::guard() const {
+  std::vector<Compare> compares{Compare::create_revision(spec_.key) == spec_.token};
+  if (spec_.require_unmodified) compares.push_back(Compare::mod_revision(spec_.key) == spec_.token);
+  return compares;
+}
+
+Call<TxnResponse> HoldState::guarded(Txn txn) {
+  auto& client = core_->client();
+  if (!is_held()) {
+    return Call<TxnResponse>::ready(
+        Status(StatusCode::kFailedPrecondition, core_->identity() + ": the " + spec_.noun + " is not held",
+               Errc::kHoldLost),
+        client.executor());
+  }
+  Txn outer;
+  for (auto& c : guard()) outer.when(std::move(c));
+  outer.then(Op::txn(std::move(txn)));
+  return then_call<TxnResponse>(
+      client.txn(std::move(outer)), client.executor(),
+      [core = core_, noun = spec_.noun](Result<TxnResponse> r) -> Result<TxnResponse> {
+        if (!r.ok()) return std::move(r).status();
+        if (!r->succeeded) {
+          return Status(StatusCode::kFailedPrecondition,
+                        core->identity() + ": the " + noun + " is no longer held; nothing was written",
+                        Errc::kHoldLost);
+        }
+        return TxnResponse(r->responses.at(0).txn());
+      });
+}
+
+bool HoldState::end_locked(bool lost) {
+  if (ended_) return false;
+  ended_ = true;
+  lost_ = lost;
+  return true;
+}
+
+void HoldState::lose(const Status& why) {
+  Subscription session_sub;
+  Watcher key_watch;
+  {
+    std::lock_guard lock(mu_);
+    if (!end_locked(/*lost=*/true)) return;
+    session_sub = std::move(session_sub_);
+    key_watch = std::move(key_watch_);
+  }
+  stop_.request_stop();
+  key_watch.cancel();
+  session_sub.reset();
+  core_->metrics().add("etcd_recipes_" + spec_.family + "_lost_total", spec_.labels, 1);
+  const Status status = hold_lost_status(*core_, spec_.noun, why.message());
+  core_->record_error(status);
+  auto sink = [core = core_](Status s) { core->record_error(std::move(s)); };
+  listeners_.notify(core_->client().executor(), sink, status);
+  if (slot_) slot_->lost_listeners().notify(core_->client().executor(), sink, status);
+}
+
+bool HoldState::hand_over() {
+  Subscription session_sub;
+  Watcher key_watch;
+  {
+    std::lock_guard lock(mu_);
+    if (!end_locked(/*lost=*/false)) return false;
+    claim_held_.store(false);  // the next HoldState of the key carries it
+    session_sub = std::move(session_sub_);
+    key_watch = std::move(key_watch_);
+  }
+  stop_.request_stop();
+  key_watch.cancel();
+  session_sub.reset();
+  if (slot_) slot_->ended(this);
+  return true;
+}
+
+namespace {
+
+// A plain delete: the key embeds our lease id, so no other contender ever
+// owns it (cheaper than a Txn on etcd 3.4). prev_kv tells whether it was
+// still the key of this hold. Deleting our own key again is harmless, so a
+// transient failure is retried (three attempts in all).
+void delete_own_key(std::shared_ptr<RecipeCore> core, std::string key, int64_t token, bool caller_waits,
+                    bool earlier_unknown, int attempt, Callback<bool> done) {
+  CallAccess::start_inline(
+      CallAccess::caller_waits(core->client().del(key, DeleteOptions{.prev_kv = true}), caller_waits),
+      [core, key, token, earlier_unknown, attempt, done = std::move(done)](Result<DeleteResponse> r) mutable {
+        if (!r.ok() && attempt < 3 && transient(r.status())) {
+          return delete_own_key(std::move(core), std::move(key), token, false, true, attempt + 1, std::move(done));
+        }
+        if (!r.ok()) return done(std::move(r).status());
+        bool was_ours = earlier_unknown && r->deleted == 0;  // an earlier attempt may have deleted it
+        for (const auto& kv : r->prev_kvs) was_ours = was_ours || kv.create_revision == token;
+        done(was_ours);
+      });
+}
+
+}  // namespace
+
+void HoldState::release(bool caller_waits, Callback<bool> done) {
+  bool was_lost;
+  Subscription session_sub;
+  Watcher key_watch;
+  {
+    std::lock_guard lock(mu_);
+    if (ended_ && !lost_) return done(false);  // released or handed over already
+    if (lost_ && released_after_loss_) return done(false);
+    if (lost_) released_after_loss_ = true;
+    was_lost = lost_;
+    end_locked(/*lost=*/false);
+    session_sub = std::move(session_sub_);
+    key_watch = std::move(key_watch_);
+  }
+  stop_.request_stop();
+  key_watch.cancel();
+  session_sub.reset();
+  if (!was_lost) {
+    core_->metrics().observe("etcd_recipes_" + spec_.family + "_hold_seconds", spec_.labels, seconds_since(since_));
+    core_->metrics().add("etcd_recipes_" + spec_.family + "_released_total", spec_.labels, 1);
+  }
+  if (slot_) slot_->releasing(this);
+  auto self = shared_from_this();
+  delete_own_key(core_, spec_.key, spec_.token, caller_waits, false, 1,
+                 [self, was_lost, done = std::move(done)](Result<bool> r) {
+                   self->drop_claim();
+                   if (self->slot_) self->slot_->ended(self.get());
+                   if (!r.ok()) {
+                     self->core_->record_error(r.status());
+                     return done(self->core_->named(std::move(r).status()));
+                   }
+                   done(*r && !was_lost);
+                 });
+}
+
+Call<bool> HoldState::release_call() {
+  auto self = shared_from_this();
+  return Call<bool>([self](CallOptions options, Callback<bool> done) { self->release(options.caller_waits, std::move(done)); },
+                    core_->client().executor());
+}
+
+// --- HolderSlot ----------------------------------------------------------
+
+Status HolderSlot::begin(std::string_view what) {
+  auto peer = peer_.lock();
+  std::unique_lock lock(mu_, std::defer_lock);
+  std::unique_lock<std::mutex> peer_lock;
+  if (peer) {
+    peer_lock = std::unique_lock<std::mutex>(peer->mu_, std::defer_lock);
+    std::lock(lock, peer_lock);  // both sides at once, in a deadlock-free order
+    if (peer->phase_ != Phase::kIdle) return core_->named(peer_refusal_);
+  } else {
+    lock.lock();
+  }
+  switch (phase_) {
+    case Phase::kIdle:
+      phase_ = Phase::kAcquiring;
+      return Status();
+    case Phase::kReleasing:
+      return core_->named(Status(StatusCode::kFailedPrecondition,
+                                 "still releasing its last hold; " + std::string(what) +
+                                     " again once release() has completed"));
+    default:
+      return core_->named(Status(StatusCode::kFailedPrecondition,
+                                 "already holds or is acquiring (it is not recursive)"));
+  }
+}
+
+void HolderSlot::abandon() {
+  std::lock_guard lock(mu_);
+  if (phase_ == Phase::kAcquiring) phase_ = Phase::kIdle;
+}
+
+void HolderSlot::held(Hold hold) {
+  Hold old;
+  {
+    std::lock_guard lock(mu_);
+    phase_ = Phase::kHeld;
+    old = std::exchange(hold_, std::move(hold));
+  }
+}
+
+void HolderSlot::releasing(const HoldState* state) {
+  std::lock_guard lock(mu_);
+  if (HoldAccess::state(hold_).get() == state) phase_ = Phase::kReleasing;
+}
+
+void HolderSlot::ended(const HoldState* state) {
+  Hold old;
+  {
+    std::lock_guard lock(mu_);
+    if (HoldAccess::state(hold_).get() != state) return;
+    phase_ = Phase::kIdle;
+    old = std::move(hold_);
+    hold_ = Hold();
+  }
+  // `old` (perhaps the last owner) goes outside the lock.
+}
+
+Hold HolderSlot::current() const {
+  std::lock_guard lock(mu_);
+  return hold_;
+}
+
+bool HolderSlot::is_held() const {
+  auto h = current();
+  return h.is_held();
+}
+
+HolderSlot::Phase HolderSlot::phase() const {
+  std::lock_guard lock(mu_);
+  return phase_;
+}
+
+void HolderSlot::release(bool caller_waits, Callback<bool> done) {
+  auto state = HoldAccess::state(current());
+  if (!state) return done(false);
+  state->release(caller_waits, std::move(done));
+}
+
+}  // namespace detail
+
+// --- Hold ------------------------------------------------------------------
+
+// The owners of a hold; the last one gone releases it (fire and forget).
+struct Hold::Owner {
+  std::shared_ptr<detail::HoldState> state;
+  ~Owner() {
+    if (state && state->is_held()) state->release(false, [](Result<bool>) {});
+  }
+};
+
+Hold detail::HoldAccess::make(std::shared_ptr<HoldState> state) {
+  auto owner = std::make_shared<Hold::Owner>();
+  owner->state = std::move(state);
+  return Hold(std::move(owner));
+}
+
+std::shared_ptr<detail::HoldState> detail::HoldAccess::state(const Hold& hold) {
+  return hold.owner_ ? hold.owner_->state : nullptr;
+}
+
+std::string Hold::key() const { return owner_ ? owner_->state->spec().key : std::string(); }
+int64_t Hold::token() const { return owner_ ? owner_->state->spec().token : 0; }
+int64_t Hold::lease() const { return owner_ ? owner_->state->spec().lease : 0; }
+bool Hold::is_held() const { return owner_ && owner_->state->is_held(); }
+
+std::stop_token Hold::stop_token() const {
+  if (owner_) return owner_->state->stop_token();
+  std::stop_source ended;
+  ended.request_stop();
+  return ended.get_token();
+}
+
+Subscription Hold::on_lost(std::function<void(const Status&)> listener) const {
+  if (!owner_) return Subscription();
+  return owner_->state->on_lost(std::move(listener));
+}
+
+Call<TxnResponse> Hold::guarded(Txn txn) const {
+  if (!owner_) {
+    return Call<TxnResponse>(
+        [](CallOptions, Callback<TxnResponse> done) {
+          done(Status(StatusCode::kFailedPrecondition, "an empty Hold guards nothing", Errc::kHoldLost));
+        },
+        asio::system_executor());
+  }
+  return owner_->state->guarded(std::move(txn));
+}
+
+Call<bool> Hold::release() const {
+  if (!owner_) return Call<bool>([](CallOptions, Callback<bool> done) { done(false); }, asio::system_executor());
+  return owner_->state->release_call();
+}
+
+// --- Holder ----------------------------------------------------------------
+
+Hold Holder::hold() const { return slot_ ? slot_->current() : Hold(); }
+bool Holder::is_held() const { return slot_ && slot_->is_held(); }
+Subscription Holder::on_lost(std::function<void(const Status&)> listener) {
+  return slot_->lost_listeners().add(std::move(listener));
+}
+
+}  // namespace etcd::recipes

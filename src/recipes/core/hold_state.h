@@ -1,0 +1,175 @@
+// The one implementation of a hold (internal): what Hold and Holder expose,
+// for every recipe.
+//
+// A HoldState is armed once the engine (or a recipe's own step, such as a
+// downgrade) has established the hold. From then on exactly one of two ends
+// comes first:
+//   - loss: the session's lease is gone, or (with `watch_key`) the key was
+//     deleted or re-created by someone else. The stop token is requested,
+//     the hold's and the holder's on_lost listeners run on the executor, the
+//     loss is recorded in the recipe's errors(), and guarded() fails.
+//   - release: the stop token is requested and the key deleted (one plain
+//     delete: the key embeds our lease id, so no other contender ever owns
+//     it; prev_kv tells whether it was still ours). A release after a loss
+//     reports false.
+// A hand-over (a rwlock downgrade) ends a hold like a release, without the
+// delete: the key lives on under another HoldState.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "etcd/recipes/hold.h"
+#include "etcd/recipes/recipe.h"
+#include "etcd/session.h"
+#include "etcd/txn.h"
+#include "etcd/watch.h"
+#include "listeners.h"
+#include "recipe_core.h"
+
+namespace etcd::recipes::detail {
+
+class HolderSlot;
+
+struct HoldSpec {
+  std::string key{};
+  int64_t token = 0;  // the key's create revision
+  int64_t lease = 0;
+  // Keeps the lease alive for as long as the hold lives; its loss is ours.
+  std::shared_ptr<Session> session{};
+  // What guarded() and the loss check compare; by default the key's create
+  // revision (a downgradable write hold also requires mod == create).
+  bool require_unmodified = false;
+  // Lost when the key is deleted or re-created, not only with the lease.
+  bool watch_key = false;
+  // The key is claimed in this process (KeyClaims) until the hold ends.
+  bool claimed = false;
+  // For messages and metrics: "lock", "permit", "leadership".
+  std::string noun = "hold";
+  // The metric family: etcd_recipes_<family>_{lost_total,hold_seconds}.
+  std::string family{};
+  Labels labels{};
+};
+
+using LostListeners = ListenerSet<const Status&>;
+
+class HoldState : public std::enable_shared_from_this<HoldState> {
+ public:
+  HoldState(std::shared_ptr<RecipeCore> core, HoldSpec spec, std::shared_ptr<HolderSlot> slot = nullptr);
+  ~HoldState();
+
+  // Starts watching for loss. Call once, after construction.
+  void arm();
+
+  const HoldSpec& spec() const { return spec_; }
+  const std::shared_ptr<RecipeCore>& core() const { return core_; }
+  bool is_held() const;
+  bool lost() const;
+  std::stop_token stop_token() const;
+  Subscription on_lost(std::function<void(const Status&)> listener);
+
+  // The compares that hold while this hold is intact.
+  std::vector<Compare> guard() const;
+  Call<TxnResponse> guarded(Txn txn);
+
+  // Deletes the key. `caller_waits`: the first attempt may run on the
+  // caller's thread. Idempotent: a second release gives false.
+  void release(bool caller_waits, Callback<bool> done);
+  Call<bool> release_call();
+  // Ends the hold without touching the key, which lives on under another
+  // HoldState (its spec takes over the claim). False if it had ended
+  // already.
+  bool hand_over();
+
+  // Ends the hold as lost (idempotent; ignored once released).
+  void lose(const Status& why);
+
+ private:
+  bool end_locked(bool lost);  // requires mu_
+  void finished(bool lost);    // outside mu_
+  void watch_own_key(int64_t from);
+
+  void drop_claim();
+
+  std::shared_ptr<RecipeCore> core_;
+  const HoldSpec spec_;
+  std::atomic<bool> claim_held_;
+  std::shared_ptr<HolderSlot> slot_;
+  const Clock::time_point since_ = Clock::now();
+
+  mutable std::mutex mu_;
+  bool ended_ = false;
+  bool lost_ = false;
+  bool released_after_loss_ = false;
+  std::stop_source stop_;
+  Subscription session_sub_;
+  Watcher key_watch_;
+  LostListeners listeners_;
+};
+
+// The current hold of a recipe that keeps one (mutex, rwlock side, latch)
+// and its phase, so that one object never runs two acquisitions at once and
+// never starts one while its last release is in flight.
+class HolderSlot : public std::enable_shared_from_this<HolderSlot> {
+ public:
+  enum class Phase { kIdle, kAcquiring, kHeld, kReleasing };
+
+  explicit HolderSlot(std::shared_ptr<RecipeCore> core) : core_(std::move(core)) {}
+
+  // Two slots of one object that exclude each other (a rwlock's sides):
+  // begin() on this slot is refused with `refusal` while `peer` is not
+  // idle. Set once, before use.
+  void exclude(std::weak_ptr<HolderSlot> peer, Status refusal) {
+    peer_ = std::move(peer);
+    peer_refusal_ = std::move(refusal);
+  }
+
+  // kIdle -> kAcquiring, or the status that refuses a new acquisition.
+  Status begin(std::string_view what);
+  // An acquisition ended without a hold: back to kIdle.
+  void abandon();
+  // kAcquiring -> kHeld with `hold`.
+  void held(Hold hold);
+  // The current hold's release is in flight (kReleasing).
+  void releasing(const HoldState* state);
+  // The current hold ended (released or handed over): back to kIdle.
+  void ended(const HoldState* state);
+
+  Hold current() const;
+  bool is_held() const;
+  Phase phase() const;
+
+  // Releases the current hold (false when there is none).
+  void release(bool caller_waits, Callback<bool> done);
+
+  LostListeners& lost_listeners() { return lost_; }
+  const std::shared_ptr<RecipeCore>& core() const { return core_; }
+
+ private:
+  friend class HoldState;
+  std::shared_ptr<RecipeCore> core_;
+  std::weak_ptr<HolderSlot> peer_;
+  Status peer_refusal_;
+  mutable std::mutex mu_;
+  Phase phase_ = Phase::kIdle;
+  Hold hold_;
+  LostListeners lost_;
+};
+
+struct HoldAccess {
+  // A new Hold handle over `state`: the first owner of an armed state.
+  static Hold make(std::shared_ptr<HoldState> state);
+  static std::shared_ptr<HoldState> state(const Hold& hold);
+};
+
+// The status of a lost hold, named after its recipe.
+Status hold_lost_status(const RecipeCore& core, const std::string& noun, const std::string& why);
+
+}  // namespace etcd::recipes::detail

@@ -1,0 +1,127 @@
+// The one listener container of the recipes (internal).
+//
+// Listeners are user code: they never run on a gRPC thread and never under
+// a recipe's lock. notify() posts each one to an executor the recipe
+// chose (a strand keeps them in order per recipe); a listener that throws
+// is recorded through `on_throw` and never takes a thread down.
+// Unsubscribing stops a listener whose call was already posted but had not
+// begun.
+#pragma once
+
+#include <asio/post.hpp>
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "etcd/connection.h"
+#include "etcd/status.h"
+
+namespace etcd::recipes::detail {
+
+// Where a listener's exception goes: usually RecipeCore::record_error.
+using ThrowSink = std::function<void(Status)>;
+
+// Runs `fn`, turning an exception into a recorded status.
+template <class F>
+void run_listener(F&& fn, const ThrowSink& on_throw) noexcept {
+  try {
+    std::forward<F>(fn)();
+  } catch (const std::exception& ex) {
+    if (on_throw) on_throw(Status(StatusCode::kUnknown, std::string("a listener threw: ") + ex.what()));
+  } catch (...) {
+    if (on_throw) on_throw(Status(StatusCode::kUnknown, "a listener threw"));
+  }
+}
+
+template <class... Args>
+class ListenerSet {
+ public:
+  using Fn = std::function<void(Args...)>;
+
+  ListenerSet() : shared_(std::make_shared<Shared>()) {}
+  ListenerSet(const ListenerSet&) = delete;
+  ListenerSet& operator=(const ListenerSet&) = delete;
+
+  Subscription add(Fn fn) {
+    auto entry = std::make_shared<Entry>();
+    entry->fn = std::move(fn);
+    uint64_t id;
+    {
+      std::lock_guard lock(shared_->mu);
+      id = shared_->next_id++;
+      shared_->entries.emplace_back(id, entry);
+    }
+    std::weak_ptr<Shared> weak = shared_;
+    return Subscription([weak, id, entry] {
+      entry->active.store(false);
+      if (auto s = weak.lock()) {
+        std::lock_guard lock(s->mu);
+        std::erase_if(s->entries, [id](const auto& p) { return p.first == id; });
+      }
+    });
+  }
+
+  bool empty() const {
+    std::lock_guard lock(shared_->mu);
+    return shared_->entries.empty();
+  }
+
+  // Posts every listener with `args` to `executor`.
+  template <class Executor>
+  void notify(const Executor& executor, ThrowSink on_throw, Args... args) const {
+    for (auto& e : snapshot()) {
+      asio::post(executor, [e, on_throw, tuple = std::tuple<std::decay_t<Args>...>(args...)]() mutable {
+        if (!e->active.load()) return;
+        run_listener([&] { std::apply(e->fn, tuple); }, on_throw);
+      });
+    }
+  }
+
+  // Runs every listener here and now: for callers that already run on the
+  // executor and must keep an order across events.
+  void call(const ThrowSink& on_throw, Args... args) const {
+    for (auto& e : snapshot()) {
+      if (e->active.load()) run_listener([&] { e->fn(args...); }, on_throw);
+    }
+  }
+
+  // Posts one listener (not kept) the same way: for a listener added after
+  // the event it must still hear of.
+  template <class Executor>
+  static void notify_one(const Executor& executor, ThrowSink on_throw, Fn fn, Args... args) {
+    asio::post(executor, [fn = std::move(fn), on_throw, tuple = std::tuple<std::decay_t<Args>...>(args...)]() mutable {
+      run_listener([&] { std::apply(fn, tuple); }, on_throw);
+    });
+  }
+
+ private:
+  struct Entry {
+    Fn fn;
+    std::atomic<bool> active{true};
+  };
+  struct Shared {
+    mutable std::mutex mu;
+    uint64_t next_id = 1;
+    std::vector<std::pair<uint64_t, std::shared_ptr<Entry>>> entries;
+  };
+
+  std::vector<std::shared_ptr<Entry>> snapshot() const {
+    std::vector<std::shared_ptr<Entry>> out;
+    std::lock_guard lock(shared_->mu);
+    out.reserve(shared_->entries.size());
+    for (auto& [id, e] : shared_->entries) out.push_back(e);
+    return out;
+  }
+
+  std::shared_ptr<Shared> shared_;
+};
+
+}  // namespace etcd::recipes::detail

@@ -1,0 +1,96 @@
+// The shared part of every recipe (internal), kept alive by its in-flight
+// work: identity, client id, the input check, the session, recorded errors
+// and the connection state with listeners, metrics, and the close gate.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "etcd/client.h"
+#include "etcd/connection.h"
+#include "etcd/recipes/metrics.h"
+#include "etcd/recipes/recipe.h"
+#include "etcd/session.h"
+#include "etcd/status.h"
+#include "listeners.h"
+
+namespace etcd::recipes::detail {
+
+class RecipeCore : public std::enable_shared_from_this<RecipeCore> {
+ public:
+  // `input`: the recipe's own checks of its arguments (besides the name and
+  // the session TTL, which every recipe checks here).
+  RecipeCore(Client client, std::string kind, std::string name, RecipeOptions options, Status input = Status());
+
+  Client& client() { return client_; }
+  const std::string& name() const { return name_; }
+  const std::string& identity() const { return identity_; }
+  const std::string& client_id() const { return options_.client_id; }
+  Metrics& metrics() { return *metrics_; }
+  const RecipeOptions& options() const { return options_; }
+
+  // The result of the input checks (named), or OK.
+  const Status& input() const { return input_; }
+  // input(), or kClosed after close(): what refuses an operation before
+  // any I/O.
+  Status usable() const;
+
+  // The session (shared or own), created on first use and started.
+  Call<std::shared_ptr<Session>> session();
+
+  // Background failures: recorded (bounded) and pushed to listeners.
+  void record_error(Status status);
+  // Where a throwing listener's exception goes.
+  ThrowSink throw_sink();
+  std::vector<Status> errors() const;
+  void clear_errors();
+  Subscription on_error(std::function<void(const Status&)> listener);
+
+  ConnectionState state() const;
+  void set_state(ConnectionState state);
+  Subscription on_state_change(std::function<void(ConnectionState)> listener);
+
+  // The recipe's start (RecipeHandle::start), set once by its constructor.
+  void set_start_action(std::function<void()> action) { start_action_ = std::move(action); }
+  void start();
+  // What close() does beyond the gate (release a hold, stop a thread), set
+  // once by the recipe's constructor. It must not keep the recipe alive.
+  void set_close_action(std::function<void()> action) { close_action_ = std::move(action); }
+
+  // Shutdown gate.
+  bool closed() const;
+  // Marks closed, runs every registered waker (parked waiters finish with
+  // kClosed), then the close action. Idempotent.
+  void close();
+  // Registers a waker for a parked waiter; the Subscription unregisters it.
+  Subscription on_close(std::function<void()> waker);
+  Status closed_status() const;
+  // Prefixes a status message with the recipe's identity.
+  Status named(Status status) const;
+
+ private:
+  Client client_;
+  std::string name_;
+  std::string identity_;
+  RecipeOptions options_;
+  std::shared_ptr<Metrics> metrics_;
+  Status input_;
+  std::function<void()> start_action_;
+  std::function<void()> close_action_;
+  ListenerSet<const Status&> error_listeners_;
+  ListenerSet<ConnectionState> state_listeners_;
+
+  mutable std::mutex mu_;
+  std::shared_ptr<Session> session_;
+  std::vector<Status> errors_;
+  uint64_t next_id_ = 1;
+  std::vector<std::pair<uint64_t, std::function<void()>>> close_wakers_;
+  ConnectionState state_ = ConnectionState::kConnected;
+  bool closed_ = false;
+  Subscription session_state_sub_;
+};
+
+}  // namespace etcd::recipes::detail

@@ -1,0 +1,258 @@
+// DistributedSemaphore: a driver for the contender engine
+// (core/contender.h). Key layout and waiting rules: semaphore.h.
+#include "etcd/recipes/semaphore.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include "../core/calls.h"
+#include "../core/contender.h"
+#include "../core/keys.h"
+#include "../core/recipe_core.h"
+
+namespace etcd::recipes {
+
+namespace detail {
+
+namespace {
+
+// Distinguishes the keys of several permits on one session (one object or
+// several objects sharing a session).
+std::atomic<uint64_t> next_permit_seq{0};
+
+Status check_permits(int permits) {
+  if (permits < 1) return InvalidArgument("permits must be at least 1, got " + std::to_string(permits));
+  return Status();
+}
+
+}  // namespace
+
+class SemaphoreDriver : public ContenderDriver {
+ public:
+  SemaphoreDriver(std::shared_ptr<RecipeCore> core_in, int permits)
+      : core(std::move(core_in)),
+        n(permits),
+        n_text(std::to_string(permits)),
+        scope(core->name() + "/"),
+        permits_key(core->name() + "/permits"),
+        holders(core->name() + "/holders/"),
+        labels_{{"semaphore", core->name()}} {}
+
+  const std::shared_ptr<RecipeCore> core;
+  const int n;
+  const std::string n_text;
+  const std::string scope;
+  const std::string permits_key;
+  const std::string holders;
+
+  std::string key(const Session& s) override {
+    return holders + lease_hex(s.lease_id()) + "-" + std::to_string(++next_permit_seq);
+  }
+  bool claims_key() const override { return false; }  // unique by its sequence number
+  std::string batch_scope() const override { return scope; }
+
+  // One round trip: store the permit count if absent (or check it), create
+  // our key if absent, and read the two newest keys and the number of keys.
+  // Create-if-absent (our key is new to this acquisition), so it is safe to
+  // send again after an unknown outcome and to share a group commit.
+  Txn create(const std::string& key, int64_t lease) override {
+    const Op put_key = Op::put(key, core->client_id(), PutOptions{.lease = lease});
+    Txn checked;
+    checked.when({Compare::value(permits_key) == n_text, Compare::absent(key)})
+        .then({put_key, Op::get(holders, newest())})
+        .otherwise({Op::get(permits_key), Op::get(key, GetOptions{.keys_only = true})});
+    Txn txn;
+    txn.when({Compare::absent(permits_key), Compare::absent(key)})
+        .then({Op::put(permits_key, n_text), put_key, Op::get(holders, newest())})
+        .otherwise(Op::txn(std::move(checked)));
+    return txn;
+  }
+
+  Created created(const TxnResponse& r) override {
+    Created c;
+    const GetResponse* newest_keys;
+    if (r.succeeded) {
+      newest_keys = &r.responses[2].get();
+    } else {
+      const TxnResponse& inner = r.responses.at(0).txn();
+      if (!inner.succeeded) {
+        if (const auto* mine = inner.responses[1].get().first()) {
+          c.rev = mine->create_revision;  // an earlier attempt created it: read where it stands
+          return c;
+        }
+        const auto* stored = inner.responses[0].get().first();
+        c.failure = mismatch(stored ? stored->value : std::string("nothing"));
+        return c;
+      }
+      newest_keys = &inner.responses[1].get();
+    }
+    c.rev = r.header.revision;
+    // Our key is the newest: it holds iff there are at most N keys.
+    const int64_t at = r.header.revision;
+    if (newest_keys->count <= n) {
+      c.verdict = Verdict{.holds = true, .revision = at};
+    } else if (newest_keys->count == n + 1) {
+      c.verdict = Verdict{.wait = first_waiter(c.rev), .revision = at};
+    } else {
+      c.verdict = Verdict{.wait = later_waiter(newest_keys->kvs.at(1).key, at + 1), .revision = at};
+    }
+    return c;
+  }
+
+  // At one revision: our key, the first N keys before it, the one just
+  // before it, and whether any key follows it.
+  Txn read(const std::string& key, int64_t rev) override {
+    const GetOptions first_n{.prefix = true,
+                             .limit = n,
+                             .sort_order = SortOrder::kAscend,
+                             .sort_target = SortTarget::kCreate,
+                             .keys_only = true,
+                             .max_create_revision = rev - 1};
+    const GetOptions last_before{.prefix = true,
+                                 .limit = 1,
+                                 .sort_order = SortOrder::kDescend,
+                                 .sort_target = SortTarget::kCreate,
+                                 .keys_only = true,
+                                 .max_create_revision = rev - 1};
+    const GetOptions any_after{.prefix = true, .limit = 1, .keys_only = true, .min_create_revision = rev + 1};
+    return Txn().then({Op::get(key, GetOptions{.keys_only = true}), Op::get(holders, first_n),
+                       Op::get(holders, last_before), Op::get(holders, any_after)});
+  }
+
+  Verdict judge(const TxnResponse& r, int64_t rev) override {
+    const auto& before = r.responses[1].get().kvs;
+    const int64_t from = r.header.revision + 1;
+    if (static_cast<int64_t>(before.size()) < n) {
+      return Verdict{.holds = true, .waiters_behind = !r.responses[3].get().kvs.empty()};
+    }
+    const auto* pred = r.responses[2].get().first();
+    if (pred->key == before.back().key) return Verdict{.wait = first_waiter(rev)};
+    return Verdict{.wait = later_waiter(pred->key, from)};
+  }
+
+  HoldSpec hold_spec() override { return HoldSpec{.noun = "permit", .family = family_, .labels = labels_}; }
+
+  // An admitted waiter that has waiters behind it tells the one just behind
+  // it (which watches our key) that it is now the first waiter.
+  void held(const std::shared_ptr<HoldState>& hold, const Verdict& v) override {
+    if (!v.waiters_behind) return;
+    core->metrics().add("etcd_recipes_semaphore_nudges_total", labels_, 1);
+    nudge(core, hold->spec().key, hold->spec().token, hold->spec().lease, 1);
+  }
+
+  const std::string& family() const override { return family_; }
+  const Labels& labels() const override { return labels_; }
+  std::string waiting_for() const override { return "a permit"; }
+
+  Status mismatch(const std::string& stored) const {
+    return Status(StatusCode::kFailedPrecondition,
+                  "permit count mismatch: " + permits_key + " stores " + stored + ", this object asks for " + n_text,
+                  Errc::kMismatch);
+  }
+
+ private:
+  static GetOptions newest() {
+    return GetOptions{.prefix = true,
+                      .limit = 2,
+                      .sort_order = SortOrder::kDescend,
+                      .sort_target = SortTarget::kCreate,
+                      .keys_only = true};
+  }
+
+  // The first waiter (exactly N keys before it): any deletion of a key
+  // created before ours admits us; if the store moved between the read and
+  // the watch, one read tells whether fewer than N keys before ours are left.
+  WaitFor first_waiter(int64_t rev) const {
+    const GetOptions before{.prefix = true, .limit = n, .keys_only = true, .max_create_revision = rev - 1};
+    return WaitFor{.key = holders,
+                   .options = WatchOptions{.prefix = true, .prev_kv = true, .filter_puts = true},
+                   .relevant =
+                       [rev](const WatchResponse& r) {
+                         for (const auto& ev : r.events) {
+                           // A key after ours (a later waiter giving up) changes nothing.
+                           if (!ev.prev_kv || ev.prev_kv->create_revision < rev) return true;
+                         }
+                         return false;
+                       },
+                   .recheck = Recheck{holders, before, [n = n](const GetResponse& g) {
+                                        return static_cast<int64_t>(g.kvs.size()) < n;
+                                      }}};
+  }
+
+  // A later waiter: woken when the key just before ours is deleted (gave
+  // up, released) or nudged (admitted, which makes us the first waiter).
+  static WaitFor later_waiter(const std::string& pred_key, int64_t from) {
+    return WaitFor{.key = pred_key, .recheck = key_changed(pred_key, from, /*puts=*/true)};
+  }
+
+  // A put that keeps the key's create revision and lease. Guarded, so it
+  // never re-creates a released key; idempotent, so retried when its
+  // outcome is unknown.
+  static void nudge(std::shared_ptr<RecipeCore> core, std::string key, int64_t rev, int64_t lease, int attempt) {
+    Txn txn;
+    txn.when(Compare::create_revision(key) == rev).then(Op::put(key, core->client_id(), PutOptions{.lease = lease}));
+    CallAccess::start_inline(core->client().txn(std::move(txn)),
+                             [core, key, rev, lease, attempt](Result<TxnResponse> r) mutable {
+                               if (!r.ok() && attempt < 3 && retryable(r.status())) {
+                                 return nudge(std::move(core), std::move(key), rev, lease, attempt + 1);
+                               }
+                               if (!r.ok()) {
+                                 core->record_error(Status(r.status().code(),
+                                                           "telling the next waiter (it waits until we release): " +
+                                                               r.status().message(),
+                                                           r.status().reason()));
+                               }
+                             });
+  }
+
+  const std::string family_ = "semaphore";
+  const Labels labels_;
+};
+
+}  // namespace detail
+
+DistributedSemaphore::DistributedSemaphore(Client client, std::string name, int permits)
+    : DistributedSemaphore(std::move(client), std::move(name), permits, RecipeOptions()) {}
+
+DistributedSemaphore::DistributedSemaphore(Client client, std::string name, int permits, RecipeOptions options) {
+  auto core = std::make_shared<detail::RecipeCore>(std::move(client), "DistributedSemaphore", std::move(name),
+                                                   std::move(options), detail::check_permits(permits));
+  driver_ = std::make_shared<detail::SemaphoreDriver>(core, permits);
+  bind_recipe(core);
+}
+
+Call<Hold> DistributedSemaphore::acquire() {
+  return detail::acquire_call(driver_->core, driver_, nullptr, driver_->core->input());
+}
+
+Call<std::optional<Hold>> DistributedSemaphore::try_acquire() {
+  return detail::try_acquire_call(driver_->core, driver_, nullptr, driver_->core->input());
+}
+
+Call<int> DistributedSemaphore::available_permits() {
+  auto& core = driver_->core;
+  if (!core->input().ok()) return Call<int>::ready(core->input(), core->client().executor());
+  auto d = driver_;
+  return detail::then_call<int>(
+      core->client().txn(Txn().then({Op::get(d->permits_key), Op::get(d->holders, GetOptions{.prefix = true, .count_only = true})})),
+      core->client().executor(), [d](Result<TxnResponse> r) -> Result<int> {
+        if (!r.ok()) return d->core->named(std::move(r).status());
+        const auto* stored = r->responses[0].get().first();
+        if (stored && stored->value != d->n_text) return d->core->named(d->mismatch(stored->value));
+        const int64_t used = r->responses[1].get().count;
+        return static_cast<int>(std::max<int64_t>(0, d->n - used));
+      });
+}
+
+Hold DistributedSemaphore::acquire_blocking() { return acquire().wait().value(); }
+
+std::optional<Hold> DistributedSemaphore::try_acquire_until_steady(Deadline deadline) {
+  auto r = acquire().deadline(deadline).wait();
+  if (r.ok()) return std::move(r).value();
+  if (r.status().code() == StatusCode::kDeadlineExceeded) return std::nullopt;
+  throw Error(std::move(r).status());
+}
+
+int DistributedSemaphore::permits() const { return driver_->n; }
+
+}  // namespace etcd::recipes
