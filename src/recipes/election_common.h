@@ -25,6 +25,8 @@
 #include "etcd/recipes/recipe.h"
 #include "core/keys.h"
 #include "core/recipe_core.h"
+#include "core/waiters.h"
+#include "core/calls.h"
 
 namespace etcd::recipes::detail {
 
@@ -56,34 +58,6 @@ void retry_on_strand(const std::shared_ptr<Self>& self, int& failures, std::shar
 }
 
 inline Labels election_labels(const std::string& name) { return {{"election", name}}; }
-
-// The checks every election recipe makes before any I/O.
-inline Status validate_election(std::string_view kind, const std::string& name, const RecipeOptions& options) {
-  if (Status st = validate_name(kind, name); !st.ok()) return st;
-  if (!options.session && options.session_ttl < std::chrono::seconds(1)) {
-    return InvalidArgument(std::string(kind) + "[" + name + "]: session_ttl must be at least 1 s (got " +
-                           std::to_string(options.session_ttl.count()) + " s)");
-  }
-  return Status();
-}
-
-// Wraps `inner` into a Call<U> that maps its value with `f` (errors pass
-// through). Deadline, stop token and caller_waits apply to `inner`.
-template <class U, class T, class F>
-Call<U> map_call(Call<T> inner, Executor executor, F f) {
-  auto shared = std::make_shared<Call<T>>(std::move(inner));
-  return Call<U>(
-      [shared, f = std::move(f)](CallOptions options, Callback<U> done) {
-        if (options.deadline) shared->deadline(*options.deadline);
-        shared->stop_token(options.stop);
-        CallAccess::start_inline(CallAccess::caller_waits(std::move(*shared), options.caller_waits),
-                                 [f, done = std::move(done)](Result<T> r) {
-                                   if (!r.ok()) return done(std::move(r).status());
-                                   done(f(*r));
-                                 });
-      },
-      std::move(executor));
-}
 
 // Every candidate under `prefix`, the leader first.
 inline Call<std::vector<Participant>> read_participants(Client& client, const Status& input, std::string prefix) {
@@ -187,127 +161,6 @@ class ListenerList : public std::enable_shared_from_this<ListenerList<Args...>> 
   std::mutex mu_;
   uint64_t next_id_ = 1;
   std::vector<std::pair<uint64_t, std::shared_ptr<Entry>>> entries_;
-};
-
-// Callers parked until a condition holds (leadership, initialization). Each
-// waiter ends exactly once: when the condition holds, by its deadline or
-// stop token, when the recipe closes (Errc::kClosed), or with a failure.
-class WaiterSet : public std::enable_shared_from_this<WaiterSet> {
- public:
-  explicit WaiterSet(std::shared_ptr<RecipeCore> core) : core_(std::move(core)) {}
-
-  // Completes `done` at once if the condition holds, otherwise parks it.
-  void add(const CallOptions& options, Callback<void> done, std::string what) {
-    auto w = std::make_shared<Waiter>();
-    w->done = std::move(done);
-    {
-      std::lock_guard lock(mu_);
-      if (ready_) {
-        w->finished = true;
-      } else {
-        waiters_.push_back(w);
-      }
-    }
-    if (w->finished) return w->done(Result<void>());
-    auto self = shared_from_this();
-    std::weak_ptr<Waiter> ww = w;
-    if (options.stop.stop_requested()) return finish(w, Cancelled(what + " cancelled"));
-    if (options.deadline) {
-      auto timer = std::make_shared<asio::steady_timer>(core_->client().executor(), *options.deadline);
-      timer->async_wait([self, ww, what](const asio::error_code& ec) {
-        if (auto wp = ww.lock(); wp && !ec) self->finish(wp, DeadlineExceeded("timed out waiting for " + what));
-      });
-      keep(
-          w, [&] { w->timer = timer; }, [&] { asio::post(core_->client().executor(), [timer] { timer->cancel(); }); });
-    }
-    if (options.stop.stop_possible()) {
-      // Stored only once registered: the callback may run inside the registration.
-      auto stop_cb = std::make_shared<std::optional<std::stop_callback<std::function<void()>>>>();
-      stop_cb->emplace(options.stop, std::function<void()>([self, ww, what] {
-                         if (auto wp = ww.lock()) self->finish(wp, Cancelled(what + " cancelled"));
-                       }));
-      keep(
-          w, [&] { w->stop_cb = stop_cb; }, [&] { self->drop_later(stop_cb); });
-    }
-    auto close_sub = core_->on_close([self, ww] {
-      if (auto wp = ww.lock()) self->finish(wp, self->core_->closed_status());
-    });
-    keep(
-        w, [&] { w->close_sub = std::move(close_sub); }, [] {});
-  }
-
-  // Sets the condition; while it holds, new waiters complete at once and
-  // parked ones complete now.
-  void set_ready(bool ready) {
-    std::vector<std::shared_ptr<Waiter>> done;
-    {
-      std::lock_guard lock(mu_);
-      ready_ = ready;
-      if (ready) done.swap(waiters_);
-    }
-    for (auto& w : done) finish(w, Result<void>(), /*listed=*/false);
-  }
-
-  // Ends every parked waiter with `why`.
-  void fail_all(const Status& why) {
-    std::vector<std::shared_ptr<Waiter>> done;
-    {
-      std::lock_guard lock(mu_);
-      done.swap(waiters_);
-    }
-    for (auto& w : done) finish(w, why, /*listed=*/false);
-  }
-
- private:
-  struct Waiter {
-    Callback<void> done;
-    bool finished = false;  // guarded by WaiterSet::mu_
-    std::shared_ptr<asio::steady_timer> timer;
-    std::shared_ptr<std::optional<std::stop_callback<std::function<void()>>>> stop_cb;
-    Subscription close_sub;
-  };
-
-  template <class Store, class Undo>
-  void keep(const std::shared_ptr<Waiter>& w, Store store, Undo undo) {
-    {
-      std::lock_guard lock(mu_);
-      if (!w->finished) {
-        store();
-        return;
-      }
-    }
-    undo();
-  }
-
-  // A stop callback is never destroyed on the thread that may be running it.
-  void drop_later(std::shared_ptr<std::optional<std::stop_callback<std::function<void()>>>> stop_cb) {
-    if (stop_cb) asio::post(core_->client().executor(), [stop_cb] { stop_cb->reset(); });
-  }
-
-  void finish(const std::shared_ptr<Waiter>& w, Result<void> result, bool listed = true) {
-    std::shared_ptr<asio::steady_timer> timer;
-    std::shared_ptr<std::optional<std::stop_callback<std::function<void()>>>> stop_cb;
-    Subscription close_sub;
-    {
-      std::lock_guard lock(mu_);
-      if (w->finished) return;
-      w->finished = true;
-      if (listed) std::erase(waiters_, w);
-      timer = std::move(w->timer);
-      stop_cb = std::move(w->stop_cb);
-      close_sub = std::move(w->close_sub);
-    }
-    close_sub.reset();
-    if (timer) asio::post(core_->client().executor(), [timer] { timer->cancel(); });
-    drop_later(std::move(stop_cb));
-    auto done = std::move(w->done);
-    done(std::move(result));
-  }
-
-  std::shared_ptr<RecipeCore> core_;
-  std::mutex mu_;
-  bool ready_ = false;
-  std::vector<std::shared_ptr<Waiter>> waiters_;
 };
 
 }  // namespace etcd::recipes::detail

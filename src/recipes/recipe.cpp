@@ -157,7 +157,12 @@ Subscription RecipeCore::on_state_change(std::function<void(ConnectionState)> li
 
 void RecipeCore::start() {
   if (Status st = usable(); !st.ok()) throw Error(std::move(st));
-  if (start_action_) start_action_();
+  std::function<void()> action;
+  {
+    std::lock_guard lock(mu_);
+    action = start_action_;
+  }
+  if (action) action();
 }
 
 bool RecipeCore::closed() const {
@@ -174,7 +179,12 @@ void RecipeCore::close() {
     wakers.swap(close_wakers_);
   }
   for (auto& [id, w] : wakers) w();
-  if (close_action_) close_action_();
+  // The actions may keep the recipe's state alive; they go once closed.
+  auto close_action = std::move(close_action_);
+  close_action_ = nullptr;
+  if (close_action) close_action();
+  std::lock_guard lock(mu_);
+  start_action_ = nullptr;
 }
 
 Subscription RecipeCore::on_close(std::function<void()> waker) {

@@ -29,7 +29,11 @@ class LatchHold final : public Hold {
   LatchHold(etcd::Client client, std::string name, std::string value, etcd::recipes::RecipeOptions options)
       : latch_(std::move(client), std::move(name), std::move(value), std::move(options)) {}
   etcd::Result<void> acquire(std::optional<etcd::Deadline> deadline, std::stop_token stop) override {
-    latch_.start();
+    try {
+      latch_.start();
+    } catch (const etcd::Error& e) {
+      return e.status();
+    }
     auto r = bounded(latch_.await_leadership(), deadline, std::move(stop)).wait();
     if (!r.ok()) (void)latch_.resign().wait();  // leave the queue; the session's revoke follows
     return r;
@@ -39,14 +43,11 @@ class LatchHold final : public Hold {
     latch_.close();
     return r;
   }
-  int64_t fencing_token() const override { return latch_.term(); }
-  std::string key() const override { return latch_.key(); }
-  std::stop_token hold_token() const override { return latch_.leadership_token(); }
+  int64_t fencing_token() const override { return latch_.hold().token(); }
+  std::string key() const override { return latch_.hold().key(); }
+  std::stop_token hold_token() const override { return latch_.hold().stop_token(); }
   etcd::Subscription on_lost(std::function<void(const etcd::Status&)> listener) override {
-    // Only a loss: a resign reports OK, a close kClosed.
-    return latch_.on_not_leader([listener = std::move(listener)](const etcd::Status& why) {
-      if (why.is(etcd::Errc::kHoldLost)) listener(why);
-    });
+    return latch_.on_lost(std::move(listener));  // losses only, not a resign or close
   }
 
  private:

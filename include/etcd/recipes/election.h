@@ -4,7 +4,7 @@
 //   latch.start();                                   // contends in the background
 //   auto sub = latch.on_is_leader([](int64_t term) { start_scheduling(term); });
 //   if (latch.await_for(30s)) { ... }                // or co_await latch.await_leadership();
-//   latch.guarded(etcd::Txn().then(etcd::Op::put("/jobs/owner", "me"))).wait();
+//   latch.hold().guarded(etcd::Txn().then(etcd::Op::put("/jobs/owner", "me"))).wait();
 //
 //   etcd::recipes::LeaderSelector selector(client, "/elections/compactor", "node-3",
 //       [](std::stop_token stop, etcd::recipes::LeaderTerm& term) {
@@ -28,17 +28,24 @@
 // watch from R+1). `etcdctl elect --listen NAME` shows our leader's value and
 // our LeaderObserver shows etcdctl's.
 //
+// A term is a Hold (hold.h): its token() is the term token, its key() the
+// leader key, its stop_token() is requested when the term ends, guarded()
+// runs a Txn only while it lasts. LeaderLatch and LeaderSelector are
+// Holders: hold() is the current term, is_held() says whether one lasts,
+// on_lost() hears of every lost term.
+//
 // Loss: leadership lives as long as the session's lease and the leader key.
 // When the lease is lost (process paused past the TTL, partition, revoked)
-// or the key is deleted by someone else, the term ends: not-leader listeners
-// run, leadership_token() / the selector's stop_token is requested, and
-// guarded() fails with Errc::kHoldLost. Leadership is never re-created
+// or the key is deleted by someone else, the term ends: on_lost and
+// not-leader listeners run, the term's stop_token is requested, and
+// guarded() fails with Errc::kHoldLost. A lost term is routine for an
+// election: it goes to the listeners, not to errors(). Leadership is never re-created
 // under a lost lease: a LeaderLatch re-contests at the back of the queue,
 // on a new session of its own when the old one is gone (SPEC: participation
 // heals, exclusivity does not); a LeaderSelector re-queues once its callback
 // has returned. Like every lease-based hold, leadership is only safe
-// together with fencing: pass term() / LeaderTerm::token() to the resources
-// you control and have them reject smaller ones, or use guarded().
+// together with fencing: pass hold().token() / LeaderTerm::token() to the
+// resources you control and have them reject smaller ones, or use guarded().
 //
 // Threads: listeners run on the client's executor (never on a gRPC thread),
 // one at a time and in order per object; they must not block for long. A
@@ -58,6 +65,7 @@
 
 #include "etcd/call.h"
 #include "etcd/client.h"
+#include "etcd/recipes/hold.h"
 #include "etcd/recipes/recipe.h"
 #include "etcd/txn.h"
 
@@ -82,31 +90,27 @@ struct LeaderInfo {
 };
 
 namespace detail {
-class Candidate;
 class LatchState;
 class SelectorState;
-class SelectorWorker;
 class ObserverState;
 }  // namespace detail
 
 // LeaderLatch: contend for leadership for as long as the object is started;
 // re-contest after losing.
-class LeaderLatch : public RecipeHandle {
+class LeaderLatch : public RecipeHandle, public Holder {
  public:
-  // Does no I/O. `value` is this candidate's proposal (what observers and
-  // `etcdctl elect --listen` show). An invalid name or a session_ttl below
-  // 1 s is reported by await_leadership() and errors(), before any write.
-  LeaderLatch(Client client, std::string name, std::string value, RecipeOptions options = RecipeOptions());
-  ~LeaderLatch();  // close()
-  LeaderLatch(const LeaderLatch&) = delete;
-  LeaderLatch& operator=(const LeaderLatch&) = delete;
+  // Do no I/O. `value` is this candidate's proposal (what observers and
+  // `etcdctl elect --listen` show). Invalid input (a bad name, a
+  // session_ttl below 1 s) is reported by start() and every operation
+  // (Errc::kBadArgument), before any write.
+  LeaderLatch(Client client, std::string name, std::string value);
+  LeaderLatch(Client client, std::string name, std::string value, RecipeOptions options);
+  LeaderLatch(LeaderLatch&&) noexcept = default;
+  LeaderLatch& operator=(LeaderLatch&&) noexcept = default;
 
-  // Begins contending in the background; returns at once. Idempotent. After
-  // resign() it contends again; after close() it does nothing.
-  void start();
+  // start() (from RecipeHandle) begins contending in the background and
+  // returns at once; idempotent; after resign() it contends again.
 
-  // Advisory: this object leads and has not seen its leadership end.
-  bool has_leadership() const;
   // Completes when this object leads (at once if it does). Fails with
   // kFailedPrecondition when not started (before start(), after resign()),
   // Errc::kClosed on close(), kCancelled / kDeadlineExceeded by its stop
@@ -115,35 +119,23 @@ class LeaderLatch : public RecipeHandle {
   // resign() and a later start() keeps waiting. Blocking: .wait(); callback:
   // .then(); co_await.
   Call<void> await_leadership();
+  // Blocking: false when the time ran out; throws etcd::Error otherwise.
   template <class Rep, class Period>
   bool await_for(std::chrono::duration<Rep, Period> d) {
-    return await_leadership().timeout(d).wait().ok();
+    return await_until(std::chrono::steady_clock::now() + d);
   }
   template <class C, class D>
   bool await_until(std::chrono::time_point<C, D> t) {
-    return await_leadership()
-        .deadline(Clock::now() + std::chrono::duration_cast<Clock::duration>(t - C::now()))
-        .wait()
-        .ok();
+    return await_until_steady(Clock::now() + std::chrono::duration_cast<Clock::duration>(t - C::now()));
   }
 
   // Runs with the term token each time this object becomes the leader.
   Subscription on_is_leader(std::function<void(int64_t term)> listener);
   // Runs each time a term of this object ends: Errc::kHoldLost when it was
   // lost (lease gone, key deleted), OK after resign(), Errc::kClosed after
-  // close().
+  // close(). (on_lost(), from Holder, hears of losses only.)
   Subscription on_not_leader(std::function<void(const Status&)> listener);
 
-  // The term token of the current term: the leader key's create revision
-  // (0 when not leading).
-  int64_t term() const;
-  // This candidate's key (empty before its first campaign).
-  std::string key() const;
-  // Requested when the current term ends; already requested when not leading.
-  std::stop_token leadership_token() const;
-  // Runs `txn` only if this object still leads in the current term,
-  // atomically (one etcd Txn). Fails with Errc::kHoldLost otherwise.
-  Call<TxnResponse> guarded(Txn txn);
   // Replaces the leader key's value, only if this object still leads
   // (Errc::kHoldLost otherwise, nothing written). Later campaigns use it.
   Call<void> proclaim(std::string value);
@@ -157,37 +149,28 @@ class LeaderLatch : public RecipeHandle {
   Call<std::vector<Participant>> participants();
   Call<std::optional<LeaderInfo>> leader();
 
-  // --- Recipe (name, identity, state and errors come from RecipeHandle).
-  // Stops contending, wakes waiters with Errc::kClosed and resigns (deletes
-  // our key without waiting). Idempotent.
-  void close();
-
  private:
+  bool await_until_steady(Deadline deadline);
   std::shared_ptr<detail::LatchState> state_;
 };
 
-// One term of a LeaderSelector, handed to its callback.
-class LeaderTerm {
+// One term of a LeaderSelector, handed to its callback: the term's Hold
+// (key(), token(), stop_token(), guarded(), on_lost()) and a proclaim().
+class LeaderTerm : public Hold {
  public:
-  // This candidate's key, and the term token (its create revision).
-  const std::string& key() const noexcept { return key_; }
-  int64_t token() const noexcept { return token_; }
-  // Requested when the term must end: leadership lost (lease gone, key
-  // deleted), interrupt(), resign() or close().
-  std::stop_token stop_token() const noexcept { return stop_; }
-  bool stop_requested() const noexcept { return stop_.stop_requested(); }
-  // Runs `txn` only if this term is still current (Errc::kHoldLost if not).
-  Call<TxnResponse> guarded(Txn txn) const;
+  // Why the stop was requested, once it was.
+  enum class End { kNone, kLost, kInterrupted, kResigned, kClosed };
+
+  bool stop_requested() const { return stop_token().stop_requested(); }
+  End end() const;
   // Replaces the leader key's value while this term is current.
   Call<void> proclaim(std::string value) const;
 
  private:
   friend class detail::SelectorState;
-  LeaderTerm() = default;
-  std::shared_ptr<detail::Candidate> candidate_{};
-  std::string key_{};
-  int64_t token_ = 0;
-  std::stop_token stop_{};
+  LeaderTerm(Hold hold, std::shared_ptr<detail::SelectorState> selector)
+      : Hold(std::move(hold)), selector_(std::move(selector)) {}
+  std::shared_ptr<detail::SelectorState> selector_;
 };
 
 // LeaderSelector: runs a callback for every term this object leads.
@@ -199,28 +182,34 @@ class LeaderTerm {
 // selector relinquishes (deletes its key) and, with auto-requeue (the
 // default), joins the queue again, so it runs once per term for as long as it
 // is started. It never runs two callbacks at once: after a loss it re-queues
-// only once the callback has returned.
-class LeaderSelector : public RecipeHandle {
+// only once the callback has returned. After a callback that threw, it waits
+// before it joins the queue again (50 ms, doubling up to 5 s while callbacks
+// keep throwing), so a failing callback cannot turn into a write storm.
+class LeaderSelector : public RecipeHandle, public Holder {
  public:
   using Callback = std::function<void(LeaderTerm& term)>;
   using StopCallback = std::function<void(std::stop_token stop, LeaderTerm& term)>;
 
+  // How a term ended, for on_term_end.
+  enum class TermEnd { kReturned, kThrew, kLost, kInterrupted, kResigned, kClosed };
+
   // Do no I/O and start no thread. Invalid input (name, session_ttl < 1 s,
-  // an empty callback) is reported by errors() after start(), before any
-  // write.
-  LeaderSelector(Client client, std::string name, std::string value, Callback callback,
-                 RecipeOptions options = RecipeOptions());
-  LeaderSelector(Client client, std::string name, std::string value, StopCallback callback,
-                 RecipeOptions options = RecipeOptions());
-  // close(): requests the term's stop and waits for the callback to return.
-  ~LeaderSelector();
-  LeaderSelector(const LeaderSelector&) = delete;
-  LeaderSelector& operator=(const LeaderSelector&) = delete;
+  // an empty callback) is reported by start() (Errc::kBadArgument), before
+  // any write.
+  LeaderSelector(Client client, std::string name, std::string value, Callback callback);
+  LeaderSelector(Client client, std::string name, std::string value, Callback callback, RecipeOptions options);
+  LeaderSelector(Client client, std::string name, std::string value, StopCallback callback);
+  LeaderSelector(Client client, std::string name, std::string value, StopCallback callback, RecipeOptions options);
+  LeaderSelector(LeaderSelector&&) noexcept = default;
+  LeaderSelector& operator=(LeaderSelector&&) noexcept = default;
+
+  // start() (from RecipeHandle) joins the queue (starting the callback
+  // thread); idempotent. close() requests the term's stop and waits for the
+  // callback to return (unless called from the callback itself); the
+  // destructor closes.
 
   // Re-queue automatically after each term (default true).
   void set_auto_requeue(bool on);
-  // Joins the queue (starting the callback thread). Idempotent.
-  void start();
   // Joins the queue again if not in it and no callback runs (e.g. without
   // auto-requeue, or after resign()). False if it could not.
   bool requeue();
@@ -231,22 +220,16 @@ class LeaderSelector : public RecipeHandle {
   // re-queueing; a waiting candidate's key is deleted at once.
   void resign();
 
-  // Advisory: a callback runs for a term that has not ended.
-  bool has_leadership() const;
   // Completed terms (callbacks that returned).
   uint64_t terms() const;
+  // Runs (on the client's executor) after each term's callback returned,
+  // with how the term ended; the status says more for kThrew and kLost.
+  Subscription on_term_end(std::function<void(TermEnd, const Status&)> listener);
   Call<std::vector<Participant>> participants();
   Call<std::optional<LeaderInfo>> leader();
 
-  // --- Recipe (name, identity, state and errors come from RecipeHandle).
-  // Stops: requests the term's stop, waits for the callback to return
-  // (unless called from the callback itself), and deletes our key without
-  // waiting for it. Idempotent.
-  void close();
-
  private:
   std::shared_ptr<detail::SelectorState> state_;
-  std::shared_ptr<detail::SelectorWorker> worker_;
 };
 
 // LeaderObserver: follows an election's leader without taking part.
@@ -259,13 +242,13 @@ class LeaderSelector : public RecipeHandle {
 class LeaderObserver : public RecipeHandle {
  public:
   // Does no I/O.
-  LeaderObserver(Client client, std::string name, RecipeOptions options = RecipeOptions());
-  ~LeaderObserver();  // close()
-  LeaderObserver(const LeaderObserver&) = delete;
-  LeaderObserver& operator=(const LeaderObserver&) = delete;
+  LeaderObserver(Client client, std::string name);
+  LeaderObserver(Client client, std::string name, RecipeOptions options);
+  LeaderObserver(LeaderObserver&&) noexcept = default;
+  LeaderObserver& operator=(LeaderObserver&&) noexcept = default;
 
-  // Starts reading and watching in the background. Idempotent.
-  void start();
+  // start() (from RecipeHandle) starts reading and watching in the
+  // background. Idempotent.
   // Completes once the first read is done (fails with Errc::kClosed on
   // close(), with the validation error for a bad name).
   Call<void> wait_initialized();
@@ -282,8 +265,7 @@ class LeaderObserver : public RecipeHandle {
   Call<std::vector<Participant>> participants();
   Call<std::optional<LeaderInfo>> leader();
 
-  // --- Recipe (its state follows the client's).
-  void close();
+  // close() (from RecipeHandle): stops watching; waiters end with kClosed.
 
  private:
   std::shared_ptr<detail::ObserverState> state_;

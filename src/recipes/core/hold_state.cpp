@@ -95,7 +95,8 @@ std::stop_token HoldState::stop_token() const {
 Subscription HoldState::on_lost(std::function<void(const Status&)> listener) {
   {
     std::lock_guard lock(mu_);
-    if (!lost_) return listeners_.add(std::move(listener));
+    if (!ended_) return listeners_.add(std::move(listener));
+    if (!lost_) return Subscription();  // released: it will never be lost
   }
   // Lost already: the listener still hears of it.
   LostListeners::notify_one(core_->client().executor(), [core = core_](Status s) { core->record_error(s); },
@@ -153,10 +154,12 @@ void HoldState::lose(const Status& why) {
   key_watch.cancel();
   session_sub.reset();
   core_->metrics().add("etcd_recipes_" + spec_.family + "_lost_total", spec_.labels, 1);
+  core_->metrics().observe("etcd_recipes_" + spec_.family + "_hold_seconds", spec_.labels, seconds_since(since_));
   const Status status = hold_lost_status(*core_, spec_.noun, why.message());
-  core_->record_error(status);
+  if (spec_.record_loss) core_->record_error(status);
   auto sink = [core = core_](Status s) { core->record_error(std::move(s)); };
   listeners_.notify(core_->client().executor(), sink, status);
+  listeners_.clear();  // heard once; a listener that captured its Hold must not keep it alive
   if (slot_) slot_->lost_listeners().notify(core_->client().executor(), sink, status);
 }
 
@@ -173,6 +176,7 @@ bool HoldState::hand_over() {
   stop_.request_stop();
   key_watch.cancel();
   session_sub.reset();
+  listeners_.clear();
   if (slot_) slot_->ended(this);
   return true;
 }
@@ -217,6 +221,7 @@ void HoldState::release(bool caller_waits, Callback<bool> done) {
   stop_.request_stop();
   key_watch.cancel();
   session_sub.reset();
+  listeners_.clear();  // a released hold is never lost
   if (!was_lost) {
     core_->metrics().observe("etcd_recipes_" + spec_.family + "_hold_seconds", spec_.labels, seconds_since(since_));
     core_->metrics().add("etcd_recipes_" + spec_.family + "_released_total", spec_.labels, 1);

@@ -49,6 +49,9 @@ struct HoldSpec {
   bool require_unmodified = false;
   // Lost when the key is deleted or re-created, not only with the lease.
   bool watch_key = false;
+  // A loss is also recorded in the recipe's errors() (false where a loss
+  // is routine and goes to listeners only, as a leader's term).
+  bool record_loss = true;
   // The key is claimed in this process (KeyClaims) until the hold ends.
   bool claimed = false;
   // For messages and metrics: "lock", "permit", "leadership".
@@ -90,6 +93,9 @@ class HoldState : public std::enable_shared_from_this<HoldState> {
 
   // Ends the hold as lost (idempotent; ignored once released).
   void lose(const Status& why);
+  // Requests the stop token without ending the hold (a selector's
+  // interrupt(): the work is asked to stop; the hold goes when it returns).
+  void request_stop() { stop_.request_stop(); }
 
  private:
   bool end_locked(bool lost);  // requires mu_

@@ -69,6 +69,14 @@ class ListenerSet {
     });
   }
 
+  // Drops every listener (they may own what owns this set). Calls already
+  // posted still run.
+  void clear() {
+    std::vector<std::pair<uint64_t, std::shared_ptr<Entry>>> dropped;
+    std::lock_guard lock(shared_->mu);
+    dropped.swap(shared_->entries);
+  }
+
   bool empty() const {
     std::lock_guard lock(shared_->mu);
     return shared_->entries.empty();

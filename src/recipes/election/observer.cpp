@@ -3,7 +3,7 @@
 // (lowest create revision) is derived revision by revision.
 #include "etcd/recipes/election.h"
 
-#include "election_common.h"
+#include "../election_common.h"
 
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
@@ -18,7 +18,7 @@ class ObserverState : public std::enable_shared_from_this<ObserverState> {
  public:
   ObserverState(Client client, std::string name, RecipeOptions options)
       : core(std::make_shared<RecipeCore>(std::move(client), "LeaderObserver", name, std::move(options))),
-        input_status(validate_name("LeaderObserver", name)),
+        input_status(core->input()),
         prefix(name + "/"),
         strand(asio::make_strand(core->client().executor())),
         labels(election_labels(name)),
@@ -164,22 +164,27 @@ class ObserverState : public std::enable_shared_from_this<ObserverState> {
 
 }  // namespace detail
 
+LeaderObserver::LeaderObserver(Client client, std::string name)
+    : LeaderObserver(std::move(client), std::move(name), RecipeOptions()) {}
+
 LeaderObserver::LeaderObserver(Client client, std::string name, RecipeOptions options)
     : state_(std::make_shared<detail::ObserverState>(std::move(client), std::move(name), std::move(options))) {
+  std::weak_ptr<detail::ObserverState> weak = state_;
+  state_->core->set_start_action([weak] {
+    auto s = weak.lock();
+    if (!s) return;
+    {
+      std::lock_guard lock(s->mu);
+      if (s->started) return;
+      s->started = true;
+    }
+    asio::post(s->strand, [s] { s->begin(); });
+  });
+  // Parked waiters end with kClosed through the gate; the watch stops.
+  state_->core->set_close_action([weak] {
+    if (auto s = weak.lock()) asio::post(s->strand, [s] { s->stop(); });
+  });
   bind_recipe(state_->core);
-}
-
-LeaderObserver::~LeaderObserver() { close(); }
-
-void LeaderObserver::start() {
-  auto s = state_;
-  if (s->core->closed()) return;
-  {
-    std::lock_guard lock(s->mu);
-    if (s->started) return;
-    s->started = true;
-  }
-  asio::post(s->strand, [s] { s->begin(); });
 }
 
 Call<void> LeaderObserver::wait_initialized() {
@@ -220,13 +225,6 @@ Call<std::vector<Participant>> LeaderObserver::participants() {
 
 Call<std::optional<LeaderInfo>> LeaderObserver::leader() {
   return detail::read_leader(state_->core->client(), state_->input_status, state_->prefix);
-}
-
-void LeaderObserver::close() {
-  auto s = state_;
-  if (s->core->closed()) return;
-  s->core->close();  // wakes wait_initialized() with kClosed
-  asio::post(s->strand, [s] { s->stop(); });
 }
 
 }  // namespace etcd::recipes

@@ -1,0 +1,210 @@
+#include "candidate.h"
+
+#include <algorithm>
+
+#include "../core/calls.h"
+
+namespace etcd::recipes::detail {
+
+namespace {
+
+// Failures after which a waiting candidate joins the queue again:
+// its key or its session vanished (participation heals).
+bool heals(const Status& st) { return st.is(Errc::kHoldLost) || st.is(Errc::kLeaseNotFound); }
+
+}  // namespace
+
+Candidate::Candidate(std::shared_ptr<RecipeCore> core_in, std::string value)
+    : core(std::move(core_in)),
+      prefix(core->name() + "/"),
+      slot(std::make_shared<HolderSlot>(core)),
+      proposal_(std::make_shared<Proposal>()),
+      driver_(std::make_shared<LowestKeyDriver>(core, LowestKeySettings{.noun = "leadership",
+                                                                        .family = "election",
+                                                                        .labels = {{"election", core->name()}},
+                                                                        .value = [proposal = proposal_] {
+                                                                          std::lock_guard lock(proposal->mu);
+                                                                          return proposal->value;
+                                                                        },
+                                                                        .watch_key = true,
+                                                                        .record_loss = false})) {
+  proposal_->value = std::move(value);
+}
+
+std::string Candidate::value() const {
+  std::lock_guard lock(proposal_->mu);
+  return proposal_->value;
+}
+
+void Candidate::campaign() {
+  uint64_t id;
+  std::stop_token stop;
+  {
+    std::lock_guard lock(mu_);
+    if (core->closed() || campaigning_) return;
+    const auto phase = slot->phase();
+    if (releasing_ || phase == HolderSlot::Phase::kReleasing) {
+      campaign_wanted_ = true;  // once the last term's key is gone
+      return;
+    }
+    if (phase != HolderSlot::Phase::kIdle) return;  // leading already
+    campaigning_ = true;
+    id = ++campaign_id_;
+    campaign_stop_ = std::stop_source();
+    stop = campaign_stop_.get_token();
+  }
+  std::weak_ptr<Candidate> weak = weak_from_this();
+  contend(ContendRequest{core, driver_, CallOptions{.stop = stop}, /*wait=*/true, slot},
+          [weak, id](Result<std::optional<Hold>> r) {
+            if (auto self = weak.lock()) self->on_campaign_done(id, std::move(r));
+          });
+}
+
+void Candidate::on_campaign_done(uint64_t id, Result<std::optional<Hold>> r) {
+  std::vector<std::function<void(ResignOutcome)>> resigned;
+  bool cancelled;
+  {
+    std::lock_guard lock(mu_);
+    if (id != campaign_id_) return;
+    campaigning_ = false;
+    resigned.swap(resign_waiters_);
+    cancelled = campaign_stop_.stop_requested();
+  }
+  if (r.ok() && *r && cancelled) {
+    // Elected just as we resigned: leave at once.
+    Hold hold = **r;
+    return (void)hold.release().then([resigned](Result<bool>) {
+      for (auto& done : resigned) done(ResignOutcome{});
+    });
+  }
+  for (auto& done : resigned) done(ResignOutcome{});
+  if (r.ok() && *r) {
+    Hold hold = **r;
+    std::weak_ptr<Candidate> weak = weak_from_this();
+    // Knows the hold only weakly: a listener kept by the hold must not own it.
+    auto sub = hold.on_lost([weak, state = std::weak_ptr<HoldState>(HoldAccess::state(hold))](const Status& why) {
+      if (auto self = weak.lock()) self->on_lost(state.lock(), why);
+    });
+    {
+      std::lock_guard lock(mu_);
+      failures_ = 0;
+      lost_sub_ = std::move(sub);
+    }
+    core->metrics().set("etcd_recipes_election_leader", driver_->labels(), 1);
+    if (hooks.elected) hooks.elected(hold);
+    return;
+  }
+  const Status st = r.ok() ? Status(StatusCode::kInternal, "a campaign declined") : r.status();
+  if (cancelled || core->closed()) return wound_down();
+  if (heals(st)) return retry_later();
+  core->record_error(Status(st.code(), "campaign stopped: " + st.message(), st.reason()));
+  if (hooks.failed) hooks.failed(core->named(st));
+  wound_down();
+}
+
+void Candidate::on_lost(const std::shared_ptr<HoldState>& hold, const Status& why) {
+  {
+    std::lock_guard lock(mu_);
+    if (!hold || HoldAccess::state(slot->current()) != hold) return;  // resigned meanwhile
+    releasing_ = true;
+  }
+  core->metrics().set("etcd_recipes_election_leader", driver_->labels(), 0);
+  // Best effort: the key is usually gone already (lease expired or key
+  // deleted); after a loss seen only here it must not outlive us.
+  std::weak_ptr<Candidate> weak = weak_from_this();
+  slot->release(false, [weak](Result<bool>) {
+    if (auto self = weak.lock()) {
+      {
+        std::lock_guard lock(self->mu_);
+        self->releasing_ = false;
+      }
+      self->wound_down();
+    }
+  });
+  if (hooks.lost) hooks.lost(why);
+}
+
+void Candidate::resign(std::function<void(ResignOutcome)> done) {
+  if (!done) done = [](ResignOutcome) {};
+  std::optional<std::stop_source> stop;
+  Hold hold;
+  {
+    std::lock_guard lock(mu_);
+    campaign_wanted_ = false;
+    if (retry_timer_) {
+      retry_timer_->cancel();
+      retry_timer_.reset();
+    }
+    if (campaigning_) {
+      resign_waiters_.push_back(std::move(done));
+      stop = campaign_stop_;
+    } else {
+      hold = slot->current();
+      if (hold.is_held()) releasing_ = true;
+    }
+    lost_sub_.reset();
+  }
+  if (stop) {
+    stop->request_stop();  // the engine removes our key, then reports
+    return;
+  }
+  if (!hold.is_held()) return done(ResignOutcome{});
+  core->metrics().set("etcd_recipes_election_leader", driver_->labels(), 0);
+  std::weak_ptr<Candidate> weak = weak_from_this();
+  HoldAccess::state(hold)->release(false, [weak, done = std::move(done)](Result<bool> r) {
+    if (auto self = weak.lock()) {
+      {
+        std::lock_guard lock(self->mu_);
+        self->releasing_ = false;
+      }
+      self->wound_down();
+    }
+    done(ResignOutcome{.was_leader = true, .intact = r.ok() && *r});
+  });
+}
+
+void Candidate::retry_later() {
+  int n;
+  std::shared_ptr<asio::steady_timer> timer;
+  {
+    std::lock_guard lock(mu_);
+    n = ++failures_;
+    timer = retry_timer_ = std::make_shared<asio::steady_timer>(core->client().executor(),
+                                                                std::chrono::milliseconds(std::min(1000, 50 * n)));
+  }
+  std::weak_ptr<Candidate> weak = weak_from_this();
+  timer->async_wait([weak](const asio::error_code& ec) {
+    if (ec) return;
+    if (auto self = weak.lock()) self->campaign();
+  });
+}
+
+// A campaign or a release ended: join now if that was asked for meanwhile.
+void Candidate::wound_down() {
+  {
+    std::lock_guard lock(mu_);
+    if (releasing_ || campaigning_ || !campaign_wanted_) return;
+    campaign_wanted_ = false;
+  }
+  campaign();
+}
+
+Call<void> Candidate::proclaim(std::string value) {
+  Hold hold = slot->current();
+  if (!hold.is_held()) {
+    return Call<void>::ready(core->named(Status(StatusCode::kFailedPrecondition,
+                                                "not the leader; nothing was written", Errc::kHoldLost)),
+                             core->client().executor());
+  }
+  PutOptions keep_lease;
+  keep_lease.ignore_lease = true;
+  return map_call<void>(hold.guarded(Txn().then(Op::put(hold.key(), value, keep_lease))), core->client().executor(),
+                        [proposal = proposal_, value](const TxnResponse&) {
+                          // Later campaigns propose it too.
+                          std::lock_guard lock(proposal->mu);
+                          proposal->value = value;
+                          return Result<void>();
+                        });
+}
+
+}  // namespace etcd::recipes::detail

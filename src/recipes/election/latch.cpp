@@ -1,0 +1,167 @@
+// LeaderLatch over the election candidate (candidate.h).
+#include "../core/listeners.h"
+#include "../core/waiters.h"
+#include "../election_common.h"
+#include "candidate.h"
+#include "etcd/recipes/election.h"
+
+#include <asio/strand.hpp>
+
+namespace etcd::recipes {
+
+namespace detail {
+
+class LatchState : public std::enable_shared_from_this<LatchState> {
+ public:
+  LatchState(Client client, std::string name, std::string value, RecipeOptions options)
+      : core(std::make_shared<RecipeCore>(std::move(client), "LeaderLatch", std::move(name), std::move(options))),
+        candidate(std::make_shared<Candidate>(core, std::move(value))),
+        waiters(std::make_shared<WaiterSet>(core)),
+        strand(asio::make_strand(core->client().executor())) {}
+
+  void init() {
+    std::weak_ptr<LatchState> weak = shared_from_this();
+    candidate->hooks.elected = [weak](const Hold& term) {
+      if (auto self = weak.lock()) self->on_elected(term);
+    };
+    candidate->hooks.lost = [weak](const Status& why) {
+      if (auto self = weak.lock()) self->on_lost(why);
+    };
+    candidate->hooks.failed = [weak](const Status& why) {
+      if (auto self = weak.lock()) self->on_failed(why);
+    };
+  }
+
+  const std::shared_ptr<RecipeCore> core;
+  const std::shared_ptr<Candidate> candidate;
+  const std::shared_ptr<WaiterSet> waiters;
+  // Listeners run here, one at a time and in order.
+  const asio::strand<Executor> strand;
+  ListenerSet<int64_t> is_leader;
+  ListenerSet<const Status&> not_leader;
+
+  mutable std::mutex mu;
+  bool started = false;
+  std::optional<Status> failure;
+
+  void start() {
+    {
+      std::lock_guard lock(mu);
+      started = true;
+      failure.reset();
+    }
+    candidate->campaign();
+  }
+
+  void on_elected(const Hold& term) {
+    // Listeners first: one registered after a waiter woke up must not hear
+    // of this term.
+    is_leader.notify(strand, core->throw_sink(), term.token());
+    waiters->set_ready(true);
+  }
+  void on_lost(const Status& why) {
+    waiters->set_ready(false);
+    not_leader.notify(strand, core->throw_sink(), why);
+    bool again;
+    {
+      std::lock_guard lock(mu);
+      again = started;
+    }
+    // At the back of the queue (on a new session if the old one is gone).
+    if (again && !core->closed()) candidate->campaign();
+  }
+  void on_failed(const Status& why) {
+    {
+      std::lock_guard lock(mu);
+      failure = why;
+    }
+    waiters->fail_all(why);
+  }
+  void resign(Status reported, std::function<void(bool)> done) {
+    {
+      std::lock_guard lock(mu);
+      started = false;
+    }
+    auto self = shared_from_this();
+    candidate->resign([self, reported, done = std::move(done)](Candidate::ResignOutcome outcome) {
+      if (outcome.was_leader) {
+        self->waiters->set_ready(false);
+        self->not_leader.notify(self->strand, self->core->throw_sink(), reported);
+      }
+      if (done) done(outcome.intact);
+    });
+  }
+};
+
+}  // namespace detail
+
+LeaderLatch::LeaderLatch(Client client, std::string name, std::string value)
+    : LeaderLatch(std::move(client), std::move(name), std::move(value), RecipeOptions()) {}
+
+LeaderLatch::LeaderLatch(Client client, std::string name, std::string value, RecipeOptions options)
+    : state_(std::make_shared<detail::LatchState>(std::move(client), std::move(name), std::move(value),
+                                                  std::move(options))) {
+  state_->init();
+  auto& core = state_->core;
+  core->set_start_action([s = state_] { s->start(); });
+  // Stops contending and resigns (without waiting); parked waiters end with
+  // kClosed through the close gate.
+  core->set_close_action([s = state_] { s->resign(s->core->closed_status(), nullptr); });
+  bind_recipe(core);
+  bind_holder(state_->candidate->slot);
+}
+
+Call<void> LeaderLatch::await_leadership() {
+  auto s = state_;
+  return Call<void>(
+      [s](CallOptions options, Callback<void> done) {
+        if (Status st = s->core->usable(); !st.ok()) return done(std::move(st));
+        {
+          std::unique_lock lock(s->mu);
+          if (s->failure) {
+            Status why = *s->failure;
+            lock.unlock();
+            return done(why);
+          }
+          if (!s->started) {
+            lock.unlock();
+            return done(s->core->named(Status(StatusCode::kFailedPrecondition, "not started (call start() first)")));
+          }
+        }
+        s->waiters->add(options, std::move(done), "leadership");
+      },
+      s->core->client().executor());
+}
+
+bool LeaderLatch::await_until_steady(Deadline deadline) {
+  auto r = await_leadership().deadline(deadline).wait();
+  if (r.ok()) return true;
+  if (r.status().code() == StatusCode::kDeadlineExceeded) return false;
+  throw Error(std::move(r).status());
+}
+
+Subscription LeaderLatch::on_is_leader(std::function<void(int64_t)> listener) {
+  return state_->is_leader.add(std::move(listener));
+}
+
+Subscription LeaderLatch::on_not_leader(std::function<void(const Status&)> listener) {
+  return state_->not_leader.add(std::move(listener));
+}
+
+Call<void> LeaderLatch::proclaim(std::string value) { return state_->candidate->proclaim(std::move(value)); }
+
+Call<bool> LeaderLatch::resign() {
+  auto s = state_;
+  return Call<bool>([s](CallOptions, Callback<bool> done) { s->resign(Status(), std::move(done)); },
+                    s->core->client().executor());
+}
+
+Call<std::vector<Participant>> LeaderLatch::participants() {
+  return detail::read_participants(state_->core->client(), state_->core->input(), state_->candidate->prefix);
+}
+
+Call<std::optional<LeaderInfo>> LeaderLatch::leader() {
+  return detail::read_leader(state_->core->client(), state_->core->input(), state_->candidate->prefix);
+}
+
+}  // namespace etcd::recipes
