@@ -64,6 +64,7 @@ struct HoldArgs {
   std::string name;
   int ttl = 10;
   std::string wait_timeout;
+  std::string kill_after = "3s";  // --kill-after
   std::vector<std::string> command;
 };
 
