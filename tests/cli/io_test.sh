@@ -7,7 +7,10 @@
 #   - watch/observe with nothing listening name the cause;
 #   - etcdctl's `KEY --prefix` form.
 #
-#   bash tests/cli/io_test.sh PATH/TO/etcd-recipes
+#   bash tests/cli/io_test.sh PATH/TO/etcd-recipes [PATH/TO/etcd-recipes-bench]
+#
+# With the bench's path, also checks that it runs against this (existing)
+# etcd with --endpoints.
 #
 # Starts a private etcd like the other CLI tests (and a TLS one, with
 # certificates made by openssl, for the certificate checks; skipped without
@@ -23,6 +26,7 @@ if [[ ! -x $BIN ]]; then
   exit 2
 fi
 BIN=$(realpath "$BIN")
+BENCH=${2:-}
 TEST_NAME=io-test
 # shellcheck source=tests/cli/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -211,6 +215,20 @@ run kv del io/p/ --prefix
 check "kv del KEY --prefix" eval '((RC == 0)) && [[ $OUT == 3 ]] && keys_are io/p/ 0'
 run kv get io/p/ --prefix other
 check "KEY --prefix OTHER (two different prefixes) is a usage error" eval '((RC == 2))'
+
+# --- 13. the benchmark against an existing cluster ---------------------------------------------
+
+if [[ -n $BENCH && -x $BENCH ]]; then
+  RC=0
+  timeout 120 "$BENCH" --endpoints "$EP" --quick --duration-per-metric 0.3 --only put_seq,failover_ms \
+    --json "$WORK/bench.json" >"$WORK/out" 2>"$WORK/err" || RC=$?
+  OUT=$(cat "$WORK/out")
+  ERR=$(cat "$WORK/err")
+  check "etcd-recipes-bench --endpoints: runs put_seq against the existing etcd, says failover_ms was skipped" \
+    eval '((RC == 0)) && [[ $OUT == *"existing cluster"* && $OUT =~ put_seq\ +[0-9]+ && $OUT == *"failover_ms skipped"* ]] && grep -q "\"endpoints\"" "$WORK/bench.json"'
+else
+  echo "SKIP: etcd-recipes-bench --endpoints (no bench binary given)"
+fi
 
 echo "$passed passed, $failed failed"
 ((failed == 0))
