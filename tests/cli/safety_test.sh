@@ -44,15 +44,40 @@ group_alive() {
   done
   return 1
 }
+pgid_of() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f3; }
+# watch_cmd PID: records CMD (a shell, PID) and the children it runs now;
+# sets CMD_PIDS and CMD_PGID (the process group CMD runs in).
+watch_cmd() {
+  # shellcheck disable=SC2207  # pids have no spaces
+  CMD_PIDS=("$1" $(pgrep -P "$1"))
+  CMD_PGID=$(pgid_of "$1")
+}
+# cmd_gone: CMD ran in a process group of its own, and neither a recorded
+# process nor any process of that group is alive.
+cmd_gone() {
+  local p
+  [[ -n $CMD_PGID && $CMD_PGID == "${CMD_PIDS[0]}" ]] || return 1
+  group_alive "$CMD_PGID" && return 1
+  for p in "${CMD_PIDS[@]}"; do pid_alive "$p" && return 1; done
+  return 0
+}
+has_child() { pgrep -P "$1" >/dev/null; }
 pid_alive() { # not a zombie
   local state
   state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
   [[ -n $state && $state != Z ]]
 }
 # revoke_lease_of PREFIX: revokes the lease of the (only) key under PREFIX.
+# (Reads both JSON forms of the lease, hex string and the older number, so
+# the test can be run against an older build to see it fail.)
 revoke_lease_of() {
-  local lease
-  lease=$("$BIN" --endpoints "$EP" kv get "$1" --prefix -w json | grep -o '"lease":"[0-9a-f]*"' | head -1 | cut -d'"' -f4)
+  local json lease
+  json=$("$BIN" --endpoints "$EP" kv get --prefix "$1" --json)
+  lease=$(grep -o '"lease":"[0-9a-f]*"' <<<"$json" | head -1 | cut -d'"' -f4)
+  if [[ -z $lease ]]; then
+    lease=$(grep -o '"lease":[0-9]*' <<<"$json" | head -1 | cut -d: -f2)
+    [[ -n $lease && $lease != 0 ]] && lease=$(printf '%016x' "$lease")
+  fi
   [[ -n $lease ]] || return 1
   "$BIN" --endpoints "$EP" lease revoke "$lease" >/dev/null
 }
@@ -69,27 +94,27 @@ for run_no in 1 2 3 4 5; do
   mkdir -p "$d"
   spawn "loss$run_no" lock t/loss --ttl 2 -- sh -c 'echo $$ >"$0/pgid"; sleep 100; echo after >"$0/after"' "$d"
   tool=$PID
-  wait_until 15 eval '[[ -s $d/pgid ]] && keys_are t/loss/ 1'
-  pgid=$(cat "$d/pgid")
+  wait_until 15 eval '[[ -s $d/pgid ]] && keys_are t/loss/ 1 && has_child $(cat "$d/pgid")'
+  watch_cmd "$(cat "$d/pgid")"
   revoke_lease_of t/loss/
   finish "$tool" "loss$run_no"
   sleep 1
   check "run $run_no: lost lock: exit 75, no process of CMD's group alive 1 s later, nothing ran after" \
-    eval '((RC == 75)) && ! group_alive "$pgid" && [[ ! -e $d/after && $ERR == *lost* ]]'
+    eval '((RC == 75)) && cmd_gone && [[ ! -e $d/after && $ERR == *lost* ]]'
 done
 
 # A group that ignores SIGTERM gets SIGKILL after --kill-after.
 spawn stubborn lock t/stub --ttl 2 --kill-after 300ms -- \
   sh -c 'trap "" TERM; echo $$ >"$0"; sleep 100 & sleep 100 & wait' "$WORK/stubborn.pgid"
 tool=$PID
-wait_until 15 eval '[[ -s $WORK/stubborn.pgid ]] && keys_are t/stub/ 1'
-pgid=$(cat "$WORK/stubborn.pgid")
+wait_until 15 eval '[[ -s $WORK/stubborn.pgid ]] && keys_are t/stub/ 1 && (($(pgrep -c -P $(cat "$WORK/stubborn.pgid")) == 2))'
+watch_cmd "$(cat "$WORK/stubborn.pgid")"
 revoke_lease_of t/stub/
 start=$(now_ms)
 finish "$tool" stubborn
 took=$(($(now_ms) - start))
 check "lost lock, CMD ignores SIGTERM: SIGKILL after --kill-after 300ms, exit 75, the group gone (took ${took} ms)" \
-  eval '((RC == 75 && took < 3000)) && [[ $ERR == *SIGKILL* ]] && ! group_alive "$pgid"'
+  eval '((RC == 75 && took < 3000)) && [[ $ERR == *SIGKILL* ]] && cmd_gone'
 
 run lock t/x --kill-after bogus -- true
 check "--kill-after takes a duration (usage error otherwise)" eval '((RC == 2))'
@@ -97,14 +122,14 @@ check "--kill-after takes a duration (usage error otherwise)" eval '((RC == 2))'
 # A forwarded signal reaches the whole group: the shell's child too.
 INTERRUPTIBLE=1 spawn fwd lock t/fwd -- sh -c 'echo $$ >"$0"; sleep 30; echo after >>"$0.after"' "$WORK/fwd.pgid"
 tool=$PID
-wait_until 15 eval '[[ -s $WORK/fwd.pgid ]]'
-pgid=$(cat "$WORK/fwd.pgid")
+wait_until 15 eval '[[ -s $WORK/fwd.pgid ]] && has_child $(cat "$WORK/fwd.pgid")'
+watch_cmd "$(cat "$WORK/fwd.pgid")"
 start=$(now_ms)
 kill -TERM "$tool"
 finish "$tool" fwd
 took=$(($(now_ms) - start))
 check "SIGTERM reaches CMD's whole group: exit 143 at once (${took} ms), nothing ran after, lock released" \
-  eval '((RC == 143 && took < 2000)) && ! group_alive "$pgid" && [[ ! -e $WORK/fwd.pgid.after ]] && keys_are t/fwd/ 0'
+  eval '((RC == 143 && took < 2000)) && cmd_gone && [[ ! -e $WORK/fwd.pgid.after ]] && keys_are t/fwd/ 0'
 
 # Processes CMD leaves behind are stopped before the lock is released.
 run lock t/left -- sh -c 'sleep 100 & echo $! >"$0"; exit 3' "$WORK/left.pid"
@@ -121,7 +146,7 @@ for run_no in 1 2 3 4 5; do
     sh -c 'echo $$ >"$0/pgid"; trap "echo got-TERM >>$0/log" TERM; while true; do sleep 0.2; done' "$d"
   tool=$PID
   wait_until 15 eval '[[ -s $d/pgid ]]'
-  pgid=$(cat "$d/pgid")
+  watch_cmd "$(cat "$d/pgid")"
   kill -TERM "$tool"
   wait_until 5 file_has "$d/log" got-TERM
   sleep 1.1 # a second signal within 1 s of the first is taken as a duplicate
@@ -129,7 +154,7 @@ for run_no in 1 2 3 4 5; do
   finish "$tool" "second$run_no"
   sleep 1
   check "run $run_no: second signal: the tool exits and no process of CMD's group is alive 1 s later" \
-    eval '((RC == 143)) && ! group_alive "$pgid" && [[ $ERR == *"second signal"* ]]'
+    eval '((RC == 143)) && cmd_gone && [[ $ERR == *"second signal"* ]]'
 done
 
 # --- 3. a SIGKILLed tool takes CMD with it ------------------------------------------------------
@@ -221,6 +246,23 @@ check "lock: holder's CMD ends -> waiter's CMD starts, median ${lock_us} us (<= 
   eval '((lock_us >= 0 && lock_us <= 15000))'
 check "elect: leader's CMD ends -> next leader's CMD starts, median ${elect_us} us (<= 15 ms)" \
   eval '((elect_us >= 0 && elect_us <= 15000))'
+
+# No polling: while CMD runs, the tool's main thread (the one waiting for
+# CMD, a signal or the loss) sleeps until something happens.
+main_switches() { awk '/^voluntary_ctxt_switches/ { print $2 }' "/proc/$1/task/$1/status"; }
+for cmd in lock elect; do
+  spawn "idle-$cmd" "$cmd" "t/idle-$cmd" -- sh -c 'touch "$0"; sleep 3' "$WORK/idle-$cmd.started"
+  tool=$PID
+  wait_until 15 eval '[[ -e $WORK/idle-$cmd.started ]]'
+  sleep 0.3
+  before=$(main_switches "$tool")
+  sleep 1
+  after=$(main_switches "$tool")
+  finish "$tool" "idle-$cmd"
+  wakeups=$((after - before))
+  check "$cmd: the main thread does not poll while CMD runs ($wakeups wakeups in 1 s)" \
+    eval '((RC == 0 && wakeups <= 3))'
+done
 
 # --- 7. elect fails like lock when etcd is unreachable ----------------------------------------
 
