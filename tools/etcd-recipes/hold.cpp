@@ -226,6 +226,7 @@ int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Hold& hol
     return err == ENOENT ? kExitNotFound : kExitCannotRun;
   }
   set_forced_exit_group(cmd.pid());
+  // Until the group is gone: its id may be reused after that.
   struct Unregister {
     ~Unregister() { set_forced_exit_group(0); }
   } unregister;
@@ -272,7 +273,9 @@ int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Hold& hol
   }
   // CMD is gone; what it left in its group must not outlive the hold either.
   const auto rest_kill_at = kill_at.value_or(etcd::Clock::now() + kill_after);
-  if (int left = cmd.end_rest(rest_kill_at); left > 0) {
+  const int left = cmd.end_rest(rest_kill_at);
+  set_forced_exit_group(0);
+  if (left > 0) {
     complain(cat(program, " exited and left ", left, left == 1 ? " process" : " processes",
                  " in its process group: stopped (SIGTERM, SIGKILL after --kill-after)"));
   }

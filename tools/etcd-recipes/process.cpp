@@ -223,8 +223,10 @@ int CommandGroup::start(const std::vector<std::string>& argv, const std::vector<
   args.push_back(nullptr);
 
   // Members of the group orphaned by their parent's death come to us, so
-  // the group can be reaped to the last process.
+  // the group can be reaped to the last process. An ignored SIGCHLD
+  // (inherited across exec) would have the kernel reap them instead.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  ::signal(SIGCHLD, SIG_DFL);
 
   // exec failures come back through this pipe; a successful exec closes it.
   int report[2];
@@ -318,7 +320,7 @@ int CommandGroup::start(const std::vector<std::string>& argv, const std::vector<
 }
 
 CommandGroup::~CommandGroup() {
-  if (pid_ > 0) {
+  if (pid_ > 0 && !gone_) {
     ::kill(-pid_, SIGKILL);
     if (!reaped_) {
       int status;
@@ -352,7 +354,8 @@ std::optional<int> CommandGroup::try_reap() {
 }
 
 bool CommandGroup::signal(int sig) {
-  if (pid_ <= 0) return false;
+  // Once the group is known to be gone its id may belong to someone else.
+  if (pid_ <= 0 || gone_) return false;
   if (::kill(-pid_, sig) != 0) return false;
   if (sig != SIGKILL && sig != SIGCONT) ::kill(-pid_, SIGCONT);
   return true;
@@ -376,9 +379,12 @@ void CommandGroup::reap_members() {
 bool CommandGroup::group_exists() const { return !(::kill(-pid_, 0) != 0 && errno == ESRCH); }
 
 int CommandGroup::end_rest(etcd::Deadline kill_at) {
-  if (pid_ <= 0) return 0;
+  if (pid_ <= 0 || gone_) return 0;
   reap_members();
-  if (!group_exists()) return 0;
+  if (!group_exists()) {
+    gone_ = true;
+    return 0;
+  }
   int left = 0;
   // Count what is left, for the message (a best effort: /proc may be absent).
   std::error_code ec;
@@ -397,7 +403,10 @@ int CommandGroup::end_rest(etcd::Deadline kill_at) {
   auto give_up = killed ? etcd::Clock::now() + std::chrono::seconds(3) : etcd::Deadline::max();
   for (;;) {
     reap_members();
-    if (!group_exists()) break;
+    if (!group_exists()) {
+      gone_ = true;
+      break;
+    }
     const auto now = etcd::Clock::now();
     if (!killed && now >= kill_at) {
       ::kill(-pid_, SIGKILL);

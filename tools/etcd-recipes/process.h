@@ -101,6 +101,7 @@ class CommandGroup {
   pid_t pid_ = -1;
   int exit_fd_ = -1;
   bool reaped_ = false;
+  bool gone_ = false;  // the whole group was seen gone: never signal it again
   int status_ = 0;
 };
 
