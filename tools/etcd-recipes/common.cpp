@@ -131,7 +131,7 @@ CLI::Validator int_range(int64_t lo, int64_t hi) {
         if (ec == std::errc() && end == s.data() + s.size() && v >= lo && v <= hi) return {};
         return "must be " + range + ": " + s;
       },
-      "INT");
+      hi == INT64_MAX ? cat(lo, "..") : cat(lo, "..", hi));
 }
 
 CLI::Validator name_validator(std::string kind) {

@@ -2,7 +2,6 @@
 
 #include <grpc/support/log.h>
 
-#include <cstdlib>
 #include <exception>
 #include <iostream>
 
@@ -60,9 +59,9 @@ CLI::App* chosen(CLI::App& app) {
 }
 
 // gRPC's own log lines (handshake failures, bad PEM files) are not for the
-// tool's users: every failure reaches them as a status, in our words.
+// tool's users: every failure reaches them as a status, in our words. Not
+// through GRPC_VERBOSITY: CMD of a hold would inherit it.
 void silence_grpc_log() {
-  ::setenv("GRPC_VERBOSITY", "ERROR", 0);
   gpr_set_log_verbosity(GPR_LOG_SEVERITY_ERROR);
   gpr_set_log_function([](gpr_log_func_args*) {});
 }
