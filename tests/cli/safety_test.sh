@@ -90,17 +90,17 @@ start_etcd_or_skip
 # CMD is a shell whose child would run on (and `echo after` would then run
 # without the lock) if only the shell were stopped.
 for run_no in 1 2 3 4 5; do
-  d="$WORK/loss$run_no"
-  mkdir -p "$d"
-  spawn "loss$run_no" lock t/loss --ttl 2 -- sh -c 'echo $$ >"$0/pgid"; sleep 100; echo after >"$0/after"' "$d"
+  dir="$WORK/loss$run_no"
+  mkdir -p "$dir"
+  spawn "loss$run_no" lock t/loss --ttl 2 -- sh -c 'echo $$ >"$0/pgid"; sleep 100; echo after >"$0/after"' "$dir"
   tool=$PID
-  wait_until 15 eval '[[ -s $d/pgid ]] && keys_are t/loss/ 1 && has_child $(cat "$d/pgid")'
-  watch_cmd "$(cat "$d/pgid")"
+  wait_until 15 eval '[[ -s $dir/pgid ]] && keys_are t/loss/ 1 && has_child $(cat "$dir/pgid")'
+  watch_cmd "$(cat "$dir/pgid")"
   revoke_lease_of t/loss/
   finish "$tool" "loss$run_no"
   sleep 1
   check "run $run_no: lost lock: exit 75, no process of CMD's group alive 1 s later, nothing ran after" \
-    eval '((RC == 75)) && cmd_gone && [[ ! -e $d/after && $ERR == *lost* ]]'
+    eval '((RC == 75)) && cmd_gone && [[ ! -e $dir/after && $ERR == *lost* ]]'
 done
 
 # A group that ignores SIGTERM gets SIGKILL after --kill-after.
@@ -140,15 +140,15 @@ check "CMD exits leaving a child behind: the child is stopped, exit 3, a message
 # --- 2. a second signal never orphans CMD ------------------------------------------------------
 
 for run_no in 1 2 3 4 5; do
-  d="$WORK/second$run_no"
-  mkdir -p "$d"
+  dir="$WORK/second$run_no"
+  mkdir -p "$dir"
   spawn "second$run_no" lock t/second -- \
-    sh -c 'echo $$ >"$0/pgid"; trap "echo got-TERM >>$0/log" TERM; while true; do sleep 0.2; done' "$d"
+    sh -c 'echo $$ >"$0/pgid"; trap "echo got-TERM >>$0/log" TERM; while true; do sleep 0.2; done' "$dir"
   tool=$PID
-  wait_until 15 eval '[[ -s $d/pgid ]]'
-  watch_cmd "$(cat "$d/pgid")"
+  wait_until 15 eval '[[ -s $dir/pgid ]]'
+  watch_cmd "$(cat "$dir/pgid")"
   kill -TERM "$tool"
-  wait_until 5 file_has "$d/log" got-TERM
+  wait_until 5 file_has "$dir/log" got-TERM
   sleep 1.1 # a second signal within 1 s of the first is taken as a duplicate
   kill -TERM "$tool"
   finish "$tool" "second$run_no"
@@ -219,20 +219,20 @@ fi
 latency() {
   local cmd=$1 prefix=$2 i samples=()
   for i in $(seq 15); do
-    local d="$WORK/lat-$cmd-$i"
-    mkdir -p "$d"
+    local dir="$WORK/lat-$cmd-$i"
+    mkdir -p "$dir"
     spawn "h-$cmd-$i" "$cmd" "$prefix" -- \
-      sh -c 'touch "$0/holding"; while [ ! -e "$0/go" ]; do sleep 0.01; done; date +%s%6N >"$0/end"' "$d"
+      sh -c 'touch "$0/holding"; while [ ! -e "$0/go" ]; do sleep 0.01; done; date +%s%6N >"$0/end"' "$dir"
     local holder=$PID
-    wait_until 15 eval '[[ -e $d/holding ]]'
-    spawn "w-$cmd-$i" "$cmd" "$prefix" -- sh -c 'date +%s%6N >"$0/start"' "$d"
+    wait_until 15 eval '[[ -e $dir/holding ]]'
+    spawn "w-$cmd-$i" "$cmd" "$prefix" -- sh -c 'date +%s%6N >"$0/start"' "$dir"
     local waiter=$PID
     wait_until 15 keys_are "$prefix/" 2
-    touch "$d/go"
+    touch "$dir/go"
     finish "$holder" "h-$cmd-$i"
     finish "$waiter" "w-$cmd-$i"
-    if [[ -s $d/end && -s $d/start ]]; then
-      samples+=($(($(cat "$d/start") - $(cat "$d/end"))))
+    if [[ -s $dir/end && -s $dir/start ]]; then
+      samples+=($(($(cat "$dir/start") - $(cat "$dir/end"))))
     fi
   done
   printf '%s\n' "${samples[@]}" | sort -n | awk '{ a[NR] = $1 } END { print (NR == 15 ? a[8] : -1) }'
