@@ -72,13 +72,15 @@ run kv get --prefix cli/ --json
 if command -v python3 >/dev/null; then
   check "kv get --json" eval '((RC == 0)) && python3 -c "
 import json, sys
+import base64, json, sys
 kvs = json.load(open(sys.argv[1]))
-assert [kv[\"key\"] for kv in kvs] == [\"cli/a\", \"cli/b\", \"cli/empty\"], kvs
-assert kvs[0][\"value\"] == \"1\" and kvs[0][\"mod_revision\"] == $rev_a and kvs[0][\"version\"] == 1
-assert set(kvs[0]) == {\"key\", \"value\", \"create_revision\", \"mod_revision\", \"version\", \"lease\"}
+b = lambda s: base64.b64decode(s).decode()
+assert [b(kv[\"key\"]) for kv in kvs] == [\"cli/a\", \"cli/b\", \"cli/empty\"], kvs
+assert b(kvs[0][\"value\"]) == \"1\" and kvs[0][\"mod_revision\"] == $rev_a and kvs[0][\"version\"] == 1
+assert set(kvs[0]) == {\"key\", \"value\", \"create_revision\", \"mod_revision\", \"version\"}
 " "$WORK/out"'
 else
-  check "kv get --json" eval '((RC == 0)) && [[ $OUT == "["*"\"key\":\"cli/a\""*"]" ]]'
+  check "kv get --json" eval '((RC == 0)) && [[ $OUT == "["*"\"key\":\"Y2xpL2E=\""*"]" ]]'
 fi
 
 run kv get --prefix "" --keys-only
@@ -113,7 +115,8 @@ check "lease ttl --keys shows TTLs and the key" \
 run lease ttl "0x$lease"
 check "lease ids are accepted with 0x" eval '((RC == 0))'
 run lease ttl "$((16#$lease))"
-check "lease ids are accepted in decimal" eval '((RC == 0))'
+check "lease ids are hex only: a decimal id (too long for hex) is a usage error" \
+  eval '((RC == 2)) && [[ $ERR == *"lease ids are hex"* ]]'
 run lease list
 check "lease list shows the lease" eval '((RC == 0)) && grep -qx "$lease" "$WORK/out"'
 run lease keep-alive --once "$lease"

@@ -140,10 +140,10 @@ check "SIGTERM while CMD runs: forwarded to CMD, exit with CMD's status, lock re
 # revoke_lease_of PREFIX: revokes the lease of the (only) key under PREFIX.
 revoke_lease_of() {
   local lease
-  lease=$("$BIN" --endpoints "$EP" kv get --prefix "$1" --json | grep -o '"lease":[0-9]*' | head -1 | cut -d: -f2)
-  [[ -n $lease && $lease != 0 ]] || return 1
+  lease=$("$BIN" --endpoints "$EP" kv get "$1" --prefix -w json | grep -o '"lease":"[0-9a-f]*"' | head -1 | cut -d'"' -f4)
+  [[ -n $lease ]] || return 1
   if [[ -n $ETCDCTL ]]; then
-    ctl lease revoke "$(printf '%x' "$lease")" >/dev/null
+    ctl lease revoke "$lease" >/dev/null
   else
     "$BIN" --endpoints "$EP" lease revoke "$lease" >/dev/null
   fi

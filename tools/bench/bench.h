@@ -64,12 +64,25 @@ class Skipped : public std::runtime_error {
 
 class Context {
  public:
-  Context(etcd::Client& c, const etcd::testing::EtcdCluster& etcd, const Settings& s)
-      : client(c), cluster(etcd), settings(s) {}
+  // `etcd` is null when the bench runs against an existing cluster
+  // (--endpoints): metrics that start, stop or kill members are skipped.
+  Context(etcd::Client& c, const etcd::testing::EtcdCluster* etcd, const Settings& s)
+      : client(c), settings(s), cluster_(etcd) {}
 
   etcd::Client& client;
-  const etcd::testing::EtcdCluster& cluster;
   const Settings& settings;
+  // The bench's own cluster; throws Skipped with --endpoints.
+  const etcd::testing::EtcdCluster& cluster() const {
+    if (cluster_ == nullptr) throw Skipped("needs the bench's own cluster (runs without --endpoints)");
+    return *cluster_;
+  }
+  bool has_cluster() const { return cluster_ != nullptr; }
+  // The client's endpoints, comma-separated (for other clients, e.g. Go's).
+  std::string endpoints_csv() const {
+    std::string csv;
+    for (const auto& ep : client.options().endpoints) csv += (csv.empty() ? "" : ",") + ep;
+    return csv;
+  }
   // Threads of this process (by name) before the Client was created.
   std::map<std::string, int> threads_before_client;
 
@@ -118,6 +131,7 @@ class Context {
   std::vector<std::string> notes_;
   std::map<std::string, double> paired_bases_;
   std::map<std::string, std::any> memo_;
+  const etcd::testing::EtcdCluster* cluster_;
 };
 
 struct Metric {

@@ -96,7 +96,7 @@ GoResults run_go_peer(Context& ctx) {
 
   const auto& s = ctx.settings;
   const auto bound = duration_cast<milliseconds>(3 * (s.duration + s.warmup) + std::chrono::seconds(60));
-  const auto run = run_process({binary.string(), "-endpoints", ctx.cluster.endpoints_csv(), "-duration",
+  const auto run = run_process({binary.string(), "-endpoints", ctx.endpoints_csv(), "-duration",
                                 millis_flag(s.duration), "-warmup", millis_flag(s.warmup)},
                                {}, bound);
   if (run.timed_out || run.exit_code != 0) {

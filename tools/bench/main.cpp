@@ -40,6 +40,8 @@ struct RunInfo {
   std::chrono::milliseconds election{1000};
   std::string etcd_version;
   std::string date;
+  // --endpoints: an existing cluster, whose timing settings are unknown here.
+  std::vector<std::string> endpoints;
 };
 
 std::string utc_now() {
@@ -167,10 +169,17 @@ std::vector<Derived> compute_comparisons(const std::vector<Outcome>& outcomes) {
 void print_table(const RunInfo& info, const std::vector<Outcome>& outcomes, const std::vector<Derived>& derived,
                  const std::vector<std::string>& notes) {
   const auto& s = info.settings;
-  std::printf("\netcd %s, %d member(s), heartbeat %lld ms, election %lld ms, %.1f s per metric (+%.1f s warm-up)%s\n\n",
-              info.etcd_version.c_str(), s.members, static_cast<long long>(info.heartbeat.count()),
-              static_cast<long long>(info.election.count()), Seconds(s.duration).count(), Seconds(s.warmup).count(),
-              s.quick ? ", quick" : "");
+  if (info.endpoints.empty()) {
+    std::printf(
+        "\netcd %s, %d member(s), heartbeat %lld ms, election %lld ms, %.1f s per metric (+%.1f s warm-up)%s\n\n",
+        info.etcd_version.c_str(), s.members, static_cast<long long>(info.heartbeat.count()),
+        static_cast<long long>(info.election.count()), Seconds(s.duration).count(), Seconds(s.warmup).count(),
+        s.quick ? ", quick" : "");
+  } else {
+    std::printf("\netcd %s, existing cluster of %d member(s) at %s, %.1f s per metric (+%.1f s warm-up)%s\n\n",
+                info.etcd_version.c_str(), s.members, info.endpoints.front().c_str(), Seconds(s.duration).count(),
+                Seconds(s.warmup).count(), s.quick ? ", quick" : "");
+  }
   std::printf("%-24s %12s  %-9s %8s  %s\n", "metric", "value", "unit", "ratio", "ratio to");
   std::printf("%s\n", std::string(72, '-').c_str());
   for (const auto& o : outcomes) {
@@ -222,8 +231,9 @@ nlohmann::json to_json(const RunInfo& info, const std::vector<Outcome>& outcomes
       {"quick", s.quick},
       {"duration_per_metric_s", Seconds(s.duration).count()},
       {"warmup_s", Seconds(s.warmup).count()},
-      {"heartbeat_ms", info.heartbeat.count()},
-      {"election_ms", info.election.count()},
+      {"heartbeat_ms", info.endpoints.empty() ? nlohmann::json(info.heartbeat.count()) : nlohmann::json()},
+      {"election_ms", info.endpoints.empty() ? nlohmann::json(info.election.count()) : nlohmann::json()},
+      {"endpoints", info.endpoints},
       {"go_peer", s.go_peer},
       {"notes", notes},
   };
@@ -234,14 +244,18 @@ nlohmann::json to_json(const RunInfo& info, const std::vector<Outcome>& outcomes
 // forwards every write to the leader (one more hop).
 void note_endpoint(Context& ctx) {
   const std::string endpoint = ctx.client.current_endpoint();
-  const auto leader = ctx.cluster.leader();
   std::string role = "unknown role";
-  if (leader) role = ctx.cluster.endpoint(*leader) == endpoint ? "the leader" : "a follower";
+  if (ctx.has_cluster()) {
+    const auto leader = ctx.cluster().leader();
+    if (leader) role = ctx.cluster().endpoint(*leader) == endpoint ? "the leader" : "a follower";
+  }
   ctx.note("client endpoint: " + endpoint + " (" + role + ")");
 }
 
 int run(int argc, char** argv) {
-  CLI::App app{"etcd-recipes-bench: client and recipe throughput/latency against a private etcd"};
+  CLI::App app{
+      "etcd-recipes-bench: client and recipe throughput/latency against a private etcd (or an existing one with "
+      "--endpoints)"};
   RunInfo info;
   Settings& s = info.settings;
   std::optional<double> duration_s;
@@ -264,6 +278,10 @@ int run(int argc, char** argv) {
   app.add_option("--heartbeat", heartbeat_ms, "etcd --heartbeat-interval in ms")->capture_default_str();
   app.add_option("--election", election_ms, "etcd --election-timeout in ms")->capture_default_str();
   app.add_flag("--list", list, "list the metrics and exit");
+  std::string endpoints_csv;
+  app.add_option("--endpoints", endpoints_csv,
+                 "run against this existing cluster (comma-separated host:port) instead of starting one; metrics that "
+                 "start, stop or kill members are skipped (and say so)");
   CLI11_PARSE(app, argc, argv);
 
   if (list) {
@@ -287,19 +305,40 @@ int run(int argc, char** argv) {
     return app.exit(e);
   }
 
-  std::fprintf(stderr, "starting %d etcd member(s)...\n", s.members);
-  etcd::testing::EtcdClusterOptions cluster_options;
-  cluster_options.members = s.members;
-  cluster_options.heartbeat = info.heartbeat;
-  cluster_options.election_timeout = info.election;
-  auto cluster = etcd::testing::EtcdCluster::start(std::move(cluster_options));
-  cluster->wait_for_leader(std::chrono::seconds(30));
+  for (std::string_view rest = endpoints_csv; !rest.empty();) {
+    const auto comma = rest.find(',');
+    std::string ep(rest.substr(0, comma));
+    for (std::string_view scheme : {"http://", "https://"}) {
+      if (ep.starts_with(scheme)) ep.erase(0, scheme.size());
+    }
+    if (!ep.empty()) info.endpoints.push_back(ep);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  std::unique_ptr<etcd::testing::EtcdCluster> cluster;
+  if (info.endpoints.empty()) {
+    std::fprintf(stderr, "starting %d etcd member(s)...\n", s.members);
+    etcd::testing::EtcdClusterOptions cluster_options;
+    cluster_options.members = s.members;
+    cluster_options.heartbeat = info.heartbeat;
+    cluster_options.election_timeout = info.election;
+    cluster = etcd::testing::EtcdCluster::start(std::move(cluster_options));
+    cluster->wait_for_leader(std::chrono::seconds(30));
+  }
 
   const auto threads_before_client = thread_names();
   etcd::ClientOptions client_options;
-  client_options.endpoints = cluster->endpoints();
+  client_options.endpoints = cluster ? cluster->endpoints() : info.endpoints;
   etcd::Client client(std::move(client_options));
-  Context ctx(client, *cluster, s);
+  Context ctx(client, cluster.get(), s);
+  if (!cluster) {
+    // Writes go under bench/ only; the members are counted for the report.
+    auto members = client.member_list().wait();
+    if (!members.ok()) {
+      std::fprintf(stderr, "etcd-recipes-bench: %s: %s\n", endpoints_csv.c_str(), members.status().to_string().c_str());
+      return 1;
+    }
+    s.members = static_cast<int>(members->members.size());
+  }
   ctx.threads_before_client = threads_before_client;
   info.date = utc_now();
   if (auto status = client.status().wait(); status.ok()) {

@@ -39,17 +39,17 @@ std::string fmt(const char* format, auto... args) {
 // needs the mutable one. The object itself is not const (main() owns it
 // through a unique_ptr<EtcdCluster>), so casting the reference is defined.
 etcd::testing::EtcdCluster& mutable_cluster(Context& ctx) {
-  return const_cast<etcd::testing::EtcdCluster&>(ctx.cluster);
+  return const_cast<etcd::testing::EtcdCluster&>(ctx.cluster());
 }
 
 void require_three(const Context& ctx) {
-  if (ctx.settings.members != 3 || ctx.cluster.size() != 3) throw Skipped("needs --members 3");
+  if (ctx.cluster().size() != 3 || ctx.settings.members != 3) throw Skipped("needs --members 3");
 }
 
 // Endpoints with member `first` first: a Client talks to its first endpoint
 // until that fails.
 std::vector<std::string> endpoints_starting_with(const Context& ctx, int first) {
-  std::vector<std::string> eps = ctx.cluster.endpoints();
+  std::vector<std::string> eps = ctx.cluster().endpoints();
   std::rotate(eps.begin(), eps.begin() + first, eps.end());
   return eps;
 }
@@ -70,7 +70,7 @@ double one_failover(Context& ctx, int round) {
   etcd::Client writer(options);
   const std::string key = Context::key_prefix("failover_ms") + "k";
   writer.put(key, "warm").wait().value();
-  if (writer.current_endpoint() != ctx.cluster.endpoint(leader)) {
+  if (writer.current_endpoint() != ctx.cluster().endpoint(leader)) {
     throw std::runtime_error("the writer does not talk to the leader");
   }
 
@@ -159,13 +159,13 @@ double watch_resume_gap_events(Context& ctx) {
   if (!watcher.wait_created(Clock::now() + std::chrono::seconds(10))) {
     throw std::runtime_error("the watch was not created within 10 s");
   }
-  if (watcher_client.current_endpoint() != ctx.cluster.endpoint(victim)) {
+  if (watcher_client.current_endpoint() != ctx.cluster().endpoint(victim)) {
     throw std::runtime_error("the watcher does not talk to the member to be killed");
   }
 
   etcd::ClientOptions writer_options;
   for (int i = 0; i < 3; ++i) {
-    if (i != victim) writer_options.endpoints.push_back(ctx.cluster.endpoint(i));
+    if (i != victim) writer_options.endpoints.push_back(ctx.cluster().endpoint(i));
   }
   etcd::Client writer(writer_options);
   // Create-if-absent on unique keys: a write whose outcome was unknown is

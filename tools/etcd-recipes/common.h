@@ -3,6 +3,8 @@
 // handling and output helpers. Every command file builds on this header.
 #pragma once
 
+#include <sys/types.h>
+
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdint>
@@ -40,6 +42,7 @@ struct GlobalOptions {
   std::string key;
   std::string user;
   std::string namespace_prefix;
+  std::string write_out = "simple";  // -w simple|json
 };
 
 // A failed etcd operation. main() prints "etcd-recipes: <what>: <status>"
@@ -61,6 +64,10 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A status as the tool reports it: to_string(), with causes that gRPC words
+// for its own developers (a TLS verification failure) said plainly first.
+std::string explain(const etcd::Status& status);
+
 template <class T>
 T check(etcd::Result<T>&& result, std::string_view what) {
   if (!result.ok()) throw Failure(std::string(what), std::move(result).status());
@@ -75,11 +82,23 @@ void check(etcd::Result<void>&& result, std::string_view what);
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
 CLI::Validator duration_validator();
 
-// Lease ids are printed as 16 hex digits (like etcdctl). Accepted input:
-// "0x"-prefixed hex, 16 digits (the printed form, read as hex), anything
-// containing a-f (hex), otherwise decimal.
+// Lease ids are hex, always (as etcdctl prints and reads them): 1 to 16 hex
+// digits, optionally after "0x". Never guessed from the digits: "10" is
+// sixteen. Zero is not a lease.
 std::optional<int64_t> parse_lease_id(std::string_view text);
 CLI::Validator lease_id_validator();
+
+// A whole number from `lo` to `hi`, with a message a person can read
+// ("must be a whole number from 1 to 2147483647: 0").
+CLI::Validator int_range(int64_t lo, int64_t hi);
+// A recipe name (lock, election, ...) the library accepts, checked before
+// anything is written; an invalid one is a usage error.
+CLI::Validator name_validator(std::string kind);
+
+// A value argument: "-" reads standard input to its end; with `file` (from
+// --file) non-empty, that file is read instead and `arg` must be absent.
+// Values are arbitrary bytes (NUL included).
+std::string read_value(const std::optional<std::string>& arg, const std::string& file, std::string_view what);
 
 std::vector<std::string> split_endpoints(std::string_view csv);
 
@@ -88,8 +107,11 @@ std::vector<std::string> split_endpoints(std::string_view csv);
 std::string lease_hex(int64_t id);    // 16 hex digits, zero-padded
 std::string member_hex(uint64_t id);  // unpadded, as etcdctl prints member ids
 std::string human_bytes(int64_t bytes);
-// Keys and values are arbitrary bytes; invalid UTF-8 is replaced rather
-// than aborting the output.
+// Keys and values are arbitrary bytes: in JSON output they are base64
+// (RFC 4648, with padding), as etcdctl -w json writes them.
+std::string base64(std::string_view bytes);
+// Every string in JSON output is made of the tool's own text, hex ids and
+// base64, so it is valid UTF-8.
 std::string dump_json(const nlohmann::json& j, int indent = -1);
 
 template <class... Args>
@@ -107,13 +129,21 @@ void print_table(const std::vector<std::vector<std::string>>& rows);
 
 // --- signals -------------------------------------------------------------------
 
-// Installs SIGINT/SIGTERM handlers. The first signal requests a stop on the
-// returned token, so every wait in the tool can unwind and clean up; a
-// later one (a second Ctrl-C) gets the default action, immediate death, for
-// when the cleanup itself hangs.
+// Installs SIGINT/SIGTERM/SIGHUP handlers. The first signal requests a stop
+// on the returned token, so every wait in the tool can unwind and clean up;
+// a later one (a second Ctrl-C, at least 1 s after the first) SIGKILLs the
+// registered process group (set_forced_exit_group) and then gets the
+// default action, immediate death, for when the cleanup itself hangs.
 std::stop_token install_stop_signals();
 // The signal that requested the stop, 0 if none arrived.
 int stop_signal() noexcept;
+// Whether that signal came from the terminal driver (Ctrl-C, Ctrl-\, a
+// hangup), i.e. was sent to the terminal's whole foreground process group,
+// rather than by kill() to this process.
+bool stop_signal_from_terminal() noexcept;
+// A forced exit (a second signal) first SIGKILLs this process group (0:
+// none); the hold runner registers CMD's group while it may exist.
+void set_forced_exit_group(pid_t group) noexcept;
 // Sleeps for `d` unless a stop is requested first; false if stopped.
 bool sleep_for(std::chrono::milliseconds d, std::stop_token stop);
 
@@ -125,6 +155,8 @@ class Context {
   Context(const GlobalOptions& global, std::stop_token stop) : global_(global), stop_(std::move(stop)) {}
 
   const GlobalOptions& global() const noexcept { return global_; }
+  // -w json (or a command's hidden --json alias, `alias`).
+  bool json(bool alias = false) const noexcept { return alias || global_.write_out == "json"; }
   std::stop_token stop() const noexcept { return stop_; }
   std::chrono::milliseconds timeout() const;
   // Built on first use, so commands that need no server (demo) never

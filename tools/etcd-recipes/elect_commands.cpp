@@ -61,18 +61,23 @@ void add_elect(Commands& commands) {
       "elect",
       "Campaign for leadership of the election NAME (compatible with `etcdctl elect NAME`), run CMD while leader, "
       "resign when it exits");
-  cmd->add_option("name", a->name, "The election's name (a key prefix)")->required();
-  cmd->add_option("--value", *value,
-                  "This candidate's proposal: what `observe NAME` and `etcdctl elect --listen NAME` show while it "
-                  "leads (default: HOST:PID)");
+  auto value_file = std::make_shared<std::string>();
+  cmd->add_option("name", a->name, "The election's name (a key prefix)")->required()->check(name_validator("election"));
+  auto* value_option = cmd->add_option("--value", *value,
+                                       "This candidate's proposal: what `observe NAME` and `etcdctl elect --listen "
+                                       "NAME` show while it leads (default: HOST:PID); - reads it from standard input");
+  cmd->add_option("--file", *value_file, "Read the proposal from this file (any bytes)")->excludes(value_option);
   add_hold_options(cmd, *a, "leadership");
   cmd->footer(hold_footer("leadership", kLeaderKeyEnv, kTermEnv,
                           "the term: the leader key's create revision; it strictly increases from one leader to the "
                           "next, so it serves as a fencing token") +
               "\n\nLeadership is lost when the session's lease expires or is revoked, or when someone deletes the "
               "leader key; `elect` does not contest again (run it again to do so).");
-  commands.on_run(cmd, [a, value](Context& ctx) {
-    const std::string proposal = value->empty() ? etcd::recipes::default_client_id() : *value;
+  commands.on_run(cmd, [a, value, value_file, value_option](Context& ctx) {
+    std::optional<std::string> given;
+    if (value_option->count() > 0) given = *value;
+    const std::string proposal = given || !value_file->empty() ? read_value(given, *value_file, "elect --value")
+                                                               : etcd::recipes::default_client_id();
     return hold_with_session(ctx, *a, {"elect " + a->name, "leadership", kLeaderKeyEnv, kTermEnv},
                              [&](etcd::Client client, etcd::recipes::RecipeOptions options) -> std::unique_ptr<Hold> {
                                return std::make_unique<LatchHold>(std::move(client), a->name, proposal,
@@ -87,13 +92,24 @@ struct ObserveArgs {
   bool json = false;
 };
 
+// Key and value base64, the lease in hex, as in `kv get -w json`.
 nlohmann::json leader_json(const std::optional<etcd::recipes::LeaderInfo>& l) {
   if (!l) return {{"leader", nullptr}};
-  return {{"leader", {{"key", l->key}, {"value", l->value}, {"term", l->term}, {"lease", l->lease}}}};
+  return {{"leader",
+           {{"key", base64(l->key)}, {"value", base64(l->value)}, {"term", l->term}, {"lease", lease_hex(l->lease)}}}};
 }
 
 int observe(Context& ctx, const ObserveArgs& a) {
   const std::string what = "observe " + a.name;
+  const bool json = ctx.json(a.json);
+  // A first read names the cause (e.g. connection refused) when no member
+  // answers; the observer itself would only time out waiting for it.
+  {
+    etcd::GetOptions options;
+    options.prefix = true;
+    options.count_only = true;
+    check(ctx.client().get(a.name + "/", options).stop_token(ctx.stop()).wait(), what);
+  }
   etcd::recipes::LeaderObserver observer(ctx.client(), a.name);
   if (a.once) {
     auto leader = check(observer.leader().timeout(ctx.timeout()).wait(), what);
@@ -101,12 +117,12 @@ int observe(Context& ctx, const ObserveArgs& a) {
       std::cerr << kProgram << ": " << what << ": no leader" << std::endl;
       return kExitFailed;
     }
-    print_line(a.json ? dump_json(leader_json(leader)) : leader->value);
+    print_line(json ? dump_json(leader_json(leader)) : leader->value);
     return kExitOk;
   }
   // Plain output prints each new leader value; leaderless moments print
   // nothing (--json shows them as {"leader":null}).
-  auto changes = observer.on_change([json = a.json](const std::optional<etcd::recipes::LeaderInfo>& l) {
+  auto changes = observer.on_change([json](const std::optional<etcd::recipes::LeaderInfo>& l) {
     if (json) {
       print_line(dump_json(leader_json(l)));
     } else if (l) {
@@ -130,15 +146,15 @@ void add_observe(Commands& commands) {
       "observe",
       "Print the value of the leader of the election NAME and each change, until SIGINT/SIGTERM (compatible with "
       "`etcdctl elect --listen NAME`)");
-  cmd->add_option("name", a->name, "The election's name (a key prefix)")->required();
+  cmd->add_option("name", a->name, "The election's name (a key prefix)")->required()->check(name_validator("election"));
   cmd->add_flag("--once", a->once, "Print the current leader's value and exit (exit 1 if there is no leader)");
-  cmd->add_flag(
-      "--json", a->json,
-      R"(One JSON object per change: {"leader":{"key":...,"value":...,"term":N,"lease":N}} or {"leader":null})");
+  cmd->add_flag("--json", a->json, "Same as -w json")->group("");
   cmd->footer(
       "The leader is the candidate key under NAME/ with the lowest create revision; its term is that revision. "
       "Changes of the leader, its term or its value are printed as they happen, and after a gap in the watch "
       "(e.g. a compaction while disconnected) the state found by a fresh read is printed if it differs.\n\n"
+      "With -w json, one JSON object per change: {\"leader\":{\"key\":B64,\"value\":B64,\"term\":N,\"lease\":HEX}} "
+      "or {\"leader\":null}; key and value are base64.\n\n"
       "Exit codes:\n"
       "  0  ended by SIGINT/SIGTERM; with --once: a leader was printed\n"
       "  1  an etcd operation failed; with --once: there is no leader");

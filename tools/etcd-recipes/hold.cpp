@@ -1,9 +1,8 @@
 // run_holding() and its helpers: see hold.h.
 #include "hold.h"
 
-#include <spawn.h>
-#include <sys/types.h>
-#include <sys/wait.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,17 +12,45 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
-#include <thread>
+#include <system_error>
 
-extern char** environ;
+#include "process.h"
 
 namespace etcd_cli {
 namespace {
 
 using namespace std::chrono_literals;
 
-// After the hold is lost, CMD gets SIGTERM and this long to stop before SIGKILL.
-constexpr auto kTermGrace = 3s;
+// Wakes the run loop from other threads (the signal thread, the client's
+// executor): an eventfd that poll() waits on with CMD's exit.
+class Wakeup {
+ public:
+  Wakeup() : fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+    if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
+  }
+  ~Wakeup() { ::close(fd_); }
+  Wakeup(const Wakeup&) = delete;
+  Wakeup& operator=(const Wakeup&) = delete;
+  int fd() const noexcept { return fd_; }
+  void notify() const noexcept {
+    uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(fd_, &one, sizeof one);
+  }
+  void clear() const noexcept {
+    uint64_t value;
+    [[maybe_unused]] auto n = ::read(fd_, &value, sizeof value);
+  }
+
+ private:
+  int fd_;
+};
+
+// Milliseconds until `at`, for poll(): -1 for never, rounded up.
+int poll_timeout(std::optional<etcd::Deadline> at) {
+  if (!at || *at == etcd::Deadline::max()) return -1;
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(*at - etcd::Clock::now()).count();
+  return left <= 0 ? 0 : static_cast<int>(std::min<int64_t>(left, INT32_MAX));
+}
 
 // Blocks until `a` or `b` is requested.
 void wait_either(std::stop_token a, std::stop_token b) {
@@ -35,56 +62,6 @@ void wait_either(std::stop_token a, std::stop_token b) {
   });
   std::unique_lock lock(m);
   cv.wait(lock, a, [&] { return b.stop_requested(); });
-}
-
-// The child's exit status as a shell reports it; nullopt while it runs.
-std::optional<int> try_reap(pid_t pid) {
-  int status = 0;
-  pid_t r;
-  do {
-    r = ::waitpid(pid, &status, WNOHANG);
-  } while (r < 0 && errno == EINTR);
-  if (r == 0) return std::nullopt;
-  if (r < 0) return kExitFailed;  // cannot happen for our own child
-  if (WIFSIGNALED(status)) return kExitSignalBase + WTERMSIG(status);
-  return WEXITSTATUS(status);
-}
-
-// Starts argv with stdio inherited and `env` added to our environment.
-// Returns 0 and sets `pid`, or the errno of the failure.
-int spawn_inheriting(const std::vector<std::string>& argv, const std::vector<std::string>& env, pid_t& pid) {
-  std::vector<char*> envp;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string_view entry(*e);
-    bool replaced = false;
-    for (const auto& ours : env) {
-      const auto name = std::string_view(ours).substr(0, ours.find('=') + 1);
-      replaced = replaced || entry.starts_with(name);
-    }
-    if (!replaced) envp.push_back(*e);
-  }
-  for (const auto& ours : env) envp.push_back(const_cast<char*>(ours.c_str()));
-  envp.push_back(nullptr);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-
-  // Our SIGINT/SIGTERM/SIGHUP handlers reset to the default on exec; what
-  // the parent ignored (nohup) stays ignored. SIGPIPE is reset explicitly
-  // (the client library may ignore it), and no signal starts blocked.
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGPIPE);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  int rc = ::posix_spawnp(&pid, args[0], nullptr, &attr, args.data(), envp.data());
-  posix_spawnattr_destroy(&attr);
-  return rc;
 }
 
 // The status the hold was lost with, set from the client's executor.
@@ -110,13 +87,19 @@ void add_hold_options(CLI::App* cmd, HoldArgs& a, const std::string& noun) {
   cmd->add_option("--ttl", a.ttl,
                   "TTL in seconds of the lease that carries the hold: how long " + noun +
                       " outlives this process when it dies or is cut off from etcd")
-      ->check(CLI::PositiveNumber)
+      ->check(int_range(1, INT32_MAX))
       ->capture_default_str();
   cmd->add_option("--timeout", a.wait_timeout,
                   "Give up waiting for " + noun +
                       " after this long (exit 3), e.g. 500ms, 30s (the per-call --timeout goes before the command "
                       "name)")
       ->check(duration_validator());
+  cmd->add_option("--kill-after", a.kill_after,
+                  "When " + noun +
+                      " is lost or a signal is passed on to CMD, SIGKILL CMD's process group this long after the "
+                      "SIGTERM (or the signal) if CMD has not exited by then")
+      ->check(duration_validator())
+      ->capture_default_str();
   cmd->add_option("command", a.command,
                   "Run CMD [ARGS...] while holding " + noun +
                       " (put -- before it); without it, print the key and the fencing token and hold until "
@@ -126,8 +109,14 @@ void add_hold_options(CLI::App* cmd, HoldArgs& a, const std::string& noun) {
 std::string hold_footer(const std::string& noun, const std::string& key_env, const std::string& token_env,
                         const std::string& token_meaning) {
   return "CMD runs with stdin/stdout/stderr inherited and, in its environment, " + token_env + " (" + token_meaning +
-         ") and " + key_env + ". SIGINT/SIGTERM/SIGHUP to etcd-recipes are forwarded to CMD; " + noun +
-         " is released when CMD exits.\n\n"
+         ") and " + key_env +
+         ". CMD runs in a process group of its own: SIGINT/SIGTERM/SIGHUP to etcd-recipes are passed on to that "
+         "whole group once (not again if the terminal already sent it there), and SIGKILL follows after "
+         "--kill-after; a second signal (1 s or more after the first) SIGKILLs the group at once and exits without "
+         "cleanup. Processes CMD leaves running in its group get SIGTERM (SIGKILL after --kill-after) before " +
+         noun +
+         " is released. If etcd-recipes dies, CMD gets SIGKILL (Linux parent-death signal). A process that leaves "
+         "the group (setsid, a daemon) is beyond reach.\n\n"
          "Exit codes:\n"
          "  (CMD's)   with CMD: CMD's exit status (128+N if signal N killed it)\n"
          "  0         without CMD: ended by SIGINT/SIGTERM, " +
@@ -136,9 +125,9 @@ std::string hold_footer(const std::string& noun, const std::string& key_env, con
          "  1         an etcd operation failed\n"
          "  3         --timeout expired while waiting; CMD did not run\n"
          "  75        " +
-         noun + " was lost (lease expired or revoked): CMD got SIGTERM, SIGKILL " +
-         std::to_string(std::chrono::seconds(kTermGrace).count()) +
-         " s later\n"
+         noun +
+         " was lost (lease expired or revoked): CMD's group got SIGTERM (SIGKILL after --kill-after) and "
+         "was gone before exit\n"
          "  126, 127  CMD could not be run, was not found\n"
          "  128+N     interrupted by signal N while waiting; nothing is left behind";
 }
@@ -159,6 +148,23 @@ int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Hold& hol
   // --- wait
   std::optional<etcd::Deadline> give_up;
   if (!a.wait_timeout.empty()) give_up = etcd::Clock::now() + *parse_duration(a.wait_timeout);
+  // The session's lease first, within one call's --timeout: an unreachable
+  // or refusing etcd is an error to report now (exit 1), not a wait that
+  // some recipes (an election candidate) would retry until --timeout.
+  {
+    auto started = session.start().stop_token(ctx.stop());
+    auto by = etcd::Clock::now() + ctx.timeout();
+    started.deadline(give_up ? std::min(*give_up, by) : by);
+    if (auto r = std::move(started).wait(); !r.ok()) {
+      if (ctx.stop().stop_requested()) return kExitSignalBase + stop_signal();
+      if (give_up && etcd::Clock::now() >= *give_up && r.status().code() == etcd::StatusCode::kDeadlineExceeded) {
+        complain(cat("timed out after ", a.wait_timeout, " waiting for ", kind.noun,
+                     a.command.empty() ? "" : "; the command was not run"));
+        return kExitTimedOut;
+      }
+      throw Failure(kind.what, std::move(r).status());
+    }
+  }
   if (auto r = hold.acquire(give_up, ctx.stop()); !r.ok()) {
     if (ctx.stop().stop_requested()) return kExitSignalBase + stop_signal();
     if (give_up && etcd::Clock::now() >= *give_up && r.status().code() == etcd::StatusCode::kDeadlineExceeded) {
@@ -190,8 +196,12 @@ int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Hold& hol
   };
 
   if (a.command.empty()) {
-    print_line(key);
-    print_line(std::to_string(token));
+    if (ctx.json()) {
+      print_line(dump_json({{"key", base64(key)}, {"token", token}}));
+    } else {
+      print_line(key);
+      print_line(std::to_string(token));
+    }
     wait_either(ctx.stop(), held);
     if (held.stop_requested()) {
       complain(cat(kind.noun, " was lost: ", loss->describe()));
@@ -206,38 +216,73 @@ int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Hold& hol
     (void)release();
     return kExitSignalBase + stop_signal();
   }
-  pid_t pid = -1;
+  const auto kill_after = *parse_duration(a.kill_after);
+  const std::string& program = a.command.front();
+  CommandGroup cmd;
   const std::vector<std::string> env = {cat(kind.token_env, "=", token), cat(kind.key_env, "=", key)};
-  if (int err = spawn_inheriting(a.command, env, pid); err != 0) {
+  if (int err = cmd.start(a.command, env); err != 0) {
     (void)release();
-    complain(cat("cannot run ", a.command.front(), ": ", std::strerror(err)));
+    complain(cat("cannot run ", program, ": ", std::strerror(err)));
     return err == ENOENT ? kExitNotFound : kExitCannotRun;
   }
+  set_forced_exit_group(cmd.pid());
+  // Until the group is gone: its id may be reused after that.
+  struct Unregister {
+    ~Unregister() { set_forced_exit_group(0); }
+  } unregister;
 
-  // Polled: the three things to wait for (CMD's exit, a signal, the loss)
-  // have no common wait primitive, and 20 ms is quick enough for all.
-  bool forwarded = false;
+  // Three events end the wait: CMD's exit (its pidfd), a signal and the
+  // loss (both through `wake`); the only timer is the SIGKILL after
+  // --kill-after.
+  Wakeup wake;
+  std::stop_callback on_signal(ctx.stop(), [&wake] { wake.notify(); });
+  std::stop_callback on_loss(held, [&wake] { wake.notify(); });
+  bool stopping = false;
+  bool lost = false;
   std::optional<etcd::Deadline> kill_at;
   std::optional<int> status;
-  while (!(status = try_reap(pid))) {
-    if (!forwarded && ctx.stop().stop_requested()) {
-      forwarded = true;
-      ::kill(pid, stop_signal());
+  for (;;) {
+    if ((status = cmd.try_reap())) break;
+    if (!lost && held.stop_requested()) {
+      // Stop the work first, then talk about it.
+      lost = true;
+      cmd.signal(SIGTERM);
+      complain(cat(kind.noun, " was lost (", loss->describe(), "): sent SIGTERM to ", program, " (process group ",
+                   cmd.pid(), ")"));
+      if (!kill_at || *kill_at > etcd::Clock::now() + kill_after) kill_at = etcd::Clock::now() + kill_after;
     }
-    if (!kill_at && held.stop_requested()) {
-      complain(cat(kind.noun, " was lost (", loss->describe(), "): sending SIGTERM to ", a.command.front(), " (pid ",
-                   pid, ")"));
-      ::kill(pid, SIGTERM);
-      kill_at = etcd::Clock::now() + kTermGrace;
-    } else if (kill_at && etcd::Clock::now() >= *kill_at) {
-      complain(cat(a.command.front(), " (pid ", pid, ") still running ", std::chrono::seconds(kTermGrace).count(),
-                   " s after SIGTERM: sending SIGKILL"));
-      ::kill(pid, SIGKILL);
+    if (!stopping && ctx.stop().stop_requested()) {
+      stopping = true;
+      // A signal from the terminal went to its foreground group; if that
+      // is CMD's group, CMD has it already and must not get it twice.
+      if (!(stop_signal_from_terminal() && cmd.owns_terminal())) cmd.signal(stop_signal());
+      if (!kill_at) kill_at = etcd::Clock::now() + kill_after;
+    }
+    if (kill_at && *kill_at != etcd::Deadline::max() && etcd::Clock::now() >= *kill_at) {
+      cmd.signal(SIGKILL);
+      complain(cat(program, " (process group ", cmd.pid(), ") still running ", a.kill_after, " after ",
+                   lost ? "SIGTERM" : "the signal", ": sent SIGKILL"));
       kill_at = etcd::Deadline::max();
     }
-    std::this_thread::sleep_for(20ms);
+    pollfd fds[2] = {{.fd = cmd.exit_fd(), .events = POLLIN, .revents = 0},
+                     {.fd = wake.fd(), .events = POLLIN, .revents = 0}};
+    if (::poll(fds, 2, poll_timeout(kill_at)) < 0 && errno != EINTR) {
+      throw std::system_error(errno, std::generic_category(), "poll");
+    }
+    if (fds[1].revents != 0) wake.clear();
   }
-  if (kill_at) return kExitHoldLost;
+  // CMD is gone; what it left in its group must not outlive the hold either.
+  const auto rest_kill_at = kill_at.value_or(etcd::Clock::now() + kill_after);
+  const int left = cmd.end_rest(rest_kill_at);
+  set_forced_exit_group(0);
+  if (left > 0) {
+    complain(cat(program, " exited and left ", left, left == 1 ? " process" : " processes",
+                 " in its process group: stopped (SIGTERM, SIGKILL after --kill-after)"));
+  }
+  if (lost || held.stop_requested()) {
+    if (!lost) complain(cat(kind.noun, " was lost (", loss->describe(), ") as ", program, " exited"));
+    return kExitHoldLost;
+  }
   const int released = release();
   return released != kExitOk ? released : *status;
 }

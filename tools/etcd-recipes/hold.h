@@ -6,10 +6,12 @@
 //   - SIGINT/SIGTERM while waiting gives up and revokes the session's lease,
 //     so no key is left behind (exit 128+N);
 //   - CMD runs with stdio inherited and the token and key in its
-//     environment; a signal to this process is forwarded to CMD; after CMD
-//     exits the hold is released and CMD's status is the exit status;
-//   - a hold lost while CMD runs gets CMD SIGTERM, SIGKILL after a grace
-//     period, and exit 75;
+//     environment, in a process group of its own (CommandGroup, process.h);
+//     a signal to this process is passed on to that group once; after CMD
+//     exits, what it left in its group is stopped, then the hold is
+//     released and CMD's status is the exit status;
+//   - a hold lost while CMD runs gets CMD's group SIGTERM, SIGKILL after
+//     --kill-after, and exit 75 once the group is gone;
 //   - without CMD the key and token are printed and the hold is kept until a
 //     signal (exit 0) or its loss (exit 75).
 #pragma once
@@ -64,6 +66,7 @@ struct HoldArgs {
   std::string name;
   int ttl = 10;
   std::string wait_timeout;
+  std::string kill_after = "3s";  // --kill-after
   std::vector<std::string> command;
 };
 

@@ -31,7 +31,7 @@ void add_grant(Commands& commands, CLI::App* group) {
   commands.on_run(cmd, [ttl](Context& ctx) {
     auto seconds = std::chrono::ceil<std::chrono::seconds>(*parse_duration(*ttl));
     auto r = check(ctx.client().lease_grant(seconds).stop_token(ctx.stop()).wait(), "lease grant");
-    print_line(lease_hex(r.id));
+    print_line(ctx.json() ? dump_json({{"id", lease_hex(r.id)}, {"ttl", r.ttl}}) : lease_hex(r.id));
     return kExitOk;
   });
 }
@@ -43,7 +43,8 @@ void add_revoke(Commands& commands, CLI::App* group) {
   commands.on_run(cmd, [id](Context& ctx) {
     auto lease_id = *parse_lease_id(*id);
     check(ctx.client().lease_revoke(lease_id).stop_token(ctx.stop()).wait(), "lease revoke " + lease_hex(lease_id));
-    print_line("lease " + lease_hex(lease_id) + " revoked");
+    print_line(ctx.json() ? dump_json({{"id", lease_hex(lease_id)}, {"revoked", true}})
+                          : "lease " + lease_hex(lease_id) + " revoked");
     return kExitOk;
   });
 }
@@ -67,7 +68,8 @@ void add_keep_alive(Commands& commands, CLI::App* group) {
         throw Failure(what, etcd::Status(etcd::StatusCode::kNotFound, "lease not found (expired or revoked)",
                                          etcd::Errc::kLeaseNotFound));
       }
-      print_line("lease " + lease_hex(id) + " keepalived with TTL(" + std::to_string(r.ttl) + ")");
+      print_line(ctx.json() ? dump_json({{"id", lease_hex(id)}, {"ttl", r.ttl}})
+                            : "lease " + lease_hex(id) + " keepalived with TTL(" + std::to_string(r.ttl) + ")");
       return kExitOk;
     }
 
@@ -94,7 +96,9 @@ void add_keep_alive(Commands& commands, CLI::App* group) {
       if (state->lost) throw Failure(what, *state->lost);
       if (auto now = kept.safe_until(); now != last_renewal) {
         last_renewal = now;
-        print_line("lease " + lease_hex(id) + " keepalived with TTL(" + std::to_string(kept.ttl().count()) + ")");
+        print_line(ctx.json()
+                       ? dump_json({{"id", lease_hex(id)}, {"ttl", kept.ttl().count()}})
+                       : "lease " + lease_hex(id) + " keepalived with TTL(" + std::to_string(kept.ttl().count()) + ")");
       }
     }
     // Leaving must not end the lease early: whoever granted it decides.
@@ -113,13 +117,17 @@ void add_ttl(Commands& commands, CLI::App* group) {
   auto* cmd = group->add_subcommand("ttl", "Show a lease's granted and remaining TTL (exit 1 if it is gone)");
   cmd->add_option("id", a->id, "Lease id")->required()->check(lease_id_validator());
   cmd->add_flag("--keys", a->keys, "Also list the keys attached to it");
-  cmd->add_flag("--json", a->json, "Print {id, granted_ttl, ttl, keys} as JSON");
+  cmd->add_flag("--json", a->json, "Same as -w json")->group("");
+  cmd->footer("With -w json: {id (hex), granted_ttl, ttl, keys (base64, with --keys)}.");
   commands.on_run(cmd, [a](Context& ctx) {
     const auto id = *parse_lease_id(a->id);
     auto r = existing_lease(ctx, id, a->keys, "lease ttl " + lease_hex(id));
-    if (a->json) {
+    if (ctx.json(a->json)) {
       nlohmann::json j = {{"id", lease_hex(id)}, {"granted_ttl", r.granted_ttl}, {"ttl", r.ttl}};
-      if (a->keys) j["keys"] = r.keys;
+      if (a->keys) {
+        j["keys"] = nlohmann::json::array();
+        for (const auto& k : r.keys) j["keys"].push_back(base64(k));
+      }
       print_line(dump_json(j));
       return kExitOk;
     }
@@ -138,6 +146,12 @@ void add_list(Commands& commands, CLI::App* group) {
   auto* cmd = group->add_subcommand("list", "Print the id of every lease, one per line");
   commands.on_run(cmd, [](Context& ctx) {
     auto r = check(ctx.client().lease_leases().stop_token(ctx.stop()).wait(), "lease list");
+    if (ctx.json()) {
+      auto ids = nlohmann::json::array();
+      for (auto id : r.leases) ids.push_back(lease_hex(id));
+      print_line(dump_json({{"leases", ids}}));
+      return kExitOk;
+    }
     for (auto id : r.leases) print_line(lease_hex(id));
     return kExitOk;
   });
@@ -147,7 +161,7 @@ void add_list(Commands& commands, CLI::App* group) {
 
 void add_lease_commands(Commands& commands) {
   auto* lease = commands.root().add_subcommand(
-      "lease", "Grant, renew, inspect and revoke leases (ids print as hex; 0x-hex and decimal are accepted too)");
+      "lease", "Grant, renew, inspect and revoke leases (ids are hex, as etcdctl prints them; 0x is accepted)");
   lease->require_subcommand(1);
   add_grant(commands, lease);
   add_revoke(commands, lease);

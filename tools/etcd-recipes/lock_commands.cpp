@@ -69,7 +69,7 @@ void add_lock(Commands& commands) {
   auto* cmd = commands.root().add_subcommand(
       "lock",
       "Acquire the distributed lock NAME (compatible with `etcdctl lock NAME`), run CMD while holding it, release it");
-  cmd->add_option("name", a->name, "The lock's name (a key prefix)")->required();
+  cmd->add_option("name", a->name, "The lock's name (a key prefix)")->required()->check(name_validator("lock"));
   add_hold_options(cmd, *a, "the lock");
   cmd->footer(hold_footer("the lock", kLockKeyEnv));
   commands.on_run(cmd, [a](Context& ctx) {
@@ -90,10 +90,12 @@ void add_semaphore(Commands& commands) {
   auto* cmd = commands.root().add_subcommand(
       "semaphore",
       "Acquire one of the N permits of the distributed semaphore NAME, run CMD while holding it, release it");
-  cmd->add_option("name", a->name, "The semaphore's name (a key prefix)")->required();
+  cmd->add_option("name", a->name, "The semaphore's name (a key prefix)")
+      ->required()
+      ->check(name_validator("semaphore"));
   cmd->add_option("permits", *permits, "N: how many holders at most; every user of NAME must give the same N")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(int_range(1, INT32_MAX));
   add_hold_options(cmd, *a, "a permit");
   cmd->footer(hold_footer("the permit", kPermitKeyEnv) +
               "\n\nN is stored once in NAME/permits (without a lease, it stays); a different N is refused (exit 1) "
@@ -114,7 +116,7 @@ void add_rwlock(Commands& commands) {
       "rwlock",
       "Acquire the distributed read/write lock NAME for reading (shared) or writing (exclusive; queued writers go "
       "before later readers), run CMD while holding it, release it");
-  cmd->add_option("name", a->name, "The lock's name (a key prefix)")->required();
+  cmd->add_option("name", a->name, "The lock's name (a key prefix)")->required()->check(name_validator("lock"));
   cmd->add_option("mode", *mode, "read or write")->required()->check(CLI::IsMember({"read", "write"}));
   add_hold_options(cmd, *a, "the lock");
   cmd->footer(hold_footer("the lock", kLockKeyEnv) +

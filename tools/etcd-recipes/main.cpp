@@ -1,5 +1,7 @@
 // etcd-recipes: coordination recipes on etcd v3 from the shell.
 
+#include <grpc/support/log.h>
+
 #include <exception>
 #include <iostream>
 
@@ -40,6 +42,28 @@ void add_global_options(CLI::App& app, GlobalOptions& g) {
   app.add_option("--key", g.key, "Private key of --cert")->check(CLI::ExistingFile);
   app.add_option("--user", g.user, "etcd user: NAME:PASSWORD, or NAME with ETCD_PASSWORD set");
   app.add_option("--namespace", g.namespace_prefix, "Prefix of every key read or written (invisible in output)");
+  app.add_option("-w,--write-out", g.write_out,
+                 "Output format: simple (text) or json (one JSON document per result; keys and values base64)")
+      ->check(CLI::IsMember({"simple", "json"}))
+      ->capture_default_str();
+}
+
+// The leaf subcommand the command line chose, for hints on usage errors.
+CLI::App* chosen(CLI::App& app) {
+  CLI::App* at = &app;
+  for (;;) {
+    auto parsed = at->get_subcommands();
+    if (parsed.empty()) return at;
+    at = parsed.front();
+  }
+}
+
+// gRPC's own log lines (handshake failures, bad PEM files) are not for the
+// tool's users: every failure reaches them as a status, in our words. Not
+// through GRPC_VERBOSITY: CMD of a hold would inherit it.
+void silence_grpc_log() {
+  gpr_set_log_verbosity(GPR_LOG_SEVERITY_ERROR);
+  gpr_set_log_function([](gpr_log_func_args*) {});
 }
 
 int run(int argc, char** argv) {
@@ -56,10 +80,18 @@ int run(int argc, char** argv) {
   Commands commands(app);
   for (auto add : kCommandSets) add(commands);
 
+  silence_grpc_log();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+    const int code = app.exit(e);
+    // `lock NAME sh -c ...`: CLI11 takes -c for an option of ours.
+    if (code != 0 && chosen(app)->get_option_no_throw("command") != nullptr &&
+        (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr || e.get_name() == "ExtrasError")) {
+      std::cerr << "hint: put -- before the command: " << kProgram << " " << chosen(app)->get_name()
+                << " NAME ... -- CMD [ARGS...]" << std::endl;
+    }
+    return code == 0 ? kExitOk : kExitUsage;
   }
   if (!commands.selected()) {
     // A command group without its subcommand: CLI11 accepted it, we do not.
@@ -71,12 +103,12 @@ int run(int argc, char** argv) {
   try {
     return commands.selected()(ctx);
   } catch (const Failure& f) {
-    std::cerr << kProgram << ": " << f.context() << ": " << f.status().to_string() << std::endl;
+    std::cerr << kProgram << ": " << f.context() << ": " << explain(f.status()) << std::endl;
   } catch (const UsageError& e) {
     std::cerr << kProgram << ": " << e.what() << "\nRun with --help for more information." << std::endl;
     return kExitUsage;
   } catch (const etcd::Error& e) {
-    std::cerr << kProgram << ": " << e.status().to_string() << std::endl;
+    std::cerr << kProgram << ": " << explain(e.status()) << std::endl;
   } catch (const std::exception& e) {
     std::cerr << kProgram << ": " << e.what() << std::endl;
   }

@@ -50,6 +50,61 @@ class ChildProcess {
   std::string output_;
 };
 
+// The command a hold protects (CMD of `lock NAME -- CMD`). It runs in a
+// process group of its own so that every signal reaches all of it (a shell
+// script's children too), and on Linux it is SIGKILLed if this process dies
+// (parent-death signal). This process becomes a child subreaper, so members
+// of the group orphaned by the death of their parent are reparented here
+// and can be reaped; a group whose leader exited can still be waited for.
+//
+// What remains outside its reach: a process that leaves the group (setsid,
+// setpgid: a double-forked daemon) is neither signalled nor waited for, and
+// the parent-death signal reaches only CMD itself, not its children.
+class CommandGroup {
+ public:
+  CommandGroup() = default;
+  CommandGroup(const CommandGroup&) = delete;
+  CommandGroup& operator=(const CommandGroup&) = delete;
+  // Kills whatever is left of the group (SIGKILL) and reaps it.
+  ~CommandGroup();
+
+  // Starts argv (searched in PATH) with stdio inherited and `env`
+  // ("NAME=value") added to this process's environment. Returns 0, or the
+  // errno of the failure (ENOENT: not found; the command did not start).
+  int start(const std::vector<std::string>& argv, const std::vector<std::string>& env);
+
+  pid_t pid() const noexcept { return pid_; }  // also the group's id
+  // Readable once CMD (the group's leader) has exited: a pidfd, or on a
+  // kernel without pidfds an eventfd a waiter thread signals.
+  int exit_fd() const noexcept { return exit_fd_; }
+  // CMD's exit status as a shell reports it (128+N for signal N); nullopt
+  // while it runs. Reaps CMD once it has exited.
+  std::optional<int> try_reap();
+  // Sends `sig` to every process of the group, then SIGCONT so that a
+  // stopped member acts on it. False if nothing was left to signal.
+  bool signal(int sig);
+  // True if CMD's group is the foreground group of this process's
+  // controlling terminal, i.e. gets the terminal's SIGINT itself.
+  bool owns_terminal() const;
+  // After CMD was reaped: if members of its group are still running, they
+  // get SIGTERM, and SIGKILL at `kill_at`; returns once the group is gone
+  // (how many processes were left; 0 is the common, immediate case). A
+  // SIGKILLed group is waited for at most a few seconds (a process stuck
+  // in the kernel cannot be helped).
+  int end_rest(etcd::Deadline kill_at);
+
+ private:
+  void reap_members();
+  bool group_exists() const;
+  void close_exit_fd();
+
+  pid_t pid_ = -1;
+  int exit_fd_ = -1;
+  bool reaped_ = false;
+  bool gone_ = false;  // the whole group was seen gone: never signal it again
+  int status_ = 0;
+};
+
 // The running executable, for spawning more of ourselves.
 std::string self_executable();
 

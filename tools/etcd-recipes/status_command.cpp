@@ -19,9 +19,10 @@ void add_status(Commands& commands) {
   auto json = std::make_shared<bool>(false);
   auto* cmd =
       commands.root().add_subcommand("status", "Show the status of every endpoint (exit 1 if any is unreachable)");
-  cmd->add_flag("--json", *json,
-                "Print a JSON array of {endpoint, member_id, version, db_size, db_size_in_use, leader, raft_term, "
-                "raft_index, raft_applied_index, is_leader, is_learner, errors}; ids as hex strings");
+  cmd->add_flag("--json", *json, "Same as -w json")->group("");
+  cmd->footer(
+      "With -w json: a JSON array of {endpoint, member_id, version, db_size, db_size_in_use, leader, raft_term, "
+      "raft_index, raft_applied_index, is_leader, is_learner, errors}; ids as hex strings.");
   commands.on_run(cmd, [json](Context& ctx) {
     std::vector<std::vector<std::string>> rows = {
         {"ENDPOINT", "ID", "VERSION", "DB SIZE", "LEADER", "RAFT TERM", "RAFT INDEX", "IS LEADER", "ERRORS"}};
@@ -40,7 +41,7 @@ void add_status(Commands& commands) {
         continue;
       }
       const bool is_leader = r->leader != 0 && r->leader == r->header.member_id;
-      if (*json) {
+      if (ctx.json(*json)) {
         array.push_back({{"endpoint", endpoint},
                          {"member_id", member_hex(r->header.member_id)},
                          {"version", r->version},
@@ -59,7 +60,7 @@ void add_status(Commands& commands) {
                         is_leader ? "true" : "false", join(r->errors, "; ")});
       }
     }
-    if (*json) {
+    if (ctx.json(*json)) {
       print_line(dump_json(array));
     } else if (rows.size() > 1) {
       print_table(rows);
@@ -73,10 +74,11 @@ void add_member_list(Commands& commands) {
   member->require_subcommand(1);
   auto json = std::make_shared<bool>(false);
   auto* cmd = member->add_subcommand("list", "List the cluster's members");
-  cmd->add_flag("--json", *json, "Print a JSON array of {id, name, peer_urls, client_urls, is_learner}; ids as hex");
+  cmd->add_flag("--json", *json, "Same as -w json")->group("");
+  cmd->footer("With -w json: a JSON array of {id, name, peer_urls, client_urls, is_learner}; ids as hex strings.");
   commands.on_run(cmd, [json](Context& ctx) {
     auto r = check(ctx.client().member_list().stop_token(ctx.stop()).wait(), "member list");
-    if (*json) {
+    if (ctx.json(*json)) {
       auto array = nlohmann::json::array();
       for (const auto& m : r.members) {
         array.push_back({{"id", member_hex(m.id)},
