@@ -146,24 +146,4 @@ class [[nodiscard]] Call {
   std::optional<Result<T>> result_{};
 };
 
-namespace detail {
-struct CallAccess {
-  template <class T>
-  static void start_inline(Call<T>&& call, std::type_identity_t<Callback<T>> done) {
-    std::move(call).start_inline(std::move(done));
-  }
-  template <class T>
-  static const CallOptions& options(const Call<T>& call) {
-    return call.options_;
-  }
-  // For composite operations whose caller blocks: the inner call may run
-  // its first attempt on the current thread.
-  template <class T>
-  static Call<T>&& caller_waits(Call<T>&& call, bool waits) {
-    call.options_.caller_waits = waits;
-    return std::move(call);
-  }
-};
-}  // namespace detail
-
 }  // namespace etcd

@@ -94,11 +94,17 @@ class Op {
   };
   using Nested = std::shared_ptr<const Txn>;
 
-  static Op get(std::string key, GetOptions options = {}) { return Op(Get{std::move(key), std::move(options)}); }
-  static Op put(std::string key, std::string value, PutOptions options = {}) {
+  // Overloads, never `Options options = {}`: GCC 12 destroys a defaulted
+  // class-type argument twice when the call sits inside a `co_await`
+  // expression (e.g. `co_await client.txn(Txn().then(Op::del(k)))`).
+  static Op get(std::string key) { return get(std::move(key), GetOptions()); }
+  static Op get(std::string key, GetOptions options) { return Op(Get{std::move(key), std::move(options)}); }
+  static Op put(std::string key, std::string value) { return put(std::move(key), std::move(value), PutOptions()); }
+  static Op put(std::string key, std::string value, PutOptions options) {
     return Op(Put{std::move(key), std::move(value), options});
   }
-  static Op del(std::string key, DeleteOptions options = {}) { return Op(Delete{std::move(key), std::move(options)}); }
+  static Op del(std::string key) { return del(std::move(key), DeleteOptions()); }
+  static Op del(std::string key, DeleteOptions options) { return Op(Delete{std::move(key), std::move(options)}); }
   static Op txn(Txn nested);
 
   const std::variant<Get, Put, Delete, Nested>& op() const { return op_; }

@@ -1,5 +1,6 @@
 #include "etcd/presence.h"
 
+#include "client_access.h"
 #include "lease_holder.h"
 
 #include <asio/post.hpp>
@@ -68,10 +69,10 @@ Op put_if_absent_op(const std::string& key, const std::string& value, int64_t le
 }
 
 void run_chunk(std::shared_ptr<PutIfAbsentRun> run, size_t i, Callback<PutIfAbsentResult> done) {
-  auto call = run->client.txn(run->txns[i]);
-  if (run->options.deadline) call.deadline(*run->options.deadline);
-  call.stop_token(run->options.stop);
-  detail::CallAccess::start_inline(std::move(call), [run, i, done = std::move(done)](Result<TxnResponse> r) mutable {
+  // Later chunks start from a gRPC thread: never on the caller's.
+  detail::CallAccess::start_inherited(
+      run->client.txn(run->txns[i]), detail::CallAccess::off_caller_thread(run->options),
+      [run, i, done = std::move(done)](Result<TxnResponse> r) mutable {
     if (!r.ok()) {
       done(std::move(r).status());
       return;
@@ -158,9 +159,8 @@ PresenceLease::RestoreHook PresenceLease::restore_keys(Client client,
     auto inner = std::make_shared<Call<PutIfAbsentResult>>(put_if_absent(client, *shared, lease));
     return Call<void>(
         [inner](CallOptions options, Callback<void> done) {
-          if (options.deadline) inner->deadline(*options.deadline);
-          inner->stop_token(options.stop);
-          detail::CallAccess::start_inline(std::move(*inner), [done = std::move(done)](Result<PutIfAbsentResult> r) {
+          detail::CallAccess::start_inherited(std::move(*inner), detail::CallAccess::off_caller_thread(options),
+                                              [done = std::move(done)](Result<PutIfAbsentResult> r) {
             if (!r.ok()) {
               done(std::move(r).status());
               return;
@@ -196,6 +196,7 @@ struct PresenceLease::Impl : std::enable_shared_from_this<PresenceLease::Impl> {
   Phase phase = Phase::kIdle;
   std::vector<Callback<void>> start_waiters;
   Lease lease;
+  Subscription lease_sub;  // of `lease`
   int64_t lease_id = 0;
   std::chrono::seconds ttl;
   // Bumped at every loss, install and close: stale continuations compare it.
@@ -244,7 +245,7 @@ struct PresenceLease::Impl : std::enable_shared_from_this<PresenceLease::Impl> {
     const uint64_t g = ++generation;
     std::weak_ptr<Impl> weak = weak_from_this();
     // Never calls back inline: safe under our lock.
-    lease.on_lost([weak, g](const Status& why) {
+    lease_sub = lease.on_lost([weak, g](const Status& why) {
       if (auto self = weak.lock()) self->on_lease_lost(g, why);
     });
   }
@@ -272,11 +273,9 @@ struct PresenceLease::Impl : std::enable_shared_from_this<PresenceLease::Impl> {
     start_waiters.push_back(std::move(done));
     lock.unlock();
 
-    auto grant = client.lease(options.ttl);
-    if (call_options.deadline) grant.deadline(*call_options.deadline);
-    grant.stop_token(call_options.stop);
     std::weak_ptr<Impl> weak = weak_from_this();
-    detail::CallAccess::start_inline(std::move(grant), [weak](Result<Lease> r) {
+    detail::CallAccess::start_inherited(client.lease(options.ttl), detail::CallAccess::off_caller_thread(call_options),
+                                        [weak](Result<Lease> r) {
       if (auto self = weak.lock()) self->finish_start(std::move(r));
     });
   }
@@ -426,6 +425,10 @@ struct PresenceLease::Impl : std::enable_shared_from_this<PresenceLease::Impl> {
     return old;
   }
 };
+
+std::shared_ptr<PresenceLease> PresenceLease::create(Client client) {
+  return create(std::move(client), PresenceOptions());
+}
 
 std::shared_ptr<PresenceLease> PresenceLease::create(Client client, PresenceOptions options) {
   auto impl = std::make_shared<Impl>(std::move(client), std::move(options));

@@ -23,6 +23,7 @@
 #include "etcd/call.h"
 #include "etcd/recipes/election.h"
 #include "etcd/recipes/recipe.h"
+#include "client/client_access.h"
 #include "keys.h"
 
 namespace etcd::recipes::detail {

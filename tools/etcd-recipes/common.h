@@ -19,6 +19,7 @@
 
 #include "etcd/client.h"
 #include "etcd/status.h"
+#include "parse.h"
 
 namespace etcd_cli {
 
@@ -70,15 +71,10 @@ void check(etcd::Result<void>&& result, std::string_view what);
 
 // --- parsing --------------------------------------------------------------
 
-// Go-style durations as etcdctl takes them ("500ms", "5s", "1m30s", "1.5h");
-// a bare number means seconds. Must be positive.
-std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
+// parse_duration (parse.h) as a CLI11 validator.
 CLI::Validator duration_validator();
 
-// Lease ids are printed as 16 hex digits (like etcdctl). Accepted input:
-// "0x"-prefixed hex, 16 digits (the printed form, read as hex), anything
-// containing a-f (hex), otherwise decimal.
-std::optional<int64_t> parse_lease_id(std::string_view text);
+// parse_lease_id (parse.h) as a CLI11 validator.
 CLI::Validator lease_id_validator();
 
 std::vector<std::string> split_endpoints(std::string_view csv);
