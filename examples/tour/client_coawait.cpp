@@ -54,11 +54,13 @@ ETCD_TOUR_TASK(coawait_txn_builder) {
                                          .otherwise(etcd::Op::get(k)));
   tour::expect(created.ok() && created->succeeded, "create if absent");
   auto guarded = co_await client.txn(etcd::Txn()
-                                         .when({etcd::Compare::exists(k), etcd::Compare::value(k) == std::string("queued"),
-                                                etcd::Compare::version(k) > 0, etcd::Compare::mod_revision(k) > 0,
-                                                etcd::Compare::lease(k) == 0,
-                                                etcd::Compare::create_revision(prefix).with_prefix() > 0})
-                                         .then({etcd::Op::put(k, "running"), etcd::Op::get(k)})
+                                         // Several at once: the variadic form (GCC 12 rejects
+                                         // a braced list inside co_await).
+                                         .when(etcd::Compare::exists(k), etcd::Compare::value(k) == std::string("queued"),
+                                               etcd::Compare::version(k) > 0, etcd::Compare::mod_revision(k) > 0,
+                                               etcd::Compare::lease(k) == 0,
+                                               etcd::Compare::create_revision(prefix).with_prefix() > 0)
+                                         .then(etcd::Op::put(k, "running"), etcd::Op::get(k))
                                          .otherwise(etcd::Op::del(k)));
   tour::expect(guarded.ok() && guarded->succeeded && guarded->responses.at(1).get().first()->value == "running",
                "compares and a then-branch of two ops");
@@ -69,7 +71,7 @@ ETCD_TOUR_TASK(coawait_txn_builder) {
   etcd::PutOptions prev{.prev_kv = true};
   etcd::DeleteOptions del_prev{.prev_kv = true};
   auto with_options = co_await client.txn(etcd::Txn().then(
-      {etcd::Op::get(k, keys_only), etcd::Op::put(prefix + "other", "x", prev), etcd::Op::del(prefix + "other", del_prev)}));
+      etcd::Op::get(k, keys_only), etcd::Op::put(prefix + "other", "x", prev), etcd::Op::del(prefix + "other", del_prev)));
   tour::expect(with_options.ok() && with_options->responses.at(2).del().prev_kvs.size() == 1, "ops with options");
   // The form that crashed GCC 12 builds: a defaulted DeleteOptions inside co_await.
   auto deleted = co_await client.txn(etcd::Txn().then(etcd::Op::del(k)));

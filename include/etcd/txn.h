@@ -115,8 +115,36 @@ class Op {
   std::variant<Get, Put, Delete, Nested> op_;
 };
 
+// Several compares or ops at once: `.then(a, b, c)` or `.then({a, b, c})`.
+// Inside a co_await expression prefer the first: GCC 12 rejects a braced
+// list of class objects there ("array used as initializer").
 class Txn {
  public:
+  template <class... More>
+    requires(std::is_convertible_v<More, Compare> && ...)
+  Txn& when(Compare first, Compare second, More... more) {
+    compares_.push_back(std::move(first));
+    compares_.push_back(std::move(second));
+    (compares_.push_back(Compare(std::move(more))), ...);
+    return *this;
+  }
+  template <class... More>
+    requires(std::is_convertible_v<More, Op> && ...)
+  Txn& then(Op first, Op second, More... more) {
+    success_.push_back(std::move(first));
+    success_.push_back(std::move(second));
+    (success_.push_back(Op(std::move(more))), ...);
+    return *this;
+  }
+  template <class... More>
+    requires(std::is_convertible_v<More, Op> && ...)
+  Txn& otherwise(Op first, Op second, More... more) {
+    failure_.push_back(std::move(first));
+    failure_.push_back(std::move(second));
+    (failure_.push_back(Op(std::move(more))), ...);
+    return *this;
+  }
+
   Txn& when(Compare c) {
     compares_.push_back(std::move(c));
     return *this;

@@ -169,7 +169,7 @@ TEST_F(TaskTest, TxnBuilderTemporariesInsideCoAwaitAreDestroyedOnce) {
   auto body = [](Client c, std::string k) -> Task<int64_t> {
     (void)co_await c.put(k, "v");
     auto r = co_await c.txn(Txn().when(Compare::exists(k)).then(Op::del(k)).otherwise(Op::get(k)));
-    auto again = co_await c.txn(Txn().then({Op::put(k, "w"), Op::get(k)}));
+    auto again = co_await c.txn(Txn().then(Op::put(k, "w"), Op::get(k)));
     EXPECT_TRUE(again.ok());
     co_return r.value().succeeded ? r.value().responses.at(0).del().deleted : -1;
   };

@@ -22,9 +22,9 @@ TEST(AsioConfig, RecyclingAllocatorUsesOneAllocationSchemeRegardlessOfIncludeOrd
   const bool aligned = false;
 #endif
   EXPECT_EQ(aligned, ETCD_RECIPES_TEST_EXPECT_ALIGNED_ALLOC);
-  void* p = asio::detail::aligned_new(64, 100);
+  void* p = asio::aligned_new(64, 100);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % (aligned ? 64 : 1), 0u);
-  asio::detail::aligned_delete(p);
+  asio::aligned_delete(p);
 }
 
 }  // namespace

@@ -98,6 +98,22 @@ TEST(TxnBuilder, OpsLandInTheirBranchInOrderWithTheirOptions) {
   EXPECT_EQ(req.failure(2).request_put().lease(), 0);
 }
 
+TEST(TxnBuilder, VariadicFormsEqualBracedLists) {
+  auto braced = to_request(Txn()
+                               .when({Compare::exists("a"), Compare::absent("b")})
+                               .then({Op::put("a", "1"), Op::get("a"), Op::del("c")})
+                               .otherwise({Op::get("b"), Op::get("c")}));
+  auto variadic = to_request(Txn()
+                                 .when(Compare::exists("a"), Compare::absent("b"))
+                                 .then(Op::put("a", "1"), Op::get("a"), Op::del("c"))
+                                 .otherwise(Op::get("b"), Op::get("c")));
+  EXPECT_EQ(braced.SerializeAsString(), variadic.SerializeAsString());
+  EXPECT_EQ(variadic.compare_size(), 2);
+  EXPECT_EQ(variadic.success_size(), 3);
+  EXPECT_EQ(variadic.failure_size(), 2);
+  EXPECT_TRUE(variadic.success(2).has_request_delete_range());
+}
+
 TEST(TxnBuilder, NestedTxnBecomesARequestTxn) {
   Txn inner;
   inner.when(Compare::exists("a")).then(Op::del("a")).otherwise(Op::get("a"));
