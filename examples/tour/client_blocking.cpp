@@ -30,9 +30,9 @@ ETCD_TOUR_SECTION(blocking_txn) {
   tour::expect(client.txn(txn).wait().value().succeeded, "first txn creates");
   auto again = client.txn(txn).wait().value();
   tour::expect(!again.succeeded && again.responses.at(0).get().first()->value == "queued", "second txn reads");
-  tour::expect(client.txn(etcd::Txn().then(etcd::Op::del(prefix + "job"))).wait().value().responses.at(0).del().deleted ==
-                   1,
-               "txn delete");
+  tour::expect(
+      client.txn(etcd::Txn().then(etcd::Op::del(prefix + "job"))).wait().value().responses.at(0).del().deleted == 1,
+      "txn delete");
 }
 
 ETCD_TOUR_SECTION(blocking_lease_and_watch) {

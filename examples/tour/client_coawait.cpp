@@ -48,20 +48,18 @@ ETCD_TOUR_TASK(coawait_kv) {
 ETCD_TOUR_TASK(coawait_txn_builder) {
   const std::string k = prefix + "job";
   // Every builder form, as a temporary inside the co_await expression.
-  auto created = co_await client.txn(etcd::Txn()
-                                         .when(etcd::Compare::absent(k))
-                                         .then(etcd::Op::put(k, "queued"))
-                                         .otherwise(etcd::Op::get(k)));
+  auto created = co_await client.txn(
+      etcd::Txn().when(etcd::Compare::absent(k)).then(etcd::Op::put(k, "queued")).otherwise(etcd::Op::get(k)));
   tour::expect(created.ok() && created->succeeded, "create if absent");
-  auto guarded = co_await client.txn(etcd::Txn()
-                                         // Several at once: the variadic form (GCC 12 rejects
-                                         // a braced list inside co_await).
-                                         .when(etcd::Compare::exists(k), etcd::Compare::value(k) == std::string("queued"),
-                                               etcd::Compare::version(k) > 0, etcd::Compare::mod_revision(k) > 0,
-                                               etcd::Compare::lease(k) == 0,
-                                               etcd::Compare::create_revision(prefix).with_prefix() > 0)
-                                         .then(etcd::Op::put(k, "running"), etcd::Op::get(k))
-                                         .otherwise(etcd::Op::del(k)));
+  auto guarded = co_await client.txn(
+      etcd::Txn()
+          // Several at once: the variadic form (GCC 12 rejects
+          // a braced list inside co_await).
+          .when(etcd::Compare::exists(k), etcd::Compare::value(k) == std::string("queued"),
+                etcd::Compare::version(k) > 0, etcd::Compare::mod_revision(k) > 0, etcd::Compare::lease(k) == 0,
+                etcd::Compare::create_revision(prefix).with_prefix() > 0)
+          .then(etcd::Op::put(k, "running"), etcd::Op::get(k))
+          .otherwise(etcd::Op::del(k)));
   tour::expect(guarded.ok() && guarded->succeeded && guarded->responses.at(1).get().first()->value == "running",
                "compares and a then-branch of two ops");
   auto nested = co_await client.txn(
@@ -70,8 +68,9 @@ ETCD_TOUR_TASK(coawait_txn_builder) {
   etcd::GetOptions keys_only{.keys_only = true};
   etcd::PutOptions prev{.prev_kv = true};
   etcd::DeleteOptions del_prev{.prev_kv = true};
-  auto with_options = co_await client.txn(etcd::Txn().then(
-      etcd::Op::get(k, keys_only), etcd::Op::put(prefix + "other", "x", prev), etcd::Op::del(prefix + "other", del_prev)));
+  auto with_options =
+      co_await client.txn(etcd::Txn().then(etcd::Op::get(k, keys_only), etcd::Op::put(prefix + "other", "x", prev),
+                                           etcd::Op::del(prefix + "other", del_prev)));
   tour::expect(with_options.ok() && with_options->responses.at(2).del().prev_kvs.size() == 1, "ops with options");
   // The form that crashed GCC 12 builds: a defaulted DeleteOptions inside co_await.
   auto deleted = co_await client.txn(etcd::Txn().then(etcd::Op::del(k)));

@@ -42,15 +42,14 @@ inline void expect(bool condition, const std::string& what) {
 
 }  // namespace tour
 
-#define ETCD_TOUR_SECTION(name)                                                            \
-  static void tour_section_##name(etcd::Client& client, const std::string& prefix);        \
-  static const tour::Register tour_register_##name(#name, &tour_section_##name);           \
+#define ETCD_TOUR_SECTION(name)                                                     \
+  static void tour_section_##name(etcd::Client& client, const std::string& prefix); \
+  static const tour::Register tour_register_##name(#name, &tour_section_##name);    \
   static void tour_section_##name([[maybe_unused]] etcd::Client& client, [[maybe_unused]] const std::string& prefix)
 
 // A section written as a coroutine; it runs under etcd::sync_wait.
 #define ETCD_TOUR_TASK(name)                                                                          \
   static etcd::Task<void> tour_task_##name(etcd::Client client, std::string prefix);                  \
-  static const tour::Register tour_register_##name(#name, [](etcd::Client& c, const std::string& p) { \
-    etcd::sync_wait(tour_task_##name(c, p));                                                          \
-  });                                                                                                 \
+  static const tour::Register tour_register_##name(                                                   \
+      #name, [](etcd::Client& c, const std::string& p) { etcd::sync_wait(tour_task_##name(c, p)); }); \
   static etcd::Task<void> tour_task_##name([[maybe_unused]] etcd::Client client, [[maybe_unused]] std::string prefix)

@@ -48,16 +48,17 @@ template <class T>
 using Callback = std::function<void(Result<T>)>;
 
 namespace detail {
-// Starts the operation; must call `done` exactly once, on any thread.
-template <class T>
-using Starter = std::function<void(CallOptions, Callback<T> done)>;
-struct CallAccess;
+struct CallAccess;  // the library's own access (src/client/client_access.h)
 }  // namespace detail
 
 template <class T>
 class [[nodiscard]] Call {
  public:
-  Call(detail::Starter<T> start, Executor executor) : start_(std::move(start)), executor_(std::move(executor)) {}
+  // Starts the operation; must call `done` exactly once, on any thread.
+  using Starter = std::function<void(CallOptions, Callback<T> done)>;
+
+  // A call of your own composition: `start` runs when the call is consumed.
+  Call(Starter start, Executor executor) : start_(std::move(start)), executor_(std::move(executor)) {}
   // An already-finished call (e.g. rejected by validation before any I/O).
   static Call ready(Result<T> result, Executor executor) {
     auto shared = std::make_shared<Result<T>>(std::move(result));
@@ -140,7 +141,7 @@ class [[nodiscard]] Call {
     start(std::move(options_), std::move(done));
   }
 
-  detail::Starter<T> start_{};
+  Starter start_{};
   Executor executor_{};
   CallOptions options_{};
   std::optional<Result<T>> result_{};

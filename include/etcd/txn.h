@@ -121,24 +121,21 @@ class Op {
 class Txn {
  public:
   template <class... More>
-    requires(std::is_convertible_v<More, Compare> && ...)
-  Txn& when(Compare first, Compare second, More... more) {
+  requires(std::is_convertible_v<More, Compare>&&...) Txn& when(Compare first, Compare second, More... more) {
     compares_.push_back(std::move(first));
     compares_.push_back(std::move(second));
     (compares_.push_back(Compare(std::move(more))), ...);
     return *this;
   }
   template <class... More>
-    requires(std::is_convertible_v<More, Op> && ...)
-  Txn& then(Op first, Op second, More... more) {
+  requires(std::is_convertible_v<More, Op>&&...) Txn& then(Op first, Op second, More... more) {
     success_.push_back(std::move(first));
     success_.push_back(std::move(second));
     (success_.push_back(Op(std::move(more))), ...);
     return *this;
   }
   template <class... More>
-    requires(std::is_convertible_v<More, Op> && ...)
-  Txn& otherwise(Op first, Op second, More... more) {
+  requires(std::is_convertible_v<More, Op>&&...) Txn& otherwise(Op first, Op second, More... more) {
     failure_.push_back(std::move(first));
     failure_.push_back(std::move(second));
     (failure_.push_back(Op(std::move(more))), ...);

@@ -142,11 +142,9 @@ Call<LeaseTimeToLiveResponse> Client::lease_time_to_live(int64_t id, bool with_k
   req.set_id(id);
   req.set_keys(with_keys);
   auto core = core_.get();
-  return core_->unary<LeaseTimeToLiveResponse>(ETCD_RECIPES_UNARY(lease, Lease, LeaseTimeToLive),
-                                               {.idempotent = true}, std::move(req),
-                                               [core](const pb::LeaseTimeToLiveResponse& r) {
-                                                 return core->ns().convert(r);
-                                               });
+  return core_->unary<LeaseTimeToLiveResponse>(
+      ETCD_RECIPES_UNARY(lease, Lease, LeaseTimeToLive), {.idempotent = true}, std::move(req),
+      [core](const pb::LeaseTimeToLiveResponse& r) { return core->ns().convert(r); });
 }
 
 Call<LeaseLeasesResponse> Client::lease_leases() {
@@ -283,14 +281,15 @@ Call<void> Lease::revoke() {
   auto revoke = std::make_shared<Call<LeaseRevokeResponse>>(detail::lease_revoke_call(core, state->id()));
   return Call<void>(
       [revoke](CallOptions options, Callback<void> done) {
-        CallAccess::start_inherited(std::move(*revoke), options, [done = std::move(done)](Result<LeaseRevokeResponse> r) {
-          // Already gone is what revoking wanted.
-          if (!r.ok() && !r.status().is(Errc::kLeaseNotFound)) {
-            done(std::move(r).status());
-          } else {
-            done(Result<void>());
-          }
-        });
+        CallAccess::start_inherited(std::move(*revoke), options,
+                                    [done = std::move(done)](Result<LeaseRevokeResponse> r) {
+                                      // Already gone is what revoking wanted.
+                                      if (!r.ok() && !r.status().is(Errc::kLeaseNotFound)) {
+                                        done(std::move(r).status());
+                                      } else {
+                                        done(Result<void>());
+                                      }
+                                    });
       },
       core->executor());
 }

@@ -75,16 +75,16 @@ struct UnaryMethod {
 };
 
 template <class Stub, class Req, class Resp>
-UnaryMethod<Stub, Req, Resp> unary_method(
-    const char* name, std::unique_ptr<Stub> Endpoint::*stub,
-    grpc::Status (Stub::*sync)(grpc::ClientContext*, const Req&, Resp*),
-    void (Stub::async::*async)(grpc::ClientContext*, const Req*, Resp*, std::function<void(grpc::Status)>)) {
+UnaryMethod<Stub, Req, Resp> unary_method(const char* name, std::unique_ptr<Stub> Endpoint::*stub,
+                                          grpc::Status (Stub::*sync)(grpc::ClientContext*, const Req&, Resp*),
+                                          void (Stub::async::*async)(grpc::ClientContext*, const Req*, Resp*,
+                                                                     std::function<void(grpc::Status)>)) {
   return {name, stub, sync, async};
 }
 
 // ETCD_RECIPES_UNARY(kv, KV, Range): the Range method of the KV service,
 // reached through Endpoint::kv.
-#define ETCD_RECIPES_UNARY(member, Service, Method)                                                      \
+#define ETCD_RECIPES_UNARY(member, Service, Method)                                                                \
   ::etcd::detail::unary_method(#Method, &::etcd::detail::Endpoint::member, &::etcdserverpb::Service::Stub::Method, \
                                &::etcdserverpb::Service::Stub::async::Method)
 
@@ -228,8 +228,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 };
 
 template <class Out, class Stub, class Req, class Resp, class Convert>
-Call<Out> ClientCore::unary(const UnaryMethod<Stub, Req, Resp>& method, RpcPolicy policy, Req request,
-                            Convert convert, std::shared_ptr<Endpoint> fixed) {
+Call<Out> ClientCore::unary(const UnaryMethod<Stub, Req, Resp>& method, RpcPolicy policy, Req request, Convert convert,
+                            std::shared_ptr<Endpoint> fixed) {
   auto self = shared_from_this();
   auto state = std::make_shared<std::pair<Req, Resp>>(std::move(request), Resp{});
   const Rpc rpc{method.name, policy.idempotent, policy.require_leader};

@@ -73,42 +73,42 @@ void run_chunk(std::shared_ptr<PutIfAbsentRun> run, size_t i, Callback<PutIfAbse
   detail::CallAccess::start_inherited(
       run->client.txn(run->txns[i]), detail::CallAccess::off_caller_thread(run->options),
       [run, i, done = std::move(done)](Result<TxnResponse> r) mutable {
-    if (!r.ok()) {
-      done(std::move(r).status());
-      return;
-    }
-    const auto& keys = run->chunk_keys[i];
-    if (r->responses.size() != keys.size()) {
-      done(Status(StatusCode::kInternal, "put_if_absent: unexpected transaction response"));
-      return;
-    }
-    run->result.header = r->header;
-    for (size_t k = 0; k < keys.size(); ++k) {
-      const TxnResponse& absent = r->responses[k].txn();
-      if (absent.succeeded) {
-        run->result.created.push_back(keys[k]);
-        continue;
-      }
-      const TxnResponse& ours = absent.responses.at(0).txn();
-      if (ours.succeeded) {
-        run->result.refreshed.push_back(keys[k]);
-        continue;
-      }
-      const GetResponse& got = ours.responses.at(0).get();
-      if (!got.kvs.empty()) {
-        run->result.taken.push_back(got.kvs.front());
-      } else {
-        KeyValue kv;
-        kv.key = keys[k];
-        run->result.taken.push_back(std::move(kv));
-      }
-    }
-    if (i + 1 < run->txns.size()) {
-      run_chunk(std::move(run), i + 1, std::move(done));
-    } else {
-      done(std::move(run->result));
-    }
-  });
+        if (!r.ok()) {
+          done(std::move(r).status());
+          return;
+        }
+        const auto& keys = run->chunk_keys[i];
+        if (r->responses.size() != keys.size()) {
+          done(Status(StatusCode::kInternal, "put_if_absent: unexpected transaction response"));
+          return;
+        }
+        run->result.header = r->header;
+        for (size_t k = 0; k < keys.size(); ++k) {
+          const TxnResponse& absent = r->responses[k].txn();
+          if (absent.succeeded) {
+            run->result.created.push_back(keys[k]);
+            continue;
+          }
+          const TxnResponse& ours = absent.responses.at(0).txn();
+          if (ours.succeeded) {
+            run->result.refreshed.push_back(keys[k]);
+            continue;
+          }
+          const GetResponse& got = ours.responses.at(0).get();
+          if (!got.kvs.empty()) {
+            run->result.taken.push_back(got.kvs.front());
+          } else {
+            KeyValue kv;
+            kv.key = keys[k];
+            run->result.taken.push_back(std::move(kv));
+          }
+        }
+        if (i + 1 < run->txns.size()) {
+          run_chunk(std::move(run), i + 1, std::move(done));
+        } else {
+          done(std::move(run->result));
+        }
+      });
 }
 
 template <class F>
@@ -161,13 +161,13 @@ PresenceLease::RestoreHook PresenceLease::restore_keys(Client client,
         [inner](CallOptions options, Callback<void> done) {
           detail::CallAccess::start_inherited(std::move(*inner), detail::CallAccess::off_caller_thread(options),
                                               [done = std::move(done)](Result<PutIfAbsentResult> r) {
-            if (!r.ok()) {
-              done(std::move(r).status());
-              return;
-            }
-            Status s = r->status();
-            done(s.ok() ? Result<void>() : Result<void>(std::move(s)));
-          });
+                                                if (!r.ok()) {
+                                                  done(std::move(r).status());
+                                                  return;
+                                                }
+                                                Status s = r->status();
+                                                done(s.ok() ? Result<void>() : Result<void>(std::move(s)));
+                                              });
         },
         client.executor());
   };
@@ -276,8 +276,8 @@ struct PresenceLease::Impl : std::enable_shared_from_this<PresenceLease::Impl> {
     std::weak_ptr<Impl> weak = weak_from_this();
     detail::CallAccess::start_inherited(client.lease(options.ttl), detail::CallAccess::off_caller_thread(call_options),
                                         [weak](Result<Lease> r) {
-      if (auto self = weak.lock()) self->finish_start(std::move(r));
-    });
+                                          if (auto self = weak.lock()) self->finish_start(std::move(r));
+                                        });
   }
 
   void finish_start(Result<Lease> r) {

@@ -121,9 +121,9 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
     // the waiters' callbacks move on to their executors themselves.
     detail::CallAccess::start_inherited(client.lease(options.ttl), detail::CallAccess::off_caller_thread(call_options),
                                         [weak](Result<Lease> r) {
-      if (auto self = weak.lock()) self->finish_start(std::move(r));
-      // else: the session is gone; the Lease (if any) revokes itself.
-    });
+                                          if (auto self = weak.lock()) self->finish_start(std::move(r));
+                                          // else: the session is gone; the Lease (if any) revokes itself.
+                                        });
   }
 
   void finish_start(Result<Lease> r) {

@@ -39,8 +39,8 @@ struct Sleep : std::enable_shared_from_this<Sleep> {
   asio::strand<Executor> strand;
   asio::steady_timer timer;
   std::function<void(Status)> done;
-  bool finished = false;   // on the strand
-  bool stopped = false;    // on the strand
+  bool finished = false;  // on the strand
+  bool stopped = false;   // on the strand
   std::optional<std::stop_callback<std::function<void()>>> on_stop;
 };
 
@@ -50,9 +50,8 @@ void start_sleep(Executor ex, Clock::duration d, std::stop_token stop, std::func
   auto sleep = std::make_shared<Sleep>(std::move(ex), std::move(done));
   asio::post(sleep->strand, [sleep, d, stop = std::move(stop)] {
     sleep->timer.expires_after(d);
-    sleep->timer.async_wait([sleep](const std::error_code&) {
-      sleep->finish(sleep->stopped ? Cancelled("sleep cancelled") : Status());
-    });
+    sleep->timer.async_wait(
+        [sleep](const std::error_code&) { sleep->finish(sleep->stopped ? Cancelled("sleep cancelled") : Status()); });
     if (stop.stop_possible()) {
       // Runs inline when the stop was already requested.
       std::weak_ptr<Sleep> weak = sleep;

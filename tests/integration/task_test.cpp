@@ -41,9 +41,7 @@ Task<int64_t> nested(Client client, std::string k) {
   co_return b - a;
 }
 
-TEST_F(TaskTest, SyncWaitRunsAChainOfTasksOverClientCalls) {
-  EXPECT_EQ(sync_wait(nested(client(), key("chain"))), 1);
-}
+TEST_F(TaskTest, SyncWaitRunsAChainOfTasksOverClientCalls) { EXPECT_EQ(sync_wait(nested(client(), key("chain"))), 1); }
 
 Task<void> throws_after_a_call(Client client, std::string k) {
   (void)co_await client.put(k, "x");
@@ -139,7 +137,9 @@ TEST_F(TaskTest, SleepForWithAStopTokenEndsEarlyWithCancelled) {
   EXPECT_LT(r->second, 5s);
 
   // Already requested: ends at once. Not requested: OK after the time.
-  auto check = [](std::stop_token st, std::chrono::milliseconds d) -> Task<Status> { co_return co_await sleep_for(d, st); };
+  auto check = [](std::stop_token st, std::chrono::milliseconds d) -> Task<Status> {
+    co_return co_await sleep_for(d, st);
+  };
   EXPECT_EQ(sync_wait(check(stop.get_token(), 30s)).code(), StatusCode::kCancelled);
   std::stop_source fresh;
   EXPECT_TRUE(sync_wait(check(fresh.get_token(), 20ms)).ok());

@@ -64,13 +64,15 @@ TEST_F(WatchTest, ManyWritesArriveOnceEachInRevisionOrder) {
   for (int i = 0; i < kWrites; ++i) {
     // Appending rather than `"k" + std::to_string(..)`: GCC 12 at -O3 warns
     // (-Wrestrict, a known false positive) about operator+(const char*, string&&).
-    client().put(key(std::string("k").append(std::to_string(i % 37))), std::to_string(i)).then([&](Result<PutResponse> r) {
-      if (r.ok()) {
-        std::lock_guard lock(rev_mu);
-        revisions.push_back(r->header.revision);
-      }
-      done.fetch_add(1);
-    });
+    client()
+        .put(key(std::string("k").append(std::to_string(i % 37))), std::to_string(i))
+        .then([&](Result<PutResponse> r) {
+          if (r.ok()) {
+            std::lock_guard lock(rev_mu);
+            revisions.push_back(r->header.revision);
+          }
+          done.fetch_add(1);
+        });
   }
   ASSERT_TRUE(eventually([&] { return done.load() == kWrites; }, 30s));
   ASSERT_EQ(revisions.size(), static_cast<size_t>(kWrites));

@@ -5,8 +5,8 @@
 #error "etcd-recipes must fix asio's aligned-allocation choice for every translation unit"
 #endif
 
-#include <asio/detail/memory.hpp>
 #include <gtest/gtest.h>
+#include <asio/detail/memory.hpp>
 
 #include <cstdint>
 

@@ -14,7 +14,7 @@ TEST(CliParse, GoDurations) {
   EXPECT_EQ(parse_duration("1m30s"), milliseconds(90'000));
   EXPECT_EQ(parse_duration("1.5h"), milliseconds(5'400'000));
   EXPECT_EQ(parse_duration("2h45m"), milliseconds((2 * 60 + 45) * 60'000));
-  EXPECT_EQ(parse_duration("7"), milliseconds(7000));  // a bare number is seconds
+  EXPECT_EQ(parse_duration("7"), milliseconds(7000));    // a bare number is seconds
   EXPECT_EQ(parse_duration("1500us"), milliseconds(2));  // rounded up, never to 0
   EXPECT_EQ(parse_duration("1ns"), milliseconds(1));
   EXPECT_EQ(parse_duration("\xC2\xB5s"), std::nullopt);  // a unit needs a number

@@ -22,8 +22,8 @@ pb::TxnRequest to_request(const Txn& txn, const std::string& ns = "") {
 // twice inside a co_await): each short form must be an overload of its own.
 static_assert(std::is_same_v<decltype(static_cast<Op (*)(std::string)>(&Op::get)), Op (*)(std::string)>);
 static_assert(std::is_same_v<decltype(static_cast<Op (*)(std::string)>(&Op::del)), Op (*)(std::string)>);
-static_assert(
-    std::is_same_v<decltype(static_cast<Op (*)(std::string, std::string)>(&Op::put)), Op (*)(std::string, std::string)>);
+static_assert(std::is_same_v<decltype(static_cast<Op (*)(std::string, std::string)>(&Op::put)),
+                             Op (*)(std::string, std::string)>);
 
 TEST(TxnBuilder, ComparesBecomeCompareMessagesWithTheRightTargetAndOperand) {
   auto req = to_request(Txn()
@@ -52,8 +52,8 @@ TEST(TxnBuilder, ComparesBecomeCompareMessagesWithTheRightTargetAndOperand) {
 }
 
 TEST(TxnBuilder, SugarAndPrefixCompares) {
-  auto req = to_request(Txn().when({Compare::exists("k"), Compare::absent("l"),
-                                    Compare::create_revision("p/").with_prefix() == 0}));
+  auto req = to_request(
+      Txn().when({Compare::exists("k"), Compare::absent("l"), Compare::create_revision("p/").with_prefix() == 0}));
   ASSERT_EQ(req.compare_size(), 3);
   EXPECT_EQ(req.compare(0).result(), pb::Compare::GREATER);
   EXPECT_EQ(req.compare(0).create_revision(), 0);
