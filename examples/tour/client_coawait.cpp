@@ -68,10 +68,14 @@ ETCD_TOUR_TASK(coawait_txn_builder) {
   etcd::GetOptions keys_only{.keys_only = true};
   etcd::PutOptions prev{.prev_kv = true};
   etcd::DeleteOptions del_prev{.prev_kv = true};
+  (void)co_await client.put(prefix + "old", "y");
+  // (One txn may not write a key twice: etcd refuses duplicate keys.)
   auto with_options =
       co_await client.txn(etcd::Txn().then(etcd::Op::get(k, keys_only), etcd::Op::put(prefix + "other", "x", prev),
-                                           etcd::Op::del(prefix + "other", del_prev)));
-  tour::expect(with_options.ok() && with_options->responses.at(2).del().prev_kvs.size() == 1, "ops with options");
+                                           etcd::Op::del(prefix + "old", del_prev)));
+  tour::expect(with_options.ok(), "ops with options: " + with_options.status().to_string());
+  tour::expect(with_options->responses.at(0).get().first()->value.empty(), "keys_only read has no value");
+  tour::expect(with_options->responses.at(2).del().prev_kvs.size() == 1, "delete with prev_kv");
   // The form that crashed GCC 12 builds: a defaulted DeleteOptions inside co_await.
   auto deleted = co_await client.txn(etcd::Txn().then(etcd::Op::del(k)));
   tour::expect(deleted.ok() && deleted->responses.at(0).del().deleted == 1, "txn delete");
