@@ -17,7 +17,9 @@
 // sleep_for(d) waits on an asio timer of the task's executor (the one given
 // to spawn(), inherited by the tasks it awaits); a task without one (run by
 // sync_wait) uses one timer thread shared by the whole process. No sleeper
-// ever has a thread of its own.
+// ever has a thread of its own. A task whose executor is shut down while it
+// is suspended (e.g. the last Client handle went away) is never resumed:
+// end such tasks first (a stop token passed to sleep_for and to calls).
 #pragma once
 
 #include <chrono>
