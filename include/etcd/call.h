@@ -48,16 +48,17 @@ template <class T>
 using Callback = std::function<void(Result<T>)>;
 
 namespace detail {
-// Starts the operation; must call `done` exactly once, on any thread.
-template <class T>
-using Starter = std::function<void(CallOptions, Callback<T> done)>;
-struct CallAccess;
+struct CallAccess;  // the library's own access (src/client/client_access.h)
 }  // namespace detail
 
 template <class T>
 class [[nodiscard]] Call {
  public:
-  Call(detail::Starter<T> start, Executor executor) : start_(std::move(start)), executor_(std::move(executor)) {}
+  // Starts the operation; must call `done` exactly once, on any thread.
+  using Starter = std::function<void(CallOptions, Callback<T> done)>;
+
+  // A call of your own composition: `start` runs when the call is consumed.
+  Call(Starter start, Executor executor) : start_(std::move(start)), executor_(std::move(executor)) {}
   // An already-finished call (e.g. rejected by validation before any I/O).
   static Call ready(Result<T> result, Executor executor) {
     auto shared = std::make_shared<Result<T>>(std::move(result));
@@ -140,30 +141,10 @@ class [[nodiscard]] Call {
     start(std::move(options_), std::move(done));
   }
 
-  detail::Starter<T> start_{};
+  Starter start_{};
   Executor executor_{};
   CallOptions options_{};
   std::optional<Result<T>> result_{};
 };
-
-namespace detail {
-struct CallAccess {
-  template <class T>
-  static void start_inline(Call<T>&& call, std::type_identity_t<Callback<T>> done) {
-    std::move(call).start_inline(std::move(done));
-  }
-  template <class T>
-  static const CallOptions& options(const Call<T>& call) {
-    return call.options_;
-  }
-  // For composite operations whose caller blocks: the inner call may run
-  // its first attempt on the current thread.
-  template <class T>
-  static Call<T>&& caller_waits(Call<T>&& call, bool waits) {
-    call.options_.caller_waits = waits;
-    return std::move(call);
-  }
-};
-}  // namespace detail
 
 }  // namespace etcd

@@ -103,7 +103,8 @@ struct ClientStats {
 
 namespace detail {
 class ClientCore;
-}
+struct ClientAccess;
+}  // namespace detail
 
 class Client {
  public:
@@ -174,10 +175,8 @@ class Client {
   void close();
   bool closed() const;
 
-  // For recipes and advanced users who build on the core directly.
-  const std::shared_ptr<detail::ClientCore>& core() const { return core_; }
-
  private:
+  friend struct detail::ClientAccess;
   std::shared_ptr<detail::ClientCore> core_{};
   // Shared by every copy: closes the core when the last copy goes away.
   std::shared_ptr<void> closer_{};

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "etcd/call.h"
+#include "etcd/connection.h"
 #include "etcd/kv.h"
 #include "etcd/status.h"
 
@@ -78,8 +79,10 @@ class Lease {
   // Requested once, when the lease is lost (or revoked through this object).
   std::stop_token lost_token() const noexcept;
   // Runs `listener` on the client's executor when the lease is lost; runs
-  // it (soon, on the executor) if it is already lost.
-  void on_lost(std::function<void(const Status&)> listener);
+  // it (soon, on the executor) if it is already lost. Destroying the
+  // returned Subscription unregisters it (a run already started finishes).
+  // On an empty Lease the listener never runs.
+  Subscription on_lost(std::function<void(const Status&)> listener);
 
   // Stops renewing and revokes; completes when the server confirmed.
   Call<void> revoke();

@@ -79,7 +79,8 @@ class PresenceLease {
   using RestoreHook = PresenceRestoreHook;
 
   // Does no I/O. Bad options are reported by start().
-  static std::shared_ptr<PresenceLease> create(Client client, PresenceOptions options = PresenceOptions());
+  static std::shared_ptr<PresenceLease> create(Client client);
+  static std::shared_ptr<PresenceLease> create(Client client, PresenceOptions options);
 
   // Fire and forget: stops healing, cancels timers and revokes the lease.
   ~PresenceLease();

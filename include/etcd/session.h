@@ -52,7 +52,9 @@ struct SessionOptions {
 class Session {
  public:
   // Does no I/O. Bad options are reported by start().
-  static std::shared_ptr<Session> create(Client client, SessionOptions options = SessionOptions());
+  // (Overloads, not a defaulted SessionOptions: see docs/client.md.)
+  static std::shared_ptr<Session> create(Client client);
+  static std::shared_ptr<Session> create(Client client, SessionOptions options);
 
   // Fire and forget: stops renewing and revokes the lease without waiting.
   ~Session();

@@ -77,8 +77,10 @@ class [[nodiscard]] Status {
   StatusCode code() const noexcept { return code_; }
   Errc reason() const noexcept { return reason_; }
   const std::string& message() const noexcept { return message_; }
-  // Extra integer detail: the compact revision for kCompacted, the current
-  // revision for kResyncNeeded; 0 otherwise.
+  // Extra integer detail: for a watch that ends with kCompacted or
+  // kResyncNeeded, the compact revision the server reported (reload at or
+  // after it). 0 otherwise, including a read at a compacted revision (etcd's
+  // error does not say which revision it was compacted to).
   int64_t revision() const noexcept { return revision_; }
   Status& with_revision(int64_t rev) & noexcept {
     revision_ = rev;
@@ -118,8 +120,10 @@ class Error : public std::runtime_error {
 // Helpers for the common codes.
 Status InvalidArgument(std::string message, Errc reason = Errc::kBadArgument);
 Status Closed(std::string_view what);
-Status Cancelled(std::string message = "cancelled");
-Status DeadlineExceeded(std::string message = "deadline exceeded");
+Status Cancelled();
+Status Cancelled(std::string message);
+Status DeadlineExceeded();
+Status DeadlineExceeded(std::string message);
 
 // A value or an error. Modelled on absl::StatusOr; `Result<void>` carries
 // only a Status.
@@ -152,7 +156,10 @@ class [[nodiscard]] Result {
     throw_if_error();
     return std::get<0>(state_);
   }
-  T&& value() && {
+  // By value, not T&&: `for (auto& kv : client.get(p).wait().value().kvs)`
+  // must not iterate a member of a Result that died at the end of the
+  // range-init expression. The value is moved out, so this costs a move.
+  T value() && {
     throw_if_error();
     return std::move(std::get<0>(state_));
   }
@@ -163,7 +170,7 @@ class [[nodiscard]] Result {
 
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
-  T&& operator*() && { return std::move(*this).value(); }
+  T operator*() && { return std::move(*this).value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 

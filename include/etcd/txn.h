@@ -94,11 +94,17 @@ class Op {
   };
   using Nested = std::shared_ptr<const Txn>;
 
-  static Op get(std::string key, GetOptions options = {}) { return Op(Get{std::move(key), std::move(options)}); }
-  static Op put(std::string key, std::string value, PutOptions options = {}) {
+  // Overloads, never `Options options = {}`: GCC 12 destroys a defaulted
+  // class-type argument twice when the call sits inside a `co_await`
+  // expression (e.g. `co_await client.txn(Txn().then(Op::del(k)))`).
+  static Op get(std::string key) { return get(std::move(key), GetOptions()); }
+  static Op get(std::string key, GetOptions options) { return Op(Get{std::move(key), std::move(options)}); }
+  static Op put(std::string key, std::string value) { return put(std::move(key), std::move(value), PutOptions()); }
+  static Op put(std::string key, std::string value, PutOptions options) {
     return Op(Put{std::move(key), std::move(value), options});
   }
-  static Op del(std::string key, DeleteOptions options = {}) { return Op(Delete{std::move(key), std::move(options)}); }
+  static Op del(std::string key) { return del(std::move(key), DeleteOptions()); }
+  static Op del(std::string key, DeleteOptions options) { return Op(Delete{std::move(key), std::move(options)}); }
   static Op txn(Txn nested);
 
   const std::variant<Get, Put, Delete, Nested>& op() const { return op_; }
@@ -109,8 +115,33 @@ class Op {
   std::variant<Get, Put, Delete, Nested> op_;
 };
 
+// Several compares or ops at once: `.then(a, b, c)` or `.then({a, b, c})`.
+// Inside a co_await expression prefer the first: GCC 12 rejects a braced
+// list of class objects there ("array used as initializer").
 class Txn {
  public:
+  template <class... More>
+  requires(std::is_convertible_v<More, Compare>&&...) Txn& when(Compare first, Compare second, More... more) {
+    compares_.push_back(std::move(first));
+    compares_.push_back(std::move(second));
+    (compares_.push_back(Compare(std::move(more))), ...);
+    return *this;
+  }
+  template <class... More>
+  requires(std::is_convertible_v<More, Op>&&...) Txn& then(Op first, Op second, More... more) {
+    success_.push_back(std::move(first));
+    success_.push_back(std::move(second));
+    (success_.push_back(Op(std::move(more))), ...);
+    return *this;
+  }
+  template <class... More>
+  requires(std::is_convertible_v<More, Op>&&...) Txn& otherwise(Op first, Op second, More... more) {
+    failure_.push_back(std::move(first));
+    failure_.push_back(std::move(second));
+    (failure_.push_back(Op(std::move(more))), ...);
+    return *this;
+  }
+
   Txn& when(Compare c) {
     compares_.push_back(std::move(c));
     return *this;

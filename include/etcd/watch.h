@@ -64,7 +64,8 @@ using WatchHandler = std::function<void(Result<WatchResponse>)>;
 
 namespace detail {
 class WatchEntry;
-}
+class WatchHub;
+}  // namespace detail
 
 // RAII handle of one watch; destroying it cancels the watch.
 class Watcher {
@@ -87,9 +88,9 @@ class Watcher {
   // from which events will be delivered.
   bool wait_created(Deadline deadline) const;
 
-  explicit Watcher(std::shared_ptr<detail::WatchEntry> entry) : entry_(std::move(entry)) {}
-
  private:
+  friend class detail::WatchHub;
+  explicit Watcher(std::shared_ptr<detail::WatchEntry> entry) : entry_(std::move(entry)) {}
   std::shared_ptr<detail::WatchEntry> entry_{};
 };
 

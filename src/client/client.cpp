@@ -4,12 +4,14 @@
 
 #include <asio/post.hpp>
 
+#include "client_access.h"
 #include "client_core.h"
 #include "lease_keeper.h"
 #include "watch_hub.h"
 
 namespace etcd {
 
+using detail::CallAccess;
 using detail::ClientCore;
 using detail::Endpoint;
 namespace pb = etcdserverpb;
@@ -63,16 +65,10 @@ Call<GetResponse> Client::get(std::string key, GetOptions options) {
   pb::RangeRequest req;
   core_->ns().fill(req, key, options);
   auto core = core_.get();
-  return core_->unary<GetResponse, pb::RangeRequest, pb::RangeResponse>(
-      // A serializable read is answered locally, leader or not.
-      {"Range", true, /*require_leader=*/!options.serializable}, std::move(req),
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::RangeRequest* q, pb::RangeResponse* r, auto cb) {
-        ep.kv->async()->Range(ctx, q, r, std::move(cb));
-      },
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::RangeRequest* q, pb::RangeResponse* r) {
-        return ep.kv->Range(ctx, *q, r);
-      },
-      [core](const pb::RangeResponse& r) -> Result<GetResponse> { return core->ns().convert(r); });
+  // A serializable read is answered locally, leader or not.
+  return core_->unary<GetResponse>(ETCD_RECIPES_UNARY(kv, KV, Range),
+                                   {.idempotent = true, .require_leader = !options.serializable}, std::move(req),
+                                   [core](const pb::RangeResponse& r) { return core->ns().convert(r); });
 }
 
 Call<PutResponse> Client::put(std::string key, std::string value, PutOptions options) {
@@ -80,15 +76,8 @@ Call<PutResponse> Client::put(std::string key, std::string value, PutOptions opt
   pb::PutRequest req;
   core_->ns().fill(req, key, value, options);
   auto core = core_.get();
-  return core_->unary<PutResponse, pb::PutRequest, pb::PutResponse>(
-      {"Put", false}, std::move(req),
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::PutRequest* q, pb::PutResponse* r, auto cb) {
-        ep.kv->async()->Put(ctx, q, r, std::move(cb));
-      },
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::PutRequest* q, pb::PutResponse* r) {
-        return ep.kv->Put(ctx, *q, r);
-      },
-      [core](const pb::PutResponse& r) -> Result<PutResponse> { return core->ns().convert(r); });
+  return core_->unary<PutResponse>(ETCD_RECIPES_UNARY(kv, KV, Put), {.idempotent = false}, std::move(req),
+                                   [core](const pb::PutResponse& r) { return core->ns().convert(r); });
 }
 
 Call<DeleteResponse> Client::del(std::string key, DeleteOptions options) {
@@ -96,15 +85,8 @@ Call<DeleteResponse> Client::del(std::string key, DeleteOptions options) {
   pb::DeleteRangeRequest req;
   core_->ns().fill(req, key, options);
   auto core = core_.get();
-  return core_->unary<DeleteResponse, pb::DeleteRangeRequest, pb::DeleteRangeResponse>(
-      {"DeleteRange", false}, std::move(req),
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::DeleteRangeRequest* q, pb::DeleteRangeResponse* r, auto cb) {
-        ep.kv->async()->DeleteRange(ctx, q, r, std::move(cb));
-      },
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::DeleteRangeRequest* q, pb::DeleteRangeResponse* r) {
-        return ep.kv->DeleteRange(ctx, *q, r);
-      },
-      [core](const pb::DeleteRangeResponse& r) -> Result<DeleteResponse> { return core->ns().convert(r); });
+  return core_->unary<DeleteResponse>(ETCD_RECIPES_UNARY(kv, KV, DeleteRange), {.idempotent = false}, std::move(req),
+                                      [core](const pb::DeleteRangeResponse& r) { return core->ns().convert(r); });
 }
 
 Call<TxnResponse> Client::txn(const Txn& txn) {
@@ -116,15 +98,8 @@ Call<TxnResponse> Client::txn(const Txn& txn) {
     for (const auto& op : *branch) read_only = read_only && op.has_request_range();
   }
   auto core = core_.get();
-  return core_->unary<TxnResponse, pb::TxnRequest, pb::TxnResponse>(
-      {"Txn", read_only}, std::move(req),
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::TxnRequest* q, pb::TxnResponse* r, auto cb) {
-        ep.kv->async()->Txn(ctx, q, r, std::move(cb));
-      },
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::TxnRequest* q, pb::TxnResponse* r) {
-        return ep.kv->Txn(ctx, *q, r);
-      },
-      [core](const pb::TxnResponse& r) -> Result<TxnResponse> { return core->ns().convert(r); });
+  return core_->unary<TxnResponse>(ETCD_RECIPES_UNARY(kv, KV, Txn), {.idempotent = read_only}, std::move(req),
+                                   [core](const pb::TxnResponse& r) { return core->ns().convert(r); });
 }
 
 Call<CompactResponse> Client::compact(int64_t revision, bool physical) {
@@ -132,15 +107,8 @@ Call<CompactResponse> Client::compact(int64_t revision, bool physical) {
   pb::CompactionRequest req;
   req.set_revision(revision);
   req.set_physical(physical);
-  return core_->unary<CompactResponse, pb::CompactionRequest, pb::CompactionResponse>(
-      {"Compact", true}, std::move(req),
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::CompactionRequest* q, pb::CompactionResponse* r, auto cb) {
-        ep.kv->async()->Compact(ctx, q, r, std::move(cb));
-      },
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::CompactionRequest* q, pb::CompactionResponse* r) {
-        return ep.kv->Compact(ctx, *q, r);
-      },
-      [](const pb::CompactionResponse& r) -> Result<CompactResponse> { return detail::convert(r); });
+  return core_->unary<CompactResponse>(ETCD_RECIPES_UNARY(kv, KV, Compact), {.idempotent = true}, std::move(req),
+                                       [](const pb::CompactionResponse& r) { return detail::convert(r); });
 }
 
 Call<LeaseGrantResponse> Client::lease_grant(std::chrono::seconds ttl, int64_t id) {
@@ -149,14 +117,8 @@ Call<LeaseGrantResponse> Client::lease_grant(std::chrono::seconds ttl, int64_t i
   req.set_ttl(ttl.count());
   req.set_id(id);
   // Granting is not idempotent (each grant is a new lease) unless the id is chosen.
-  return core_->unary<LeaseGrantResponse, pb::LeaseGrantRequest, pb::LeaseGrantResponse>(
-      {"LeaseGrant", id != 0}, std::move(req),
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseGrantRequest* q, pb::LeaseGrantResponse* r, auto cb) {
-        ep.lease->async()->LeaseGrant(ctx, q, r, std::move(cb));
-      },
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseGrantRequest* q, pb::LeaseGrantResponse* r) {
-        return ep.lease->LeaseGrant(ctx, *q, r);
-      },
+  return core_->unary<LeaseGrantResponse>(
+      ETCD_RECIPES_UNARY(lease, Lease, LeaseGrant), {.idempotent = id != 0}, std::move(req),
       [](const pb::LeaseGrantResponse& r) -> Result<LeaseGrantResponse> {
         if (!r.error().empty()) return Status(StatusCode::kFailedPrecondition, "lease grant: " + r.error());
         return detail::convert(r);
@@ -167,15 +129,9 @@ namespace detail {
 Call<LeaseRevokeResponse> lease_revoke_call(const std::shared_ptr<ClientCore>& core, int64_t id) {
   pb::LeaseRevokeRequest req;
   req.set_id(id);
-  return core->unary<LeaseRevokeResponse, pb::LeaseRevokeRequest, pb::LeaseRevokeResponse>(
-      {"LeaseRevoke", true}, std::move(req),
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseRevokeRequest* q, pb::LeaseRevokeResponse* r, auto cb) {
-        ep.lease->async()->LeaseRevoke(ctx, q, r, std::move(cb));
-      },
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseRevokeRequest* q, pb::LeaseRevokeResponse* r) {
-        return ep.lease->LeaseRevoke(ctx, *q, r);
-      },
-      [](const pb::LeaseRevokeResponse& r) -> Result<LeaseRevokeResponse> { return detail::convert(r); });
+  return core->unary<LeaseRevokeResponse>(ETCD_RECIPES_UNARY(lease, Lease, LeaseRevoke), {.idempotent = true},
+                                          std::move(req),
+                                          [](const pb::LeaseRevokeResponse& r) { return detail::convert(r); });
 }
 }  // namespace detail
 
@@ -186,28 +142,15 @@ Call<LeaseTimeToLiveResponse> Client::lease_time_to_live(int64_t id, bool with_k
   req.set_id(id);
   req.set_keys(with_keys);
   auto core = core_.get();
-  return core_->unary<LeaseTimeToLiveResponse, pb::LeaseTimeToLiveRequest, pb::LeaseTimeToLiveResponse>(
-      {"LeaseTimeToLive", true}, std::move(req),
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseTimeToLiveRequest* q, pb::LeaseTimeToLiveResponse* r,
-         auto cb) { ep.lease->async()->LeaseTimeToLive(ctx, q, r, std::move(cb)); },
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseTimeToLiveRequest* q, pb::LeaseTimeToLiveResponse* r) {
-        return ep.lease->LeaseTimeToLive(ctx, *q, r);
-      },
-      [core](const pb::LeaseTimeToLiveResponse& r) -> Result<LeaseTimeToLiveResponse> {
-        return core->ns().convert(r);
-      });
+  return core_->unary<LeaseTimeToLiveResponse>(
+      ETCD_RECIPES_UNARY(lease, Lease, LeaseTimeToLive), {.idempotent = true}, std::move(req),
+      [core](const pb::LeaseTimeToLiveResponse& r) { return core->ns().convert(r); });
 }
 
 Call<LeaseLeasesResponse> Client::lease_leases() {
-  return core_->unary<LeaseLeasesResponse, pb::LeaseLeasesRequest, pb::LeaseLeasesResponse>(
-      {"LeaseLeases", true}, pb::LeaseLeasesRequest{},
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseLeasesRequest* q, pb::LeaseLeasesResponse* r, auto cb) {
-        ep.lease->async()->LeaseLeases(ctx, q, r, std::move(cb));
-      },
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::LeaseLeasesRequest* q, pb::LeaseLeasesResponse* r) {
-        return ep.lease->LeaseLeases(ctx, *q, r);
-      },
-      [](const pb::LeaseLeasesResponse& r) -> Result<LeaseLeasesResponse> { return detail::convert(r); });
+  return core_->unary<LeaseLeasesResponse>(ETCD_RECIPES_UNARY(lease, Lease, LeaseLeases), {.idempotent = true},
+                                           pb::LeaseLeasesRequest{},
+                                           [](const pb::LeaseLeasesResponse& r) { return detail::convert(r); });
 }
 
 Call<LeaseKeepAliveResponse> Client::lease_keep_alive_once(int64_t id) {
@@ -226,19 +169,17 @@ Call<Lease> Client::lease(std::chrono::seconds ttl) {
       [core, ttl, grant = std::make_shared<Call<LeaseGrantResponse>>(lease_grant(ttl))](CallOptions options,
                                                                                         Callback<Lease> done) mutable {
         const Deadline sent_at = Clock::now();
-        if (options.deadline) grant->deadline(*options.deadline);
-        grant->stop_token(options.stop);
-        detail::CallAccess::start_inline(std::move(*grant),
-                                         [core, sent_at, done = std::move(done)](Result<LeaseGrantResponse> r) {
-                                           if (!r.ok()) {
-                                             done(std::move(r).status());
-                                             return;
-                                           }
-                                           auto state = std::make_shared<detail::LeaseState>(
-                                               core, core->executor(), r->id, std::chrono::seconds(r->ttl), sent_at);
-                                           core->lease_keeper().keep(state);
-                                           done(ClientCore::make_lease(std::move(state)));
-                                         });
+        CallAccess::start_inherited(std::move(*grant), options,
+                                    [core, sent_at, done = std::move(done)](Result<LeaseGrantResponse> r) {
+                                      if (!r.ok()) {
+                                        done(std::move(r).status());
+                                        return;
+                                      }
+                                      auto state = std::make_shared<detail::LeaseState>(
+                                          core, core->executor(), r->id, std::chrono::seconds(r->ttl), sent_at);
+                                      core->lease_keeper().keep(state);
+                                      done(ClientCore::make_lease(std::move(state)));
+                                    });
       },
       ex);
 }
@@ -261,31 +202,17 @@ Watcher Client::watch(std::string key, WatchOptions options, WatchHandler handle
 }
 
 Call<MemberListResponse> Client::member_list() {
-  return core_->unary<MemberListResponse, pb::MemberListRequest, pb::MemberListResponse>(
-      {"MemberList", true, /*require_leader=*/false}, pb::MemberListRequest{},
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::MemberListRequest* q, pb::MemberListResponse* r, auto cb) {
-        ep.cluster->async()->MemberList(ctx, q, r, std::move(cb));
-      },
-      [](Endpoint& ep, grpc::ClientContext* ctx, const pb::MemberListRequest* q, pb::MemberListResponse* r) {
-        return ep.cluster->MemberList(ctx, *q, r);
-      },
-      [](const pb::MemberListResponse& r) -> Result<MemberListResponse> { return detail::convert(r); });
+  return core_->unary<MemberListResponse>(ETCD_RECIPES_UNARY(cluster, Cluster, MemberList),
+                                          {.idempotent = true, .require_leader = false}, pb::MemberListRequest{},
+                                          [](const pb::MemberListResponse& r) { return detail::convert(r); });
 }
 
 Call<StatusResponse> Client::status(std::string endpoint) {
   std::shared_ptr<Endpoint> fixed;
   if (!endpoint.empty()) fixed = core_->endpoint_for(endpoint);
-  return core_->unary<StatusResponse, pb::StatusRequest, pb::StatusResponse>(
-      {"Status", true, /*require_leader=*/false}, pb::StatusRequest{},
-      [fixed](Endpoint& ep, grpc::ClientContext* ctx, const pb::StatusRequest* q, pb::StatusResponse* r, auto cb) {
-        Endpoint& target = fixed ? *fixed : ep;
-        target.maintenance->async()->Status(ctx, q, r, std::move(cb));
-      },
-      [fixed](Endpoint& ep, grpc::ClientContext* ctx, const pb::StatusRequest* q, pb::StatusResponse* r) {
-        Endpoint& target = fixed ? *fixed : ep;
-        return target.maintenance->Status(ctx, *q, r);
-      },
-      [](const pb::StatusResponse& r) -> Result<StatusResponse> { return detail::convert(r); });
+  return core_->unary<StatusResponse>(
+      ETCD_RECIPES_UNARY(maintenance, Maintenance, Status), {.idempotent = true, .require_leader = false},
+      pb::StatusRequest{}, [](const pb::StatusResponse& r) { return detail::convert(r); }, std::move(fixed));
 }
 
 ConnectionState Client::state() const { return core_->state(); }
@@ -301,9 +228,7 @@ Call<void> Client::ping() {
   auto read = std::make_shared<Call<GetResponse>>(get("etcd-recipes/ping", GetOptions{.count_only = true}));
   return Call<void>(
       [read](CallOptions options, Callback<void> done) {
-        if (options.deadline) read->deadline(*options.deadline);
-        read->stop_token(options.stop);
-        detail::CallAccess::start_inline(std::move(*read), [done = std::move(done)](Result<GetResponse> r) {
+        CallAccess::start_inherited(std::move(*read), options, [done = std::move(done)](Result<GetResponse> r) {
           done(r.ok() ? Result<void>() : Result<void>(std::move(r).status()));
         });
       },
@@ -334,8 +259,9 @@ std::chrono::seconds Lease::ttl() const noexcept { return state_ ? state_->ttl()
 bool Lease::alive() const noexcept { return state_ && state_->alive(); }
 Deadline Lease::safe_until() const noexcept { return state_ ? state_->safe_until() : Deadline{}; }
 std::stop_token Lease::lost_token() const noexcept { return state_ ? state_->lost_token() : std::stop_token{}; }
-void Lease::on_lost(std::function<void(const Status&)> listener) {
-  if (state_) state_->on_lost(std::move(listener));
+Subscription Lease::on_lost(std::function<void(const Status&)> listener) {
+  if (!state_) return Subscription();
+  return state_->on_lost(std::move(listener));
 }
 
 void Lease::detach() {
@@ -355,15 +281,15 @@ Call<void> Lease::revoke() {
   auto revoke = std::make_shared<Call<LeaseRevokeResponse>>(detail::lease_revoke_call(core, state->id()));
   return Call<void>(
       [revoke](CallOptions options, Callback<void> done) {
-        if (options.deadline) revoke->deadline(*options.deadline);
-        detail::CallAccess::start_inline(std::move(*revoke), [done = std::move(done)](Result<LeaseRevokeResponse> r) {
-          // Already gone is what revoking wanted.
-          if (!r.ok() && !r.status().is(Errc::kLeaseNotFound)) {
-            done(std::move(r).status());
-          } else {
-            done(Result<void>());
-          }
-        });
+        CallAccess::start_inherited(std::move(*revoke), options,
+                                    [done = std::move(done)](Result<LeaseRevokeResponse> r) {
+                                      // Already gone is what revoking wanted.
+                                      if (!r.ok() && !r.status().is(Errc::kLeaseNotFound)) {
+                                        done(std::move(r).status());
+                                      } else {
+                                        done(Result<void>());
+                                      }
+                                    });
       },
       core->executor());
 }
@@ -372,7 +298,7 @@ void Lease::reset() noexcept {
   if (!state_) return;
   try {
     // Fire and forget: a destructor never waits for the network.
-    detail::CallAccess::start_inline(revoke(), [](Result<void>) {});
+    CallAccess::start_inline(revoke(), [](Result<void>) {});
   } catch (...) {
   }
   state_.reset();

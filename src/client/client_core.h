@@ -57,6 +57,37 @@ struct Rpc {
   bool require_leader = true;  // a member without a raft leader refuses it at once
 };
 
+// How the core treats an RPC's failures.
+struct RpcPolicy {
+  bool idempotent;             // safe to send again after an unknown outcome
+  bool require_leader = true;  // a member without a raft leader refuses it at once
+};
+
+// One unary method of etcd's API, named once (ETCD_RECIPES_UNARY below):
+// the stub that carries it and its blocking and callback flavours, which
+// gRPC generates under the same name.
+template <class Stub, class Req, class Resp>
+struct UnaryMethod {
+  const char* name;
+  std::unique_ptr<Stub> Endpoint::*stub;
+  grpc::Status (Stub::*sync)(grpc::ClientContext*, const Req&, Resp*);
+  void (Stub::async::*async)(grpc::ClientContext*, const Req*, Resp*, std::function<void(grpc::Status)>);
+};
+
+template <class Stub, class Req, class Resp>
+UnaryMethod<Stub, Req, Resp> unary_method(const char* name, std::unique_ptr<Stub> Endpoint::*stub,
+                                          grpc::Status (Stub::*sync)(grpc::ClientContext*, const Req&, Resp*),
+                                          void (Stub::async::*async)(grpc::ClientContext*, const Req*, Resp*,
+                                                                     std::function<void(grpc::Status)>)) {
+  return {name, stub, sync, async};
+}
+
+// ETCD_RECIPES_UNARY(kv, KV, Range): the Range method of the KV service,
+// reached through Endpoint::kv.
+#define ETCD_RECIPES_UNARY(member, Service, Method)                                                                \
+  ::etcd::detail::unary_method(#Method, &::etcd::detail::Endpoint::member, &::etcdserverpb::Service::Stub::Method, \
+                               &::etcdserverpb::Service::Stub::async::Method)
+
 // Issues one attempt of a unary RPC on an endpoint; calls `done` once.
 using IssueFn = std::function<void(Endpoint&, grpc::ClientContext*, std::function<void(grpc::Status)> done)>;
 // Runs one attempt synchronously on the calling thread.
@@ -95,9 +126,16 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void run_unary(Rpc rpc, const CallOptions& options, IssueFn issue, SyncIssueFn sync_issue,
                  std::function<void(Status)> finish);
 
-  // Typed wrapper: a lazily started Call<Out> around run_unary.
-  template <class Out, class Req, class Resp, class Issue, class SyncIssue, class Convert>
-  Call<Out> unary(Rpc rpc, Req request, Issue issue, SyncIssue sync_issue, Convert convert);
+  // Typed wrapper: a lazily started Call<Out> around run_unary that sends
+  // `request` through `method` (to `fixed` if given, else to the current
+  // endpoint with failover) and converts the response with `convert`.
+  template <class Out, class Stub, class Req, class Resp, class Convert>
+  Call<Out> unary(const UnaryMethod<Stub, Req, Resp>& method, RpcPolicy policy, Req request, Convert convert,
+                  std::shared_ptr<Endpoint> fixed);
+  template <class Out, class Stub, class Req, class Resp, class Convert>
+  Call<Out> unary(const UnaryMethod<Stub, Req, Resp>& method, RpcPolicy policy, Req request, Convert convert) {
+    return unary<Out>(method, policy, std::move(request), std::move(convert), nullptr);
+  }
 
   // Adds the auth token (if any) and leader metadata to a context; returns
   // the token used, so a rejection can invalidate exactly that one.
@@ -189,21 +227,25 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::once_flag close_once_;
 };
 
-template <class Out, class Req, class Resp, class Issue, class SyncIssue, class Convert>
-Call<Out> ClientCore::unary(Rpc rpc, Req request, Issue issue, SyncIssue sync_issue, Convert convert) {
+template <class Out, class Stub, class Req, class Resp, class Convert>
+Call<Out> ClientCore::unary(const UnaryMethod<Stub, Req, Resp>& method, RpcPolicy policy, Req request, Convert convert,
+                            std::shared_ptr<Endpoint> fixed) {
   auto self = shared_from_this();
   auto state = std::make_shared<std::pair<Req, Resp>>(std::move(request), Resp{});
+  const Rpc rpc{method.name, policy.idempotent, policy.require_leader};
   return Call<Out>(
-      [self, rpc, state, issue, sync_issue, convert](CallOptions options, Callback<Out> done) {
+      [self, rpc, method, fixed, state, convert](CallOptions options, Callback<Out> done) {
         self->run_unary(
             rpc, options,
-            [state, issue](Endpoint& ep, grpc::ClientContext* ctx, std::function<void(grpc::Status)> cb) {
+            [state, method, fixed](Endpoint& ep, grpc::ClientContext* ctx, std::function<void(grpc::Status)> cb) {
+              Endpoint& target = fixed ? *fixed : ep;
               state->second.Clear();
-              issue(ep, ctx, &state->first, &state->second, std::move(cb));
+              ((target.*method.stub)->async()->*method.async)(ctx, &state->first, &state->second, std::move(cb));
             },
-            [state, sync_issue](Endpoint& ep, grpc::ClientContext* ctx) {
+            [state, method, fixed](Endpoint& ep, grpc::ClientContext* ctx) {
+              Endpoint& target = fixed ? *fixed : ep;
               state->second.Clear();
-              return sync_issue(ep, ctx, &state->first, &state->second);
+              return ((*(target.*method.stub)).*method.sync)(ctx, state->first, &state->second);
             },
             [state, convert, done = std::move(done)](Status status) {
               if (!status.ok()) {

@@ -58,19 +58,31 @@ Deadline LeaseState::safe_until() const {
   return lost_ ? Deadline{} : expires_at_ - kSafetyMargin;
 }
 
-void LeaseState::on_lost(std::function<void(const Status&)> listener) {
+Subscription LeaseState::on_lost(std::function<void(const Status&)> listener) {
+  auto l = std::make_shared<Listener>(std::move(listener));
   std::unique_lock lock(mu_);
   if (lost_) {
     Status why = loss_;
     lock.unlock();
-    asio::post(executor_, [listener = std::move(listener), why] { listener(why); });
-    return;
+    asio::post(executor_, [l, why] {
+      if (l->active.exchange(false)) l->fn(why);
+    });
+    return Subscription([l] { l->active.store(false); });
   }
-  listeners_.push_back(std::move(listener));
+  const uint64_t id = next_listener_id_++;
+  listeners_.emplace(id, l);
+  std::weak_ptr<LeaseState> weak = weak_from_this();
+  return Subscription([weak, id, l] {
+    l->active.store(false);
+    if (auto self = weak.lock()) {
+      std::lock_guard g(self->mu_);
+      self->listeners_.erase(id);
+    }
+  });
 }
 
 void LeaseState::mark_lost(Status why) {
-  std::vector<std::function<void(const Status&)>> listeners;
+  std::map<uint64_t, std::shared_ptr<Listener>> listeners;
   {
     std::lock_guard lock(mu_);
     if (lost_) return;
@@ -84,8 +96,10 @@ void LeaseState::mark_lost(Status why) {
   if (why.code() != StatusCode::kCancelled && (why.is(Errc::kLeaseExpired) || why.is(Errc::kLeaseNotFound))) {
     if (auto core = core_.lock()) core->note_lease_lost();
   }
-  for (auto& l : listeners) {
-    asio::post(executor_, [l = std::move(l), why] { l(why); });
+  for (auto& [id, l] : listeners) {
+    asio::post(executor_, [l = l, why] {
+      if (l->active.exchange(false)) l->fn(why);
+    });
   }
 }
 

@@ -33,7 +33,7 @@ class LeaseState : public std::enable_shared_from_this<LeaseState> {
   bool alive() const;
   Deadline safe_until() const;
   std::stop_token lost_token() const { return lost_source_.get_token(); }
-  void on_lost(std::function<void(const Status&)> listener);
+  Subscription on_lost(std::function<void(const Status&)> listener);
   // Fires the loss once; later calls do nothing.
   void mark_lost(Status why);
   // A renewal sent at `sent_at` was confirmed with `ttl` seconds.
@@ -51,7 +51,14 @@ class LeaseState : public std::enable_shared_from_this<LeaseState> {
   bool lost_ = false;
   Status loss_;
   std::stop_source lost_source_;
-  std::vector<std::function<void(const Status&)>> listeners_;
+  struct Listener {
+    explicit Listener(std::function<void(const Status&)> f) : fn(std::move(f)) {}
+    std::function<void(const Status&)> fn;
+    // Cleared by the Subscription, so a run already posted is skipped.
+    std::atomic<bool> active{true};
+  };
+  uint64_t next_listener_id_ = 1;
+  std::map<uint64_t, std::shared_ptr<Listener>> listeners_;
 };
 
 class LeaseKeeper {

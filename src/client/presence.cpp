@@ -1,5 +1,6 @@
 #include "etcd/presence.h"
 
+#include "client_access.h"
 #include "lease_holder.h"
 
 #include <asio/post.hpp>
@@ -68,46 +69,46 @@ Op put_if_absent_op(const std::string& key, const std::string& value, int64_t le
 }
 
 void run_chunk(std::shared_ptr<PutIfAbsentRun> run, size_t i, Callback<PutIfAbsentResult> done) {
-  auto call = run->client.txn(run->txns[i]);
-  if (run->options.deadline) call.deadline(*run->options.deadline);
-  call.stop_token(run->options.stop);
-  detail::CallAccess::start_inline(std::move(call), [run, i, done = std::move(done)](Result<TxnResponse> r) mutable {
-    if (!r.ok()) {
-      done(std::move(r).status());
-      return;
-    }
-    const auto& keys = run->chunk_keys[i];
-    if (r->responses.size() != keys.size()) {
-      done(Status(StatusCode::kInternal, "put_if_absent: unexpected transaction response"));
-      return;
-    }
-    run->result.header = r->header;
-    for (size_t k = 0; k < keys.size(); ++k) {
-      const TxnResponse& absent = r->responses[k].txn();
-      if (absent.succeeded) {
-        run->result.created.push_back(keys[k]);
-        continue;
-      }
-      const TxnResponse& ours = absent.responses.at(0).txn();
-      if (ours.succeeded) {
-        run->result.refreshed.push_back(keys[k]);
-        continue;
-      }
-      const GetResponse& got = ours.responses.at(0).get();
-      if (!got.kvs.empty()) {
-        run->result.taken.push_back(got.kvs.front());
-      } else {
-        KeyValue kv;
-        kv.key = keys[k];
-        run->result.taken.push_back(std::move(kv));
-      }
-    }
-    if (i + 1 < run->txns.size()) {
-      run_chunk(std::move(run), i + 1, std::move(done));
-    } else {
-      done(std::move(run->result));
-    }
-  });
+  // Later chunks start from a gRPC thread: never on the caller's.
+  detail::CallAccess::start_inherited(
+      run->client.txn(run->txns[i]), detail::CallAccess::off_caller_thread(run->options),
+      [run, i, done = std::move(done)](Result<TxnResponse> r) mutable {
+        if (!r.ok()) {
+          done(std::move(r).status());
+          return;
+        }
+        const auto& keys = run->chunk_keys[i];
+        if (r->responses.size() != keys.size()) {
+          done(Status(StatusCode::kInternal, "put_if_absent: unexpected transaction response"));
+          return;
+        }
+        run->result.header = r->header;
+        for (size_t k = 0; k < keys.size(); ++k) {
+          const TxnResponse& absent = r->responses[k].txn();
+          if (absent.succeeded) {
+            run->result.created.push_back(keys[k]);
+            continue;
+          }
+          const TxnResponse& ours = absent.responses.at(0).txn();
+          if (ours.succeeded) {
+            run->result.refreshed.push_back(keys[k]);
+            continue;
+          }
+          const GetResponse& got = ours.responses.at(0).get();
+          if (!got.kvs.empty()) {
+            run->result.taken.push_back(got.kvs.front());
+          } else {
+            KeyValue kv;
+            kv.key = keys[k];
+            run->result.taken.push_back(std::move(kv));
+          }
+        }
+        if (i + 1 < run->txns.size()) {
+          run_chunk(std::move(run), i + 1, std::move(done));
+        } else {
+          done(std::move(run->result));
+        }
+      });
 }
 
 template <class F>
@@ -158,16 +159,15 @@ PresenceLease::RestoreHook PresenceLease::restore_keys(Client client,
     auto inner = std::make_shared<Call<PutIfAbsentResult>>(put_if_absent(client, *shared, lease));
     return Call<void>(
         [inner](CallOptions options, Callback<void> done) {
-          if (options.deadline) inner->deadline(*options.deadline);
-          inner->stop_token(options.stop);
-          detail::CallAccess::start_inline(std::move(*inner), [done = std::move(done)](Result<PutIfAbsentResult> r) {
-            if (!r.ok()) {
-              done(std::move(r).status());
-              return;
-            }
-            Status s = r->status();
-            done(s.ok() ? Result<void>() : Result<void>(std::move(s)));
-          });
+          detail::CallAccess::start_inherited(std::move(*inner), detail::CallAccess::off_caller_thread(options),
+                                              [done = std::move(done)](Result<PutIfAbsentResult> r) {
+                                                if (!r.ok()) {
+                                                  done(std::move(r).status());
+                                                  return;
+                                                }
+                                                Status s = r->status();
+                                                done(s.ok() ? Result<void>() : Result<void>(std::move(s)));
+                                              });
         },
         client.executor());
   };
@@ -196,6 +196,7 @@ struct PresenceLease::Impl : std::enable_shared_from_this<PresenceLease::Impl> {
   Phase phase = Phase::kIdle;
   std::vector<Callback<void>> start_waiters;
   Lease lease;
+  Subscription lease_sub;  // of `lease`
   int64_t lease_id = 0;
   std::chrono::seconds ttl;
   // Bumped at every loss, install and close: stale continuations compare it.
@@ -244,7 +245,7 @@ struct PresenceLease::Impl : std::enable_shared_from_this<PresenceLease::Impl> {
     const uint64_t g = ++generation;
     std::weak_ptr<Impl> weak = weak_from_this();
     // Never calls back inline: safe under our lock.
-    lease.on_lost([weak, g](const Status& why) {
+    lease_sub = lease.on_lost([weak, g](const Status& why) {
       if (auto self = weak.lock()) self->on_lease_lost(g, why);
     });
   }
@@ -272,13 +273,11 @@ struct PresenceLease::Impl : std::enable_shared_from_this<PresenceLease::Impl> {
     start_waiters.push_back(std::move(done));
     lock.unlock();
 
-    auto grant = client.lease(options.ttl);
-    if (call_options.deadline) grant.deadline(*call_options.deadline);
-    grant.stop_token(call_options.stop);
     std::weak_ptr<Impl> weak = weak_from_this();
-    detail::CallAccess::start_inline(std::move(grant), [weak](Result<Lease> r) {
-      if (auto self = weak.lock()) self->finish_start(std::move(r));
-    });
+    detail::CallAccess::start_inherited(client.lease(options.ttl), detail::CallAccess::off_caller_thread(call_options),
+                                        [weak](Result<Lease> r) {
+                                          if (auto self = weak.lock()) self->finish_start(std::move(r));
+                                        });
   }
 
   void finish_start(Result<Lease> r) {
@@ -426,6 +425,10 @@ struct PresenceLease::Impl : std::enable_shared_from_this<PresenceLease::Impl> {
     return old;
   }
 };
+
+std::shared_ptr<PresenceLease> PresenceLease::create(Client client) {
+  return create(std::move(client), PresenceOptions());
+}
 
 std::shared_ptr<PresenceLease> PresenceLease::create(Client client, PresenceOptions options) {
   auto impl = std::make_shared<Impl>(std::move(client), std::move(options));

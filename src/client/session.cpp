@@ -1,5 +1,6 @@
 #include "etcd/session.h"
 
+#include "client_access.h"
 #include "lease_holder.h"
 
 #include <asio/post.hpp>
@@ -51,6 +52,7 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
   std::map<uint64_t, std::shared_ptr<LostListener>> lost_listeners;
   std::map<uint64_t, std::shared_ptr<StateListener>> state_listeners;
   Subscription client_sub;
+  Subscription lease_sub;  // of `lease`
 
   // --- helpers (mu held)
 
@@ -114,16 +116,14 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
     start_waiters.push_back(std::move(done));
     lock.unlock();
 
-    auto grant = client.lease(options.ttl);
-    if (call_options.deadline) grant.deadline(*call_options.deadline);
-    grant.stop_token(call_options.stop);
     std::weak_ptr<Impl> weak = weak_from_this();
     // Completes on whatever thread finished the grant: only bookkeeping here;
     // the waiters' callbacks move on to their executors themselves.
-    detail::CallAccess::start_inline(std::move(grant), [weak](Result<Lease> r) {
-      if (auto self = weak.lock()) self->finish_start(std::move(r));
-      // else: the session is gone; the Lease (if any) revokes itself.
-    });
+    detail::CallAccess::start_inherited(client.lease(options.ttl), detail::CallAccess::off_caller_thread(call_options),
+                                        [weak](Result<Lease> r) {
+                                          if (auto self = weak.lock()) self->finish_start(std::move(r));
+                                          // else: the session is gone; the Lease (if any) revokes itself.
+                                        });
   }
 
   void finish_start(Result<Lease> r) {
@@ -147,7 +147,7 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
         std::weak_ptr<Impl> weak = weak_from_this();
         const int64_t id = lease_id;
         // Neither registration calls back inline: safe under our lock.
-        lease.on_lost([weak, id](const Status& why) {
+        lease_sub = lease.on_lost([weak, id](const Status& why) {
           if (auto self = weak.lock()) self->on_lease_lost(id, why);
         });
         client_sub = client.on_state_change([weak](ConnectionState s) {
@@ -225,6 +225,8 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
     return to_revoke;
   }
 };
+
+std::shared_ptr<Session> Session::create(Client client) { return create(std::move(client), SessionOptions()); }
 
 std::shared_ptr<Session> Session::create(Client client, SessionOptions options) {
   auto impl = std::make_shared<Impl>(std::move(client), options);

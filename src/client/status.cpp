@@ -125,6 +125,8 @@ Status InvalidArgument(std::string message, Errc reason) {
 Status Closed(std::string_view what) {
   return Status(StatusCode::kFailedPrecondition, std::string(what) + " is closed", Errc::kClosed);
 }
+Status Cancelled() { return Cancelled("cancelled"); }
+Status DeadlineExceeded() { return DeadlineExceeded("deadline exceeded"); }
 Status Cancelled(std::string message) { return Status(StatusCode::kCancelled, std::move(message)); }
 Status DeadlineExceeded(std::string message) { return Status(StatusCode::kDeadlineExceeded, std::move(message)); }
 

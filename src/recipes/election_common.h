@@ -27,6 +27,7 @@
 #include "core/recipe_core.h"
 #include "core/waiters.h"
 #include "core/calls.h"
+#include "client/client_access.h"
 
 namespace etcd::recipes::detail {
 

@@ -1,4 +1,5 @@
 #include "etcd/recipes/recipe.h"
+#include "client/client_access.h"
 
 #include <unistd.h>
 

@@ -465,7 +465,7 @@ TEST_F(ResilienceSingleTest, BlackholedLinkLosesTheKeptLeaseWithinTtlAndTheClien
   ASSERT_TRUE(eventually([&] { return lease->safe_until() > first_expiry; }, 3s));
 
   Mailbox<std::pair<Status, Clock::time_point>> lost;
-  lease->on_lost([&](const Status& why) { lost.put({why, Clock::now()}); });
+  auto lost_sub = lease->on_lost([&](const Status& why) { lost.put({why, Clock::now()}); });
   const auto token = lease->lost_token();
 
   const auto blackholed_at = Clock::now();

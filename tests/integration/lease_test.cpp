@@ -1,4 +1,7 @@
 // Leases: grant, time-to-live, revoke, list, keep-alive, and the RAII Lease.
+#include <atomic>
+#include <memory>
+
 #include "support/etcd_fixture.h"
 
 namespace etcd::test {
@@ -81,7 +84,10 @@ TEST_F(LeaseTest, LossIsReportedWhenTheLeaseIsRevokedElsewhere) {
   auto lease = client().lease(std::chrono::seconds(2)).wait();
   ASSERT_TRUE(lease.ok());
   Mailbox<Status> lost;
-  lease->on_lost([&](const Status& why) { lost.put(why); });
+  auto lost_sub = lease->on_lost([&](const Status& why) { lost.put(why); });
+  // A listener whose Subscription is gone never runs, like every listener.
+  auto dropped_ran = std::make_shared<std::atomic<int>>(0);
+  lease->on_lost([dropped_ran](const Status&) { dropped_ran->fetch_add(1); }).reset();
   auto token = lease->lost_token();
   EXPECT_FALSE(token.stop_requested());
 
@@ -92,6 +98,17 @@ TEST_F(LeaseTest, LossIsReportedWhenTheLeaseIsRevokedElsewhere) {
   EXPECT_TRUE(why->is(Errc::kLeaseNotFound)) << why->to_string();
   EXPECT_TRUE(token.stop_requested());
   EXPECT_FALSE(lease->alive());
+
+  // Registered after the loss: runs once, soon, with the same status.
+  Mailbox<Status> late;
+  auto late_sub = lease->on_lost([&](const Status& w) { late.put(w); });
+  auto late_why = late.take(5s);
+  ASSERT_TRUE(late_why.has_value()) << "a listener added after the loss must still run";
+  EXPECT_TRUE(late_why->is(Errc::kLeaseNotFound)) << late_why->to_string();
+  // The dropped listener's run would have been posted with the others.
+  late_sub = lease->on_lost([&](const Status& w) { late.put(w); });
+  ASSERT_TRUE(late.take(5s).has_value());
+  EXPECT_EQ(dropped_ran->load(), 0) << "a listener whose Subscription was dropped ran";
 }
 
 TEST_F(LeaseTest, ExplicitRevokeCompletes) {

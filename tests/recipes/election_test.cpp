@@ -15,6 +15,7 @@
 
 #include "etcd/recipes/election.h"
 #include "etcd/testing/fault_proxy.h"
+#include "client/client_access.h"
 #include "support/etcd_fixture.h"
 
 extern char** environ;
@@ -35,15 +36,15 @@ using recipes::RecipeOptions;
 // own executor while a watch stream is open is unsafe in the client layer
 // today; recipes finish on that executor.)
 void settle(Client& c, long baseline) {
-  EXPECT_TRUE(eventually([&] { return c.core().use_count() <= baseline; }, 15s))
-      << "recipes still hold the client: " << c.core().use_count() << " > " << baseline;
+  EXPECT_TRUE(eventually([&] { return etcd::detail::ClientAccess::core(c).use_count() <= baseline; }, 15s))
+      << "recipes still hold the client: " << etcd::detail::ClientAccess::core(c).use_count() << " > " << baseline;
 }
 
 class ElectionTest : public SingleMemberTest {
  protected:
   void SetUp() override {
     SingleMemberTest::SetUp();
-    baseline_ = client().core().use_count();
+    baseline_ = etcd::detail::ClientAccess::core(client()).use_count();
   }
   void TearDown() override {
     settle(client(), baseline_);
@@ -767,7 +768,7 @@ class ElectionProxyTest : public ElectionTest {
 
 TEST_F(ElectionProxyTest, ObserverRecoversAfterTheRevisionItWatchedWasCompacted) {
   Client cut_off(proxied());
-  const long cut_off_baseline = cut_off.core().use_count();
+  const long cut_off_baseline = etcd::detail::ClientAccess::core(cut_off).use_count();
   auto metrics = std::make_shared<recipes::PrometheusMetrics>();
   RecipeOptions opts;
   opts.metrics = metrics;
@@ -909,7 +910,7 @@ TEST(ElectionClusterTest, OneLeaderThroughARaftLeaderFailover) {
     o.endpoints = cluster->endpoints();
     std::rotate(o.endpoints.begin(), o.endpoints.begin() + i, o.endpoints.end());  // each on its own member first
     fleet.clients.push_back(std::make_unique<Client>(o));
-    fleet.baselines.push_back(fleet.clients.back()->core().use_count());
+    fleet.baselines.push_back(etcd::detail::ClientAccess::core(*fleet.clients.back()).use_count());
     latches.push_back(std::make_unique<LeaderLatch>(*fleet.clients.back(), "/t/cluster/e", "n" + std::to_string(i)));
     latches.back()->start();
   }

@@ -9,6 +9,7 @@
 
 #include "etcd/recipes/rwlock.h"
 #include "etcd/session.h"
+#include "client/client_access.h"
 #include "support/etcd_fixture.h"
 
 namespace etcd::test {
@@ -567,7 +568,7 @@ TEST_F(RwLockTest, WaitingDoesNotKeepTheClientAlive) {
   std::weak_ptr<detail::ClientCore> core;
   {
     Client c(options());
-    core = c.core();
+    core = etcd::detail::ClientAccess::core(c);
     DistributedReadWriteLock holder(c, key("alive")), waiter(c, key("alive"));
     ASSERT_OK(holder.write_lock().acquire().wait());
     auto f = waiter.read_lock().acquire().timeout(10s).future();

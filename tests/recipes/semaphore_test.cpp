@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "etcd/recipes/semaphore.h"
+#include "client/client_access.h"
 #include "support/etcd_fixture.h"
 
 namespace etcd::test {
@@ -407,7 +408,7 @@ TEST_F(SemaphoreTest, WaitingDoesNotKeepTheClientAlive) {
   std::weak_ptr<detail::ClientCore> core;
   {
     Client c(options());
-    core = c.core();
+    core = etcd::detail::ClientAccess::core(c);
     DistributedSemaphore a(c, key("alive"), 1), b(c, key("alive"), 1);
     Permit p = a.acquire_blocking();
     auto f = b.acquire().timeout(10s).future();

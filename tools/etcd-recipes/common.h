@@ -21,6 +21,7 @@
 
 #include "etcd/client.h"
 #include "etcd/status.h"
+#include "parse.h"
 
 namespace etcd_cli {
 
@@ -77,15 +78,10 @@ void check(etcd::Result<void>&& result, std::string_view what);
 
 // --- parsing --------------------------------------------------------------
 
-// Go-style durations as etcdctl takes them ("500ms", "5s", "1m30s", "1.5h");
-// a bare number means seconds. Must be positive.
-std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
+// parse_duration (parse.h) as a CLI11 validator.
 CLI::Validator duration_validator();
 
-// Lease ids are hex, always (as etcdctl prints and reads them): 1 to 16 hex
-// digits, optionally after "0x". Never guessed from the digits: "10" is
-// sixteen. Zero is not a lease.
-std::optional<int64_t> parse_lease_id(std::string_view text);
+// parse_lease_id (parse.h) as a CLI11 validator.
 CLI::Validator lease_id_validator();
 
 // A whole number from `lo` to `hi`, with a message a person can read

@@ -81,7 +81,7 @@ void add_keep_alive(Commands& commands, CLI::App* group) {
     };
     auto state = std::make_shared<State>();
     auto kept = ctx.client().keep_alive(id, granted);
-    kept.on_lost([state](const etcd::Status& status) {
+    auto lost_sub = kept.on_lost([state](const etcd::Status& status) {
       std::lock_guard lock(state->mutex);
       state->lost = status;
       state->changed.notify_all();

@@ -20,6 +20,7 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
 
 namespace etcd::testing {
 
@@ -36,6 +37,8 @@ struct TestCerts {
 
 // `dir` is created if missing. Existing files with the names above are
 // overwritten.
-TestCerts make_test_certs(std::filesystem::path dir, std::string common_name_client = "root");
+// The client certificate's CN is "root" unless given.
+TestCerts make_test_certs(std::filesystem::path dir, std::string common_name_client);
+inline TestCerts make_test_certs(std::filesystem::path dir) { return make_test_certs(std::move(dir), "root"); }
 
 }  // namespace etcd::testing

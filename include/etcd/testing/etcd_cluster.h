@@ -73,7 +73,8 @@ class EtcdCluster {
   // until every member answers GET /health with "health":"true".
   // Throws std::runtime_error (including the tail of the failing member's
   // log) on failure; all processes started so far are killed.
-  static std::unique_ptr<EtcdCluster> start(EtcdClusterOptions options = {});
+  static std::unique_ptr<EtcdCluster> start() { return start(EtcdClusterOptions()); }
+  static std::unique_ptr<EtcdCluster> start(EtcdClusterOptions options);
   static std::unique_ptr<EtcdCluster> start_single();
   static std::unique_ptr<EtcdCluster> start_three();
 
@@ -129,17 +130,21 @@ class EtcdCluster {
 
   // --- health --------------------------------------------------------------
   // GET /health on member i answered "health":"true" within timeout.
-  bool healthy(int i, std::chrono::milliseconds timeout = std::chrono::seconds(1)) const;
+  bool healthy(int i) const { return healthy(i, std::chrono::seconds(1)); }
+  bool healthy(int i, std::chrono::milliseconds timeout) const;
   // Index of the (single) running, non-paused member whose /metrics has
   // `etcd_server_is_leader 1`; nullopt if none or more than one (transient
   // split during an election). Each member is given `timeout`.
-  std::optional<int> leader(std::chrono::milliseconds timeout = std::chrono::seconds(1)) const;
+  std::optional<int> leader() const { return leader(std::chrono::seconds(1)); }
+  std::optional<int> leader(std::chrono::milliseconds timeout) const;
   // Polls leader() until one exists; throws std::runtime_error after
   // `deadline`.
-  int wait_for_leader(std::chrono::milliseconds deadline = std::chrono::seconds(10)) const;
+  int wait_for_leader() const { return wait_for_leader(std::chrono::seconds(10)); }
+  int wait_for_leader(std::chrono::milliseconds deadline) const;
   // Waits until every running, non-paused member is healthy and a leader
   // exists; throws std::runtime_error (with details) after `deadline`.
-  void wait_healthy(std::chrono::milliseconds deadline = std::chrono::seconds(10)) const;
+  void wait_healthy() const { wait_healthy(std::chrono::seconds(10)); }
+  void wait_healthy(std::chrono::milliseconds deadline) const;
 
   // --- files -----------------------------------------------------------------
   // The private temp dir (e.g. /tmp/etcd-recipes-AbC123).

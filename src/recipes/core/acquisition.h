@@ -39,6 +39,7 @@
 #include "etcd/session.h"
 #include "etcd/txn.h"
 #include "etcd/watch.h"
+#include "client/client_access.h"
 #include "keys.h"
 #include "recipe_core.h"
 

@@ -1,4 +1,5 @@
 #include "txn_batcher.h"
+#include "client/client_access.h"
 
 #include <algorithm>
 #include <atomic>
@@ -36,7 +37,7 @@ std::shared_ptr<TxnBatcher> TxnBatcher::for_client(const Client& client) {
   static std::map<const void*, std::weak_ptr<TxnBatcher>> batchers;
   std::lock_guard lock(mu);
   std::erase_if(batchers, [](const auto& entry) { return entry.second.expired(); });
-  auto& slot = batchers[client.core().get()];
+  auto& slot = batchers[etcd::detail::ClientAccess::core(client).get()];
   auto batcher = slot.lock();
   if (!batcher) {
     batcher = std::make_shared<TxnBatcher>(client);

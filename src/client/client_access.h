@@ -1,0 +1,67 @@
+// The library's own way into a Call and a Client: for src/client and
+// src/recipes only (never installed). Public headers only forward-declare
+// these, so users cannot reach a call's inline start or the client's core.
+#pragma once
+
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+#include "etcd/call.h"
+#include "etcd/client.h"
+
+namespace etcd::detail {
+
+class ClientCore;
+
+struct CallAccess {
+  // Starts `call` and completes on whatever thread finished it: for
+  // library-internal continuations, which must not block or run user code.
+  template <class T>
+  static void start_inline(Call<T>&& call, std::type_identity_t<Callback<T>> done) {
+    std::move(call).start_inline(std::move(done));
+  }
+  template <class T>
+  static const CallOptions& options(const Call<T>& call) {
+    return call.options_;
+  }
+  // For composite operations whose caller blocks: the inner call may run
+  // its first attempt on the current thread.
+  template <class T>
+  static Call<T>&& caller_waits(Call<T>&& call, bool waits) {
+    call.options_.caller_waits = waits;
+    return std::move(call);
+  }
+  // An inner call made on behalf of an outer one inherits everything the
+  // outer caller set: the deadline (unless the inner call has a sooner
+  // one), the stop token and whether the caller's thread waits. The one
+  // place that knows what "everything" is.
+  // caller_waits lets the inner call block the current thread: right while
+  // the outer call's starter runs (on the thread that called wait()), wrong
+  // in a continuation on a gRPC thread. A continuation passes a copy of the
+  // outer options with caller_waits cleared.
+  template <class T>
+  static Call<T>&& inherit(Call<T>&& inner, const CallOptions& outer) {
+    auto& o = inner.options_;
+    if (outer.deadline && (!o.deadline || *outer.deadline < *o.deadline)) o.deadline = outer.deadline;
+    if (outer.stop.stop_possible()) o.stop = outer.stop;
+    o.caller_waits = outer.caller_waits;
+    return std::move(inner);
+  }
+  // The outer options for an inner call started off the caller's thread.
+  static CallOptions off_caller_thread(CallOptions outer) {
+    outer.caller_waits = false;
+    return outer;
+  }
+  // inherit() + start_inline(), the usual pair.
+  template <class T>
+  static void start_inherited(Call<T>&& inner, const CallOptions& outer, std::type_identity_t<Callback<T>> done) {
+    start_inline(inherit(std::move(inner), outer), std::move(done));
+  }
+};
+
+struct ClientAccess {
+  static const std::shared_ptr<ClientCore>& core(const Client& client) { return client.core_; }
+};
+
+}  // namespace etcd::detail

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# A user's view of the library: install the build into a temporary prefix,
+# build examples/ against it as a separate project (find_package), with the
+# project's C++ compiler and AddressSanitizer, and run the programs (blocking
+# and co_await styles) against a private etcd. Any ASan report fails it.
+#   consumer_test.sh BUILD_DIR SOURCE_DIR CXX_COMPILER
+# shellcheck shell=bash
+set -uo pipefail
+BUILD=$1
+SRC=$2
+CXX=$3
+TEST_NAME=consumer
+BIN=/bin/true
+# shellcheck source=../cli/lib.sh
+source "$SRC/tests/cli/lib.sh"
+
+step() { echo "==> $*"; }
+
+step "install into $WORK/prefix"
+if ! cmake --install "$BUILD" --prefix "$WORK/prefix" >"$WORK/install.log" 2>&1; then
+  tail -20 "$WORK/install.log"
+  fail "cmake --install"
+  exit 1
+fi
+pass "install"
+
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+step "configure examples/ against the installed package"
+if ! cmake -S "$SRC/examples" -B "$WORK/build" "${generator[@]}" \
+  -DCMAKE_PREFIX_PATH="$WORK/prefix" -DCMAKE_CXX_COMPILER="$CXX" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS="-fsanitize=address -fno-omit-frame-pointer" \
+  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address" >"$WORK/configure.log" 2>&1; then
+  tail -30 "$WORK/configure.log"
+  fail "configure"
+  exit 1
+fi
+pass "configure (find_package(etcd_recipes), no C++ standard set by the consumer)"
+
+step "build"
+if ! cmake --build "$WORK/build" -j2 >"$WORK/build.log" 2>&1; then
+  grep -E "error|Error" -A3 "$WORK/build.log" | head -40
+  fail "build"
+  exit 1
+fi
+pass "build"
+
+start_etcd_or_skip
+
+export ASAN_OPTIONS="detect_leaks=0:abort_on_error=0:halt_on_error=1:detect_stack_use_after_return=1"
+# run_program NAME ARGS...: passes when it exits 0 and ASan said nothing.
+run_program() {
+  local name=$1
+  shift
+  timeout -k 5 90 "$@" >"$WORK/$name.out" 2>"$WORK/$name.err"
+  local rc=$?
+  if ((rc == 0)) && ! grep -q "AddressSanitizer" "$WORK/$name.err"; then
+    pass "$name"
+  else
+    fail "$name" "rc=$rc" "$(tail -40 "$WORK/$name.out")" "$(head -60 "$WORK/$name.err")"
+  fi
+}
+
+run_program quick_start "$WORK/build/quick_start" "$EP"
+run_program lock_example "$WORK/build/lock_example" "$EP"
+run_program tour "$WORK/build/tour" "$EP"
+sed 's/^/      /' "$WORK/tour.out"
+
+echo "$passed passed, $failed failed"
+((failed == 0))

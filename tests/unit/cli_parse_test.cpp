@@ -1,0 +1,49 @@
+// The command-line tool's Go-style durations and lease ids.
+#include <gtest/gtest.h>
+
+#include "parse.h"
+
+namespace etcd_cli {
+namespace {
+
+using std::chrono::milliseconds;
+
+TEST(CliParse, GoDurations) {
+  EXPECT_EQ(parse_duration("500ms"), milliseconds(500));
+  EXPECT_EQ(parse_duration("5s"), milliseconds(5000));
+  EXPECT_EQ(parse_duration("1m30s"), milliseconds(90'000));
+  EXPECT_EQ(parse_duration("1.5h"), milliseconds(5'400'000));
+  EXPECT_EQ(parse_duration("2h45m"), milliseconds((2 * 60 + 45) * 60'000));
+  EXPECT_EQ(parse_duration("7"), milliseconds(7000));    // a bare number is seconds
+  EXPECT_EQ(parse_duration("1500us"), milliseconds(2));  // rounded up, never to 0
+  EXPECT_EQ(parse_duration("1ns"), milliseconds(1));
+  EXPECT_EQ(parse_duration("\xC2\xB5s"), std::nullopt);  // a unit needs a number
+  EXPECT_EQ(parse_duration("3\xC2\xB5s"), milliseconds(1));
+}
+
+TEST(CliParse, BadDurationsAreRefused) {
+  for (const char* bad : {"", "0", "0s", "-1s", "s", "5x", "1m30", "1..5s", "5 s", "ms5", "1e3s"}) {
+    EXPECT_EQ(parse_duration(bad), std::nullopt) << '"' << bad << '"';
+  }
+}
+
+TEST(CliParse, LeaseIds) {
+  EXPECT_EQ(parse_lease_id("694d7d5b2bad7c0b"), 0x694d7d5b2bad7c0bLL);
+  EXPECT_EQ(parse_lease_id("0x1f"), 0x1f);
+  EXPECT_EQ(parse_lease_id("0X1F"), 0x1f);
+  EXPECT_EQ(parse_lease_id("ff"), 0xff);
+  EXPECT_EQ(parse_lease_id("12345"), 0x12345) << "always hex, never guessed from the digits";
+  EXPECT_EQ(parse_lease_id("10"), 16);
+  EXPECT_EQ(parse_lease_id("0000000000000010"), 0x10);
+  // The printed form may use the sign bit: etcd ids are int64 on the wire.
+  EXPECT_EQ(parse_lease_id("ffffffffffffffff"), -1);
+}
+
+TEST(CliParse, BadLeaseIdsAreRefused) {
+  for (const char* bad : {"", "0", "0x", "0x0", "xyz", "12g", "-5", "10000000000000000", "0x1_f", " 12"}) {
+    EXPECT_EQ(parse_lease_id(bad), std::nullopt) << '"' << bad << '"';
+  }
+}
+
+}  // namespace
+}  // namespace etcd_cli
