@@ -1,0 +1,145 @@
+// LeaderObserver: the leader of an election (the lowest create revision
+// under NAME/), derived revision by revision from a PrefixView of NAME/
+// (anchored read, watch from the next revision, differences after a gap).
+#include "../core/prefix_view.h"
+#include "../election_common.h"
+#include "etcd/recipes/election.h"
+
+#include <asio/post.hpp>
+#include <asio/strand.hpp>
+
+namespace etcd::recipes {
+
+namespace detail {
+
+class ObserverState : public std::enable_shared_from_this<ObserverState> {
+ public:
+  ObserverState(Client client, std::string name, RecipeOptions options)
+      : core(std::make_shared<RecipeCore>(std::move(client), "LeaderObserver", name, std::move(options))),
+        input_status(validate_name("LeaderObserver", name)),
+        prefix(name + "/"),
+        strand(asio::make_strand(core->client().executor())),
+        labels(election_labels(name)) {}
+
+  // Called once, right after construction: the view's handler refers back
+  // to this state weakly (the view lives inside it).
+  void attach() {
+    PrefixView::Options options;
+    options.executor = Executor(strand);
+    std::weak_ptr<ObserverState> weak = shared_from_this();
+    view = PrefixView::create(core, prefix, options, [weak](const ViewBatch& batch) {
+      if (auto self = weak.lock()) self->on_batch(batch);
+    });
+  }
+
+  const std::shared_ptr<RecipeCore> core;
+  const Status input_status;
+  const std::string prefix;
+  const asio::strand<Executor> strand;
+  const Labels labels;
+  std::shared_ptr<PrefixView> view;  // set by attach()
+  using ChangeList = ListenerList<const std::optional<LeaderInfo>&>;
+  const std::shared_ptr<ChangeList> listeners = std::make_shared<ChangeList>();
+
+  mutable std::mutex mu;
+  bool started = false;
+  bool initialized = false;
+  std::optional<LeaderInfo> current;
+  Subscription client_state_sub;
+
+ private:
+  // On the strand, once per revision of the view (and once after a resync).
+  void on_batch(const ViewBatch& batch) {
+    if (batch.kind == ViewBatch::Kind::kResynced &&
+        (batch.cause.is(Errc::kResyncNeeded) || batch.cause.is(Errc::kCompacted))) {
+      core->metrics().add("etcd_recipes_leader_observer_resyncs_total", labels, 1);
+    }
+    const ViewMap::value_type* first = nullptr;
+    for (const auto& candidate : *batch.state) {
+      if (!first || candidate.second.create_revision < first->second.create_revision) first = &candidate;
+    }
+    std::optional<LeaderInfo> leader;
+    if (first) leader = leader_info(to_kv(first->first, first->second));
+    bool first_time;
+    {
+      std::lock_guard lock(mu);
+      first_time = !initialized;
+      if (!first_time && current == leader) return;
+      current = leader;
+      initialized = true;
+    }
+    if (!first_time) core->metrics().add("etcd_recipes_leader_changes_total", labels, 1);
+    listeners->post(strand, core, leader);
+  }
+};
+
+}  // namespace detail
+
+LeaderObserver::LeaderObserver(Client client, std::string name, RecipeOptions options)
+    : state_(std::make_shared<detail::ObserverState>(std::move(client), std::move(name), std::move(options))) {
+  state_->attach();
+  bind_recipe(state_->core);
+}
+
+LeaderObserver::~LeaderObserver() { close(); }
+
+void LeaderObserver::start() {
+  auto s = state_;
+  if (s->core->closed()) return;
+  {
+    std::lock_guard lock(s->mu);
+    if (s->started) return;
+    s->started = true;
+  }
+  if (!s->input_status.ok()) return s->core->record_error(s->input_status);
+  std::weak_ptr<detail::RecipeCore> weak = s->core;
+  auto sub = s->core->client().on_state_change([weak](ConnectionState state) {
+    if (auto c = weak.lock()) c->set_state(state);
+  });
+  {
+    std::lock_guard lock(s->mu);
+    s->client_state_sub = std::move(sub);
+  }
+  s->view->start();
+}
+
+Call<void> LeaderObserver::wait_initialized() {
+  auto s = state_;
+  if (!s->input_status.ok()) return Call<void>::ready(s->input_status, s->core->client().executor());
+  return s->view->wait_initialized();
+}
+
+bool LeaderObserver::initialized() const {
+  std::lock_guard lock(state_->mu);
+  return state_->initialized;
+}
+
+std::optional<LeaderInfo> LeaderObserver::current() const {
+  std::lock_guard lock(state_->mu);
+  return state_->current;
+}
+
+Subscription LeaderObserver::on_change(std::function<void(const std::optional<LeaderInfo>&)> listener) {
+  return state_->listeners->add(std::move(listener));
+}
+
+Call<std::vector<Participant>> LeaderObserver::participants() {
+  return detail::read_participants(state_->core->client(), state_->input_status, state_->prefix);
+}
+
+Call<std::optional<LeaderInfo>> LeaderObserver::leader() {
+  return detail::read_leader(state_->core->client(), state_->input_status, state_->prefix);
+}
+
+void LeaderObserver::close() {
+  auto s = state_;
+  if (s->core->closed()) return;
+  s->core->close();  // wakes wait_initialized() with kClosed and stops the view
+  Subscription sub;
+  {
+    std::lock_guard lock(s->mu);
+    sub = std::move(s->client_state_sub);
+  }
+}
+
+}  // namespace etcd::recipes
