@@ -58,7 +58,8 @@ struct Recorder {
   }
   size_t count(ViewBatch::Kind kind) {
     std::lock_guard lock(mu);
-    return static_cast<size_t>(std::count_if(batches.begin(), batches.end(), [&](const Copy& c) { return c.kind == kind; }));
+    return static_cast<size_t>(
+        std::count_if(batches.begin(), batches.end(), [&](const Copy& c) { return c.kind == kind; }));
   }
 };
 
@@ -110,11 +111,19 @@ TEST_F(PrefixViewTest, InitialPagedReadAndWatchMissNoWriteUnderConcurrentWriters
   // the view reads its (small) pages; each write is one revision.
   std::mutex mu;
   std::set<int64_t> written;
-  std::atomic<bool> stop{false};
-  std::vector<std::thread> writers;
+  struct Writers {
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> threads;
+    void join() {
+      stop = true;
+      for (auto& t : threads) t.join();
+      threads.clear();
+    }
+    ~Writers() { join(); }
+  } writers;
   for (int w = 0; w < 3; ++w) {
-    writers.emplace_back([&, w] {
-      for (int i = 0; !stop.load(); ++i) {
+    writers.threads.emplace_back([&, w] {
+      for (int i = 0; !writers.stop.load(); ++i) {
         const std::string k = p + "k" + std::to_string((i * 7 + w * 101) % 400);
         int64_t rev = 0;
         if (i % 5 == 4) {
@@ -138,11 +147,12 @@ TEST_F(PrefixViewTest, InitialPagedReadAndWatchMissNoWriteUnderConcurrentWriters
   auto view = PrefixView::create(core, p, opts, rec.handler());
   EXPECT_EQ(view->wait_initialized().wait().status().code(), StatusCode::kFailedPrecondition);
   view->start();
-  ASSERT_TRUE(view->wait_initialized().timeout(10s).wait().ok());
+  auto init = view->wait_initialized().timeout(10s).wait();
+  ASSERT_TRUE(init.ok()) << init.status().to_string() << "; pages " << view->pages_read() << ", errors "
+                         << core->errors().size();
   EXPECT_GE(view->pages_read(), 40u);
   std::this_thread::sleep_for(300ms);
-  stop = true;
-  for (auto& t : writers) t.join();
+  writers.join();
   auto [truth, truth_rev] = read_all(client(), p);
   ASSERT_TRUE(eventually([&] { return view->revision() >= truth_rev; }));
 
@@ -155,15 +165,19 @@ TEST_F(PrefixViewTest, InitialPagedReadAndWatchMissNoWriteUnderConcurrentWriters
   GetOptions at_r0;
   at_r0.prefix = true;
   at_r0.revision = r0;
+  auto initial = client().get(p, at_r0).wait();
+  ASSERT_TRUE(initial.ok()) << initial.status().to_string();
   ViewMap state;
-  for (const auto& kv : client().get(p, at_r0).wait()->kvs) state[kv.key] = recipes::detail::to_entry(kv);
+  for (const auto& kv : initial->kvs) state[kv.key] = recipes::detail::to_entry(kv);
   EXPECT_EQ(batches[0].state_size, state.size());
   std::vector<int64_t> delivered;
   for (size_t i = 1; i < batches.size(); ++i) {
     ASSERT_EQ(batches[i].kind, ViewBatch::Kind::kChanged);
     ASSERT_GT(batches[i].revision, batches[i - 1].revision) << "out of revision order";
     for (const auto& ev : batches[i].events) {
-      if (ev.type != Type::kRemoved) EXPECT_EQ(ev.entry.mod_revision, batches[i].revision);
+      if (ev.type != Type::kRemoved) {
+        EXPECT_EQ(ev.entry.mod_revision, batches[i].revision);
+      }
     }
     delivered.push_back(batches[i].revision);
     state = replay(std::move(state), batches[i].events);
@@ -308,6 +322,7 @@ TEST_F(PrefixViewProxyTest, AfterACompactionWhileCutOffItEmitsExactlyTheDifferen
   EXPECT_FALSE(rec.overlapped.load());
   core->close();
   view.reset();
+  core.reset();
   EXPECT_TRUE(eventually([&] { return cut_off.core().use_count() <= cut_off_baseline; }, 15s));
 }
 

@@ -50,10 +50,8 @@ TEST(PrefixViewDiff, EqualStatesGiveNoEvent) {
 }
 
 TEST(PrefixViewDiff, ReportsRemovedAddedAndUpdatedKeysInKeyOrder) {
-  const ViewMap before{{"/p/a", entry("a", 2, 2)},
-                       {"/p/b", entry("b", 3, 3)},
-                       {"/p/c", entry("c", 4, 4)},
-                       {"/p/e", entry("e", 9, 9)}};
+  const ViewMap before{
+      {"/p/a", entry("a", 2, 2)}, {"/p/b", entry("b", 3, 3)}, {"/p/c", entry("c", 4, 4)}, {"/p/e", entry("e", 9, 9)}};
   const ViewMap after{{"/p/b", entry("b2", 3, 11, 2)},  // updated
                       {"/p/c", entry("c", 4, 4)},       // unchanged
                       {"/p/d", entry("d", 12, 12)},     // added

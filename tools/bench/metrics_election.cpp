@@ -190,10 +190,11 @@ Turnovers measure_turnovers(Context& ctx) {
   t.ms = run->finish(Clock::now() + ctx.settings.duration + std::chrono::seconds(60), t.wakeups_per_turnover);
   std::ranges::sort(t.ms);
   const auto slow = std::count_if(t.ms.begin(), t.ms.end(), [](double v) { return v > 40.0; });
-  ctx.note(fmt("election turnover: %d candidates, %zu samples, min %.3f p90 %.3f max %.3f ms, %lld over 40 ms, "
-               "%.2f wake-ups per turnover",
-               kCandidates, t.ms.size(), t.ms.front(), t.percentile(90), t.ms.back(), static_cast<long long>(slow),
-               t.wakeups_per_turnover));
+  ctx.note(
+      fmt("election turnover: %d candidates, %zu samples, min %.3f p90 %.3f max %.3f ms, %lld over 40 ms, "
+          "%.2f wake-ups per turnover",
+          kCandidates, t.ms.size(), t.ms.front(), t.percentile(90), t.ms.back(), static_cast<long long>(slow),
+          t.wakeups_per_turnover));
   return t;
 }
 

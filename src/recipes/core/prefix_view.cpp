@@ -176,18 +176,16 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
         ++self->pages;
       }
       if (self->load_rev_ == 0) self->load_rev_ = r->header.revision;
+      const bool more = r->more && !r->kvs.empty() && !self->options.single_key;
+      // The smallest key after the last one of this page.
+      if (more) self->next_key_ = r->kvs.back().key + '\0';
       for (auto& kv : r->kvs) {
         if (self->options.accept && !self->options.accept(kv.key)) continue;
         // Pages arrive in key order: every insertion is at the end.
         std::string key = std::move(kv.key);
         self->loading_.emplace_hint(self->loading_.end(), std::move(key), to_entry(std::move(kv)));
       }
-      if (r->more && !r->kvs.empty() && !self->options.single_key) {
-        // The smallest key after the last one of this page.
-        self->next_key_ = r->kvs.back().key;
-        self->next_key_.push_back('\0');
-        return self->read_page(e);
-      }
+      if (more) return self->read_page(e);
       self->finish_load(e);
     });
   }
@@ -203,7 +201,8 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
       page_size_ = std::max<int64_t>(1, page_size_ / 2);
       return read_page(e);
     }
-    if (!transient(why)) core->record_error(Status(why.code(), "reading " + range + ": " + why.message(), why.reason()));
+    if (!transient(why))
+      core->record_error(Status(why.code(), "reading " + range + ": " + why.message(), why.reason()));
     retry_later(e, [self = shared_from_this(), e] { self->read_page(e); });
   }
 
@@ -293,7 +292,8 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
     watch_ = Watcher();
     if (why.is(Errc::kClosed)) return;  // the client is closed
     const bool compacted = why.is(Errc::kResyncNeeded) || why.is(Errc::kCompacted);
-    if (!compacted) core->record_error(Status(why.code(), "watch of " + range + " ended: " + why.message(), why.reason()));
+    if (!compacted)
+      core->record_error(Status(why.code(), "watch of " + range + " ended: " + why.message(), why.reason()));
     const uint64_t next = ++epoch_;
     if (compacted) return load(next, why);
     retry_later(next, [self = shared_from_this(), next, why] { self->load(next, why); });
@@ -364,8 +364,7 @@ Call<void> PrefixView::wait_initialized() {
           std::unique_lock lock(impl->mu);
           if (!impl->started) {
             lock.unlock();
-            return done(
-                impl->core->named(Status(StatusCode::kFailedPrecondition, "not started (call start() first)")));
+            return done(impl->core->named(Status(StatusCode::kFailedPrecondition, "not started (call start() first)")));
           }
         }
         impl->waiters->add(options, std::move(done), "the first read of " + impl->range);
