@@ -101,13 +101,21 @@ TEST_F(ElectionHandoffTest, TheNextCandidateLeadsPromptlyWhileOtherWritesLand) {
     leader = next->first;
   }
   std::sort(ms.begin(), ms.end());
-  const auto slow = std::count_if(ms.begin(), ms.end(), [](double v) { return v > 40.0; });
-  std::printf("election turnover under writes: min %.1f median %.1f p90 %.1f max %.1f ms, %d of %d over 40 ms\n",
-              ms.front(), ms[ms.size() / 2], ms[ms.size() * 9 / 10], ms.back(), static_cast<int>(slow), kHandoffs);
-  // The same bar as the mutex: a few may still meet etcd's loop (a write can
-  // land between the server reading its revision for the watch and creating
-  // it), most must not.
-  EXPECT_LE(slow, kHandoffs * 3 / 20);
+  const auto over = [&](double bound) {
+    return std::count_if(ms.begin(), ms.end(), [&](double v) { return v > bound; });
+  };
+  std::printf(
+      "election turnover under writes: min %.1f median %.1f p90 %.1f max %.1f ms; %d over 20 ms, %d over 40 ms "
+      "(of %d)\n",
+      ms.front(), ms[ms.size() / 2], ms[ms.size() * 9 / 10], ms.back(), static_cast<int>(over(20.0)),
+      static_cast<int>(over(40.0)), kHandoffs);
+  // An anchored wait (the mutex's, under the same load: 0 of 120 handoffs
+  // over 11 ms) wakes with the resign's own event. Watching from the read's
+  // next revision, as the candidate does today, put 3 to 6 of 40 turnovers
+  // past 20 ms in five runs (up to 99 ms): they waited for etcd's 100 ms
+  // loop. One or two late ones are tolerated: a write can still land between
+  // the server reading its revision for a watch and creating it.
+  EXPECT_LE(over(20.0), kHandoffs / 20);
   for (auto& l : latches) l->close();
   latches.clear();
   // The test drops the client only once the closed latches let go of it.
