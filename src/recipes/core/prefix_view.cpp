@@ -113,8 +113,7 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
     close_sub_ = core->on_close([weak] {
       if (auto self = weak.lock()) asio::post(self->strand, [self] { self->stop(); });
     });
-    if (stopped_) return;  // the waker above already ran: the core was closed meanwhile
-    load(++epoch_, Status());
+    load(++epoch_, Status());  // a core closed meanwhile makes every step stale
   }
 
   void stop() {
