@@ -326,6 +326,33 @@ TEST_F(PrefixViewProxyTest, AfterACompactionWhileCutOffItEmitsExactlyTheDifferen
   EXPECT_TRUE(eventually([&] { return cut_off.core().use_count() <= cut_off_baseline; }, 15s));
 }
 
+TEST_F(PrefixViewProxyTest, ReadsThatCannotGetThroughAreRetriedUntilTheFirstReadSucceeds) {
+  const std::string p = key("retry/");
+  ASSERT_TRUE(client().put(p + "a", "1").wait().ok());
+  proxy_->cut();  // every connection attempt is refused: reads fail as UNAVAILABLE
+  Client cut_off(proxied());
+  const long cut_off_baseline = cut_off.core().use_count();
+  Recorder rec;
+  auto core = make_core(cut_off);
+  auto view = PrefixView::create(core, p, PrefixView::Options(), rec.handler());
+  view->start();
+  EXPECT_FALSE(view->wait_initialized().timeout(1500ms).wait().ok());
+  EXPECT_FALSE(view->initialized());
+  EXPECT_EQ(view->pages_read(), 0u);
+  ASSERT_TRUE(client().put(p + "b", "1").wait().ok());
+  proxy_->restore();
+  auto init = view->wait_initialized().timeout(15s).wait();
+  ASSERT_TRUE(init.ok()) << init.status().to_string();
+  EXPECT_EQ(view->size(), 2u);
+  EXPECT_EQ(rec.all().at(0).kind, ViewBatch::Kind::kInitialized);
+  // A link that was down is not a failure of the view worth recording.
+  for (const auto& e : core->errors()) ADD_FAILURE() << "recorded: " << e.to_string();
+  core->close();
+  view.reset();
+  core.reset();
+  EXPECT_TRUE(eventually([&] { return cut_off.core().use_count() <= cut_off_baseline; }, 15s));
+}
+
 TEST_F(PrefixViewTest, OneKeyModeAndAFilter) {
   ASSERT_TRUE(client().put(key("node"), "1").wait().ok());
   ASSERT_TRUE(client().put(key("node2"), "x").wait().ok());  // shares the key as a prefix: not followed
