@@ -253,25 +253,35 @@ class PrefixViewProxyTest : public PrefixViewTest {
     proxy_ = etcd::testing::FaultProxy::start(cluster().endpoint(0));
   }
   void TearDown() override {
+    if (cut_off_) {
+      EXPECT_TRUE(eventually([&] { return cut_off_->core().use_count() <= cut_off_baseline_; }, 15s))
+          << "the view still holds the proxied client";
+      cut_off_.reset();
+    }
     proxy_.reset();
     PrefixViewTest::TearDown();
   }
-  ClientOptions proxied() const {
-    ClientOptions o;
-    o.endpoints = {proxy_->endpoint()};
-    return o;
+  // A client whose only way to etcd is the proxy.
+  Client& cut_off() {
+    if (!cut_off_) {
+      ClientOptions o;
+      o.endpoints = {proxy_->endpoint()};
+      cut_off_ = std::make_unique<Client>(o);
+      cut_off_baseline_ = cut_off_->core().use_count();
+    }
+    return *cut_off_;
   }
   std::unique_ptr<etcd::testing::FaultProxy> proxy_;
+  std::unique_ptr<Client> cut_off_;
+  long cut_off_baseline_ = 0;
 };
 
 TEST_F(PrefixViewProxyTest, AfterACompactionWhileCutOffItEmitsExactlyTheDifferences) {
   const std::string p = key("gap/");
   for (const char* k : {"a", "b", "c", "d"}) ASSERT_TRUE(client().put(p + k, std::string("v-") + k).wait().ok());
 
-  Client cut_off(proxied());
-  const long cut_off_baseline = cut_off.core().use_count();
   Recorder rec;
-  auto core = make_core(cut_off);
+  auto core = make_core(cut_off());
   auto view = PrefixView::create(core, p, PrefixView::Options(), rec.handler());
   view->start();
   ASSERT_TRUE(view->wait_initialized().timeout(10s).wait().ok());
@@ -321,19 +331,14 @@ TEST_F(PrefixViewProxyTest, AfterACompactionWhileCutOffItEmitsExactlyTheDifferen
   ASSERT_TRUE(eventually([&] { return view->get(p + "f").has_value(); }));
   EXPECT_FALSE(rec.overlapped.load());
   core->close();
-  view.reset();
-  core.reset();
-  EXPECT_TRUE(eventually([&] { return cut_off.core().use_count() <= cut_off_baseline; }, 15s));
 }
 
 TEST_F(PrefixViewProxyTest, ReadsThatCannotGetThroughAreRetriedUntilTheFirstReadSucceeds) {
   const std::string p = key("retry/");
   ASSERT_TRUE(client().put(p + "a", "1").wait().ok());
   proxy_->cut();  // every connection attempt is refused: reads fail as UNAVAILABLE
-  Client cut_off(proxied());
-  const long cut_off_baseline = cut_off.core().use_count();
   Recorder rec;
-  auto core = make_core(cut_off);
+  auto core = make_core(cut_off());
   auto view = PrefixView::create(core, p, PrefixView::Options(), rec.handler());
   view->start();
   EXPECT_FALSE(view->wait_initialized().timeout(1500ms).wait().ok());
@@ -348,9 +353,6 @@ TEST_F(PrefixViewProxyTest, ReadsThatCannotGetThroughAreRetriedUntilTheFirstRead
   // A link that was down is not a failure of the view worth recording.
   for (const auto& e : core->errors()) ADD_FAILURE() << "recorded: " << e.to_string();
   core->close();
-  view.reset();
-  core.reset();
-  EXPECT_TRUE(eventually([&] { return cut_off.core().use_count() <= cut_off_baseline; }, 15s));
 }
 
 TEST_F(PrefixViewTest, OneKeyModeAndAFilter) {
