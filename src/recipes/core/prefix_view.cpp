@@ -1,5 +1,6 @@
 #include "prefix_view.h"
 
+#include <algorithm>
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
@@ -88,8 +89,7 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
         options(std::move(o)),
         strand(asio::make_strand(options.executor.value_or(core->client().executor()))),
         waiters(std::make_shared<WaiterSet>(core)),
-        handler_(std::move(h)),
-        page_size_(std::max<int64_t>(1, options.page_size)) {}
+        handler_(std::move(h)) {}
 
   const std::shared_ptr<RecipeCore> core;
   const std::string range;
@@ -163,7 +163,7 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
     GetOptions page;
     if (!options.single_key) {
       page.range_end = prefix_range_end(range);
-      page.limit = page_size_;
+      page.limit = std::max<int64_t>(1, options.page_size);  // 0 would mean "no limit"
     }
     page.revision = load_rev_;
     run(core->client().get(next_key_, page), [self = shared_from_this(), e](Result<GetResponse> r) {
@@ -195,10 +195,6 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
       // The revision of the first page was compacted before the last one:
       // start over at the newest revision.
       return load(e, cause_);
-    }
-    if (why.code() == StatusCode::kResourceExhausted && page_size_ > 1 && !options.single_key) {
-      page_size_ = std::max<int64_t>(1, page_size_ / 2);
-      return read_page(e);
     }
     if (!transient(why))
       core->record_error(Status(why.code(), "reading " + range + ": " + why.message(), why.reason()));
@@ -316,7 +312,6 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
   bool initialized_here_ = false;
   uint64_t epoch_ = 0;
   int failures_ = 0;
-  int64_t page_size_;
   std::shared_ptr<asio::steady_timer> timer_;
   Watcher watch_;
   Subscription close_sub_;

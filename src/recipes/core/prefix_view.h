@@ -119,8 +119,8 @@ class PrefixView : public std::enable_shared_from_this<PrefixView> {
     // reports each child once); without it, the batch has no events and the
     // owner reads `state`.
     bool initial_events = false;
-    // Keys per Range page (halved, down to 1, when a page is too large for
-    // the transport's message limit).
+    // Keys per Range page (at least 1): a large prefix arrives in many
+    // small responses, never in one that holds it all.
     int64_t page_size = 1000;
     // Backoff cap for retried reads.
     std::chrono::milliseconds max_backoff{2000};
