@@ -6,8 +6,10 @@
 // predecessor at revision R and then watches from R+1 meets that loop
 // whenever another write lands in between, and then takes up to 100 ms to
 // notice that its predecessor resigned. The lock recipes' anchored wait
-// avoids it; this test holds the election to the same bar as the mutex's
-// HandoffIsPromptWhileOtherWritesLandBetweenAWaitersReadAndItsWatch.
+// avoids it, so the test measures a mutex handoff under the same writes as
+// its control (as in the mutex's own
+// HandoffIsPromptWhileOtherWritesLandBetweenAWaitersReadAndItsWatch) and
+// allows the election no longer tail than the mutex's.
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
