@@ -96,8 +96,8 @@ Call<std::shared_ptr<Session>> RecipeCore::session() {
           }
           session = self->session_;
         }
-        CallAccess::start_inline(inherit(session->start(), options),
-                                 [session, done = std::move(done)](Result<void> r) {
+        CallAccess::start_inherited(session->start(), options,
+                                    [session, done = std::move(done)](Result<void> r) {
                                    if (!r.ok()) return done(std::move(r).status());
                                    done(session);
                                  });

@@ -3,7 +3,6 @@
 // release), and the threads a process needs for 10,000 parked waiters.
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <functional>
@@ -19,13 +18,13 @@
 #include "etcd/recipes/metrics.h"
 #include "etcd/recipes/mutex.h"
 #include "etcd/session.h"
+#include "handoff.h"
 
 namespace bench {
 namespace {
 
 using etcd::recipes::DistributedMutex;
 using etcd::recipes::RecipeOptions;
-using Millis = std::chrono::duration<double, std::milli>;
 
 std::string fmt(const char* format, auto... args) {
   char buf[512];
@@ -165,142 +164,11 @@ double lock_cycle_many(Context& ctx) {
 
 constexpr int kHandoffWaiters = 16;
 
-struct Handoff {
-  std::vector<double> ms;  // sorted
-  double wakeups_per_release = 0;
-
-  double percentile(double p) const {
-    const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(ms.size())));
-    return ms.at(std::max<std::size_t>(rank, 1) - 1);
-  }
-};
-
-// One holder and 16 queued waiters on one lock. Each holder releases as soon
-// as it holds and queues again once its release completed, so 16 waiters
-// stay parked. A sample is release call → the next holder's acquire
-// completion.
-class HandoffRun : public std::enable_shared_from_this<HandoffRun> {
- public:
-  HandoffRun(std::vector<std::shared_ptr<DistributedMutex>> locks,
-             std::shared_ptr<etcd::recipes::PrometheusMetrics> metrics, etcd::recipes::Labels labels, int warmup,
-             Clock::duration window, std::size_t max_samples)
-      : locks_(std::move(locks)),
-        metrics_(std::move(metrics)),
-        labels_(std::move(labels)),
-        warmup_(warmup),
-        window_(window),
-        max_samples_(max_samples) {}
-
-  // Lock 0 holds; the others are queued behind it. Starts the handoffs.
-  void start() {
-    for (std::size_t i = 1; i < locks_.size(); ++i) acquire(i);
-    on_acquired(0, etcd::Result<void>());
-  }
-
-  // Waits until done, then closes every lock and waits for the parked
-  // acquisitions to finish.
-  std::vector<double> finish(Clock::time_point give_up, double& wakeups_per_release) {
-    std::unique_lock lock(mu_);
-    if (!cv_.wait_until(lock, give_up, [&] { return stopping_; })) {
-      lock.unlock();
-      close_all();
-      throw std::runtime_error(fmt("lock handoff: only %zu samples in time", samples_.size()));
-    }
-    lock.unlock();
-    close_all();
-    lock.lock();
-    cv_.wait_until(lock, Clock::now() + std::chrono::seconds(10), [&] { return outstanding_ == 0; });
-    if (error_) throw etcd::Error(*error_);
-    if (measured_releases_ == 0) throw std::runtime_error("lock handoff: no releases measured");
-    wakeups_per_release = (wakeups_end_ - wakeups_start_) / static_cast<double>(measured_releases_);
-    return samples_;
-  }
-
- private:
-  void acquire(std::size_t i) {
-    {
-      std::lock_guard lock(mu_);
-      if (stopping_) return;
-      ++outstanding_;
-    }
-    auto self = shared_from_this();
-    locks_[i]->acquire().then([self, i](etcd::Result<etcd::recipes::Hold> r) {
-      self->on_acquired(i, r.ok() ? etcd::Result<void>() : etcd::Result<void>(std::move(r).status()));
-      std::lock_guard lock(self->mu_);
-      if (--self->outstanding_ == 0) self->cv_.notify_all();
-    });
-  }
-
-  void on_acquired(std::size_t i, etcd::Result<void> r) {
-    const auto now = Clock::now();
-    {
-      std::lock_guard lock(mu_);
-      if (stopping_) return;  // closed: parked waiters end with kClosed
-      if (!r.ok()) {
-        error_ = r.status();
-        stopping_ = true;
-        cv_.notify_all();
-        return;
-      }
-      if (released_at_) {
-        if (++handoffs_ == warmup_) {
-          wakeups_start_ = metrics_->value("etcd_recipes_lock_wakeups_total", labels_);
-          measure_end_ = now + window_;
-        } else if (handoffs_ > warmup_) {
-          samples_.push_back(Millis(now - *released_at_).count());
-        }
-      }
-      if (handoffs_ > warmup_ && (now >= measure_end_ || samples_.size() >= max_samples_)) {
-        wakeups_end_ = metrics_->value("etcd_recipes_lock_wakeups_total", labels_);
-        stopping_ = true;
-        cv_.notify_all();
-        return;
-      }
-      if (handoffs_ >= warmup_) ++measured_releases_;
-      released_at_ = Clock::now();
-    }
-    auto self = shared_from_this();
-    locks_[i]->release().then([self, i](etcd::Result<bool> released) {
-      if (!released.ok() || !*released) {
-        std::lock_guard lock(self->mu_);
-        if (!self->error_ && !self->stopping_) {
-          self->error_ = released.ok() ? etcd::Status(etcd::StatusCode::kAborted, "a release reported a lost hold")
-                                       : released.status();
-        }
-        self->stopping_ = true;
-        self->cv_.notify_all();
-        return;
-      }
-      self->acquire(i);  // queue again, behind the others
-    });
-  }
-
-  void close_all() {
-    for (auto& l : locks_) l->close();
-  }
-
-  std::vector<std::shared_ptr<DistributedMutex>> locks_;
-  std::shared_ptr<etcd::recipes::PrometheusMetrics> metrics_;
-  const etcd::recipes::Labels labels_;
-  const int warmup_;
-  const Clock::duration window_;
-  const std::size_t max_samples_;
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  int outstanding_ = 0;
-  int handoffs_ = 0;
-  int measured_releases_ = 0;
-  Clock::time_point measure_end_ = Clock::time_point::max();
-  std::optional<Clock::time_point> released_at_;
-  std::vector<double> samples_;
-  double wakeups_start_ = 0;
-  double wakeups_end_ = 0;
-  std::optional<etcd::Status> error_;
-};
-
-Handoff measure_handoff(Context& ctx) {
+// One lock, a holder and 16 queued waiters (each its own session). Each
+// holder releases as soon as it holds and queues again once its release
+// completed, so 16 waiters stay parked. A sample is release call → the next
+// holder's acquire completion.
+HandoffSamples measure_handoff(Context& ctx) {
   const std::string name = Context::key_prefix("lock_handoff") + "lock";
   auto metrics = std::make_shared<etcd::recipes::PrometheusMetrics>();
   RecipeOptions options;
@@ -308,21 +176,37 @@ Handoff measure_handoff(Context& ctx) {
   std::vector<std::shared_ptr<DistributedMutex>> locks;
   for (int i = 0; i <= kHandoffWaiters; ++i)
     locks.push_back(std::make_shared<DistributedMutex>(ctx.client, name, options));
-  locks[0]->acquire().wait().value();
-  const int warmup = ctx.settings.quick ? 20 : 50;
-  auto run = std::make_shared<HandoffRun>(locks, metrics, etcd::recipes::Labels{{"lock", name}}, warmup,
-                                          ctx.settings.duration, 5000);
-  run->start();
-  Handoff h;
-  h.ms = run->finish(Clock::now() + ctx.settings.duration + std::chrono::seconds(60), h.wakeups_per_release);
-  std::ranges::sort(h.ms);
-  ctx.note(fmt("lock handoff: %d waiters, %zu samples, min %.3f p90 %.3f max %.3f ms, %.2f wake-ups per release",
-               kHandoffWaiters, h.ms.size(), h.ms.front(), h.percentile(90), h.ms.back(), h.wakeups_per_release));
+  const etcd::recipes::Labels labels{{"lock", name}};
+  HandoffSpec spec{
+      .what = "lock handoff",
+      .contenders = locks.size(),
+      .take =
+          [locks, ex = ctx.client.executor()](std::size_t i) {
+            // The runner waits for a Call<void>; the hold stays with the mutex.
+            return etcd::Call<void>(
+                [l = locks[i]](etcd::CallOptions, etcd::Callback<void> done) {
+                  l->acquire().then([done](etcd::Result<etcd::recipes::Hold> r) {
+                    done(r.ok() ? etcd::Result<void>() : etcd::Result<void>(std::move(r).status()));
+                  });
+                },
+                ex);
+          },
+      .give = [locks](std::size_t i) { return locks[i]->release(); },
+      .close_all =
+          [locks] {
+            for (auto& l : locks) l->close();
+          },
+      .wakeups = [metrics, labels] { return metrics->value("etcd_recipes_lock_wakeups_total", labels); },
+      .warmup = ctx.settings.quick ? 20 : 50,
+      .window = ctx.settings.duration,
+  };
+  auto h = measure_handoffs(spec, Clock::now() + ctx.settings.duration + std::chrono::seconds(60));
+  ctx.note(fmt("lock handoff: %d waiters, ", kHandoffWaiters) + h.summary());
   return h;
 }
 
-const Handoff& handoff(Context& ctx) {
-  return ctx.memo<Handoff>("lock_handoff", [&] { return measure_handoff(ctx); });
+const HandoffSamples& handoff(Context& ctx) {
+  return ctx.memo<HandoffSamples>("lock_handoff", [&] { return measure_handoff(ctx); });
 }
 
 // --- waiters_threads ---------------------------------------------------------
@@ -458,7 +342,7 @@ double waiters_threads(Context& ctx) {
      .unit = "events",
      .base = "",
      .order = 422,
-     .run = [](Context& ctx) { return handoff(ctx).wakeups_per_release; }},
+     .run = [](Context& ctx) { return handoff(ctx).wakeups_per_handoff; }},
     {.name = "waiters_threads",
      .unit = "threads",
      .kind = Kind::kCount,

@@ -1,14 +1,13 @@
-// LeaderObserver: an exact local view of an election's candidates (anchored
-// read of NAME/ at revision R, prefix watch from R+1), from which the leader
-// (lowest create revision) is derived revision by revision.
+// LeaderObserver: the leader of an election (the lowest create revision
+// under NAME/), derived revision by revision from a PrefixView of NAME/
+// (anchored read, watch from the next revision, differences after a gap).
+#include "../core/prefix_view.h"
+#include "../core/listeners.h"
+#include "../election_common.h"
 #include "etcd/recipes/election.h"
 
-#include "../election_common.h"
-
 #include <asio/post.hpp>
-#include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
-#include <map>
 
 namespace etcd::recipes {
 
@@ -21,126 +20,72 @@ class ObserverState : public std::enable_shared_from_this<ObserverState> {
         input_status(core->input()),
         prefix(name + "/"),
         strand(asio::make_strand(core->client().executor())),
-        labels(election_labels(name)),
-        waiters(std::make_shared<WaiterSet>(core)) {}
+        labels(election_labels(name)) {}
+
+  // Called once, right after construction: the view's handler refers back
+  // to this state weakly (the view lives inside it).
+  void attach() {
+    PrefixView::Options options;
+    options.executor = Executor(strand);
+    std::weak_ptr<ObserverState> weak = shared_from_this();
+    view = PrefixView::create(core, prefix, options, [weak](const ViewBatch& batch) {
+      if (auto self = weak.lock()) self->on_batch(batch);
+    });
+  }
 
   const std::shared_ptr<RecipeCore> core;
   const Status input_status;
   const std::string prefix;
   const asio::strand<Executor> strand;
   const Labels labels;
-  const std::shared_ptr<WaiterSet> waiters;
-  using ChangeList = ListenerList<const std::optional<LeaderInfo>&>;
-  const std::shared_ptr<ChangeList> listeners = std::make_shared<ChangeList>();
+  std::shared_ptr<PrefixView> view;  // set by attach()
+  ListenerSet<const std::optional<LeaderInfo>&> listeners;
 
   mutable std::mutex mu;
   bool started = false;
   bool initialized = false;
   std::optional<LeaderInfo> current;
+  Subscription client_state_sub;
 
-  // --- on the strand
-
-  void begin() {
-    if (core->closed()) return;
-    if (!input_status.ok()) {
-      core->record_error(input_status);
-      waiters->fail_all(input_status);
-      return;
+  void start() {
+    {
+      std::lock_guard lock(mu);
+      if (started) return;
+      started = true;
     }
     std::weak_ptr<RecipeCore> weak = core;
-    client_state_sub_ = core->client().on_state_change([weak](ConnectionState s) {
-      if (auto c = weak.lock()) c->set_state(s);
+    auto sub = core->client().on_state_change([weak](ConnectionState state) {
+      if (auto c = weak.lock()) c->set_state(state);
     });
-    reload(++epoch_);
+    {
+      std::lock_guard lock(mu);
+      client_state_sub = std::move(sub);
+    }
+    view->start();
   }
 
+  // After the close gate (which wakes wait_initialized() and stops the view).
   void stop() {
-    ++epoch_;
-    watch_.cancel();
-    watch_ = Watcher();
-    if (timer_) timer_->cancel();
-    timer_.reset();
-    client_state_sub_.reset();
+    Subscription sub;
+    {
+      std::lock_guard lock(mu);
+      sub = std::move(client_state_sub);
+    }
   }
 
  private:
-  bool stale(uint64_t e) const { return e != epoch_ || core->closed(); }
-
-  template <class T, class F>
-  void run(Call<T> call, F f) {
-    run_on_strand(shared_from_this(), std::move(call), std::move(f));
-  }
-
-  void retry_later(uint64_t e, std::function<void()> step) {
-    retry_on_strand(
-        shared_from_this(), failures_, timer_, 2000, [self = shared_from_this(), e] { return self->stale(e); },
-        std::move(step));
-  }
-
-  // Reads every candidate at one revision, then watches from the next one.
-  void reload(uint64_t e) {
-    GetOptions all;
-    all.prefix = true;
-    run(core->client().get(prefix, all), [self = shared_from_this(), e](Result<GetResponse> r) {
-      if (self->stale(e)) return;
-      if (!r.ok()) {
-        if (!transient(r.status())) self->core->record_error(r.status());
-        if (r.status().is(Errc::kClosed)) return;  // the client is closed: nothing more to see
-        return self->retry_later(e, [self, e] { self->reload(e); });
-      }
-      self->failures_ = 0;
-      self->candidates_.clear();
-      for (const auto& kv : r->kvs) self->candidates_[kv.key] = kv;
-      self->publish();
-      self->watch(e, r->header.revision + 1);
-    });
-  }
-
-  void watch(uint64_t e, int64_t from) {
-    WatchOptions options;
-    options.prefix = true;
-    options.start_revision = from;
-    options.executor = Executor(strand);
-    watch_ = core->client().watch(prefix, options, [self = shared_from_this(), e](Result<WatchResponse> r) {
-      if (self->stale(e)) return;
-      if (!r.ok()) return self->gap(r.status());
-      const auto& events = r->events;
-      for (size_t i = 0; i < events.size(); ++i) {
-        const Event& ev = events[i];
-        if (ev.type == Event::Type::kPut) {
-          self->candidates_[ev.kv.key] = ev.kv;
-        } else {
-          self->candidates_.erase(ev.kv.key);
-        }
-        // The state at the end of each revision (a Txn may change several keys).
-        if (i + 1 == events.size() || events[i + 1].kv.mod_revision != ev.kv.mod_revision) self->publish();
-      }
-    });
-  }
-
-  // The watch ended: it cannot go on without a gap (compaction while
-  // disconnected) or failed. Read again and report what changed meanwhile.
-  void gap(const Status& why) {
-    const bool resync = why.is(Errc::kResyncNeeded) || why.is(Errc::kCompacted);
-    if (resync) {
+  // On the strand, once per revision of the view (and once after a resync).
+  void on_batch(const ViewBatch& batch) {
+    if (batch.kind == ViewBatch::Kind::kResynced &&
+        (batch.cause.is(Errc::kResyncNeeded) || batch.cause.is(Errc::kCompacted))) {
       core->metrics().add("etcd_recipes_leader_observer_resyncs_total", labels, 1);
-    } else if (!why.is(Errc::kClosed)) {
-      core->record_error(Status(why.code(), "watch ended: " + why.message(), why.reason()));
     }
-    watch_ = Watcher();
-    if (why.is(Errc::kClosed)) return;  // the client is closed
-    const uint64_t next = ++epoch_;
-    if (resync) return reload(next);
-    retry_later(next, [self = shared_from_this(), next] { self->reload(next); });
-  }
-
-  void publish() {
-    const KeyValue* first = nullptr;
-    for (const auto& [key, kv] : candidates_) {
-      if (!first || kv.create_revision < first->create_revision) first = &kv;
+    const ViewMap::value_type* first = nullptr;
+    for (const auto& candidate : *batch.state) {
+      if (!first || candidate.second.create_revision < first->second.create_revision) first = &candidate;
     }
     std::optional<LeaderInfo> leader;
-    if (first) leader = leader_info(*first);
+    if (first) leader = leader_info(to_kv(first->first, first->second));
     bool first_time;
     {
       std::lock_guard lock(mu);
@@ -150,16 +95,8 @@ class ObserverState : public std::enable_shared_from_this<ObserverState> {
       initialized = true;
     }
     if (!first_time) core->metrics().add("etcd_recipes_leader_changes_total", labels, 1);
-    listeners->post(strand, core, leader);
-    if (first_time) waiters->set_ready(true);
+    listeners.notify(strand, core->throw_sink(), leader);
   }
-
-  uint64_t epoch_ = 0;
-  int failures_ = 0;
-  std::map<std::string, KeyValue> candidates_;
-  Watcher watch_;
-  std::shared_ptr<asio::steady_timer> timer_;
-  Subscription client_state_sub_;
 };
 
 }  // namespace detail
@@ -169,40 +106,16 @@ LeaderObserver::LeaderObserver(Client client, std::string name)
 
 LeaderObserver::LeaderObserver(Client client, std::string name, RecipeOptions options)
     : state_(std::make_shared<detail::ObserverState>(std::move(client), std::move(name), std::move(options))) {
-  std::weak_ptr<detail::ObserverState> weak = state_;
-  state_->core->set_start_action([weak] {
-    auto s = weak.lock();
-    if (!s) return;
-    {
-      std::lock_guard lock(s->mu);
-      if (s->started) return;
-      s->started = true;
-    }
-    asio::post(s->strand, [s] { s->begin(); });
-  });
-  // Parked waiters end with kClosed through the gate; the watch stops.
-  state_->core->set_close_action([weak] {
-    if (auto s = weak.lock()) asio::post(s->strand, [s] { s->stop(); });
-  });
+  state_->attach();
+  state_->core->set_start_action([s = state_] { s->start(); });
+  state_->core->set_close_action([s = state_] { s->stop(); });
   bind_recipe(state_->core);
 }
 
 Call<void> LeaderObserver::wait_initialized() {
   auto s = state_;
-  return Call<void>(
-      [s](CallOptions options, Callback<void> done) {
-        if (!s->input_status.ok()) return done(s->input_status);
-        if (s->core->closed()) return done(s->core->closed_status());
-        {
-          std::unique_lock lock(s->mu);
-          if (!s->started) {
-            lock.unlock();
-            return done(s->core->named(Status(StatusCode::kFailedPrecondition, "not started (call start() first)")));
-          }
-        }
-        s->waiters->add(options, std::move(done), "the first read");
-      },
-      s->core->client().executor());
+  if (!s->input_status.ok()) return Call<void>::ready(s->input_status, s->core->client().executor());
+  return s->view->wait_initialized();
 }
 
 bool LeaderObserver::initialized() const {
@@ -216,7 +129,7 @@ std::optional<LeaderInfo> LeaderObserver::current() const {
 }
 
 Subscription LeaderObserver::on_change(std::function<void(const std::optional<LeaderInfo>&)> listener) {
-  return state_->listeners->add(std::move(listener));
+  return state_->listeners.add(std::move(listener));
 }
 
 Call<std::vector<Participant>> LeaderObserver::participants() {

@@ -135,6 +135,19 @@ func run(endpoints []string, d time.Duration) (map[string]float64, error) {
 		return nil, fmt.Errorf("go_mutex_cycle_seq: %w", err)
 	}
 
+	// elect_cycle_seq: Campaign until leading, then Resign, on the same
+	// session; uncontended.
+	election := concurrency.NewElection(session, keyPrefix+"election")
+	electCycle := func() error {
+		if err := election.Campaign(ctx, "bench"); err != nil {
+			return err
+		}
+		return election.Resign(ctx)
+	}
+	if out["go_elect_cycle_seq"], err = sequential(d, electCycle); err != nil {
+		return nil, fmt.Errorf("go_elect_cycle_seq: %w", err)
+	}
+
 	// lock_cycle_many: one Mutex per goroutine, each on its own name, all on
 	// the one session. A Mutex is not safe for concurrent use, but worker i
 	// only ever uses mutexes[i].

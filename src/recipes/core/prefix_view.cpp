@@ -1,0 +1,416 @@
+#include "prefix_view.h"
+
+#include <algorithm>
+#include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/strand.hpp>
+#include <exception>
+#include <utility>
+
+#include "../election_common.h"
+#include "keys.h"
+
+namespace etcd::recipes::detail {
+
+ViewEntry to_entry(KeyValue kv) {
+  ViewEntry e;
+  e.value = std::move(kv.value);
+  e.create_revision = kv.create_revision;
+  e.mod_revision = kv.mod_revision;
+  e.version = kv.version;
+  e.lease = kv.lease;
+  return e;
+}
+
+KeyValue to_kv(const std::string& key, const ViewEntry& entry) {
+  KeyValue kv;
+  kv.key = key;
+  kv.value = entry.value;
+  kv.create_revision = entry.create_revision;
+  kv.mod_revision = entry.mod_revision;
+  kv.version = entry.version;
+  kv.lease = entry.lease;
+  return kv;
+}
+
+std::vector<ViewEvent> diff_views(const ViewMap& before, const ViewMap& after) {
+  std::vector<ViewEvent> out;
+  auto b = before.begin();
+  auto a = after.begin();
+  // One merge walk over both key-ordered maps.
+  while (b != before.end() || a != after.end()) {
+    if (a == after.end() || (b != before.end() && b->first < a->first)) {
+      out.push_back({ViewEvent::Type::kRemoved, b->first, b->second, std::nullopt});
+      ++b;
+    } else if (b == before.end() || a->first < b->first) {
+      out.push_back({ViewEvent::Type::kAdded, a->first, a->second, std::nullopt});
+      ++a;
+    } else {
+      if (!(a->second == b->second)) out.push_back({ViewEvent::Type::kUpdated, a->first, a->second, b->second});
+      ++a;
+      ++b;
+    }
+  }
+  return out;
+}
+
+std::vector<ViewEvent> apply_events(ViewMap& map, const std::vector<Event>& events, size_t begin, size_t end,
+                                    const std::function<bool(std::string_view)>& accept) {
+  std::vector<ViewEvent> out;
+  for (size_t i = begin; i < end; ++i) {
+    const Event& ev = events[i];
+    if (accept && !accept(ev.kv.key)) continue;
+    auto it = map.find(ev.kv.key);
+    if (ev.type == Event::Type::kDelete) {
+      if (it == map.end()) continue;
+      out.push_back({ViewEvent::Type::kRemoved, it->first, std::move(it->second), std::nullopt});
+      map.erase(it);
+      continue;
+    }
+    ViewEntry entry = to_entry(ev.kv);
+    if (it == map.end()) {
+      map.emplace(ev.kv.key, entry);
+      out.push_back({ViewEvent::Type::kAdded, ev.kv.key, std::move(entry), std::nullopt});
+    } else if (!(it->second == entry)) {
+      ViewEntry previous = std::exchange(it->second, entry);
+      out.push_back({ViewEvent::Type::kUpdated, ev.kv.key, std::move(entry), std::move(previous)});
+    }
+  }
+  return out;
+}
+
+// Everything that runs in the background, kept alive by in-flight work. Its
+// steps run on `strand`; the view itself (map, revision, flags) is guarded by
+// `mu` so that readers on other threads see one consistent state.
+struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
+  Impl(std::shared_ptr<RecipeCore> c, std::string r, Options o, Handler h)
+      : core(std::move(c)),
+        range(std::move(r)),
+        options(std::move(o)),
+        strand(asio::make_strand(options.executor.value_or(core->client().executor()))),
+        waiters(std::make_shared<WaiterSet>(core)),
+        handler_(std::move(h)) {}
+
+  const std::shared_ptr<RecipeCore> core;
+  const std::string range;
+  const Options options;
+  const asio::strand<Executor> strand;
+  const std::shared_ptr<WaiterSet> waiters;
+
+  mutable std::mutex mu;
+  ViewMap map;  // written on the strand only
+  int64_t revision = 0;
+  bool started = false;
+  bool initialized = false;
+  uint64_t pages = 0;
+  uint64_t resyncs = 0;
+
+  // --- on the strand
+
+  void begin() {
+    if (core->closed()) return;
+    std::weak_ptr<Impl> weak = shared_from_this();
+    close_sub_ = core->on_close([weak] {
+      if (auto self = weak.lock()) asio::post(self->strand, [self] { self->stop(); });
+    });
+    load(++epoch_, Status());  // a core closed meanwhile makes every step stale
+  }
+
+  void stop() {
+    stopped_ = true;
+    ++epoch_;
+    watch_.cancel();
+    watch_ = Watcher();
+    if (timer_) timer_->cancel();
+    timer_.reset();
+    close_sub_.reset();
+    handler_ = nullptr;  // the owner's handler may keep the owner alive
+    ViewMap().swap(loading_);
+  }
+
+  void request_resync() {
+    if (stopped_ || !initialized_here_) return;
+    load(++epoch_, Status(StatusCode::kOk, "resync requested"));
+  }
+
+ private:
+  bool stale(uint64_t e) const { return e != epoch_ || stopped_ || core->closed(); }
+
+  template <class T, class F>
+  void run(Call<T> call, F f) {
+    run_on_strand(shared_from_this(), std::move(call), std::move(f));
+  }
+
+  void retry_later(uint64_t e, std::function<void()> step) {
+    retry_on_strand(
+        shared_from_this(), failures_, timer_, static_cast<int>(options.max_backoff.count()),
+        [self = shared_from_this(), e] { return self->stale(e); }, std::move(step));
+  }
+
+  // Reads the whole range at one revision (the first page picks it), page by
+  // page, into `loading_`; the view keeps showing its old state meanwhile.
+  void load(uint64_t e, Status cause) {
+    watch_.cancel();
+    watch_ = Watcher();
+    ViewMap().swap(loading_);
+    load_rev_ = 0;
+    next_key_ = range.empty() ? std::string(1, '\0') : range;
+    cause_ = std::move(cause);
+    read_page(e);
+  }
+
+  void read_page(uint64_t e) {
+    GetOptions page;
+    if (!options.single_key) {
+      page.range_end = prefix_range_end(range);
+      page.limit = std::max<int64_t>(1, options.page_size);  // 0 would mean "no limit"
+    }
+    page.revision = load_rev_;
+    run(core->client().get(next_key_, page), [self = shared_from_this(), e](Result<GetResponse> r) {
+      if (self->stale(e)) return;
+      if (!r.ok()) return self->page_failed(e, r.status());
+      self->failures_ = 0;
+      {
+        std::lock_guard lock(self->mu);
+        ++self->pages;
+      }
+      if (self->load_rev_ == 0) self->load_rev_ = r->header.revision;
+      const bool more = r->more && !r->kvs.empty() && !self->options.single_key;
+      // The smallest key after the last one of this page.
+      if (more) self->next_key_ = r->kvs.back().key + '\0';
+      for (auto& kv : r->kvs) {
+        if (self->options.accept && !self->options.accept(kv.key)) continue;
+        // Pages arrive in key order: every insertion is at the end.
+        std::string key = std::move(kv.key);
+        self->loading_.emplace_hint(self->loading_.end(), std::move(key), to_entry(std::move(kv)));
+      }
+      if (more) return self->read_page(e);
+      self->finish_load(e);
+    });
+  }
+
+  void page_failed(uint64_t e, const Status& why) {
+    if (why.is(Errc::kClosed)) return;  // the client is closed: nothing more to see
+    if (why.is(Errc::kCompacted) && load_rev_ != 0) {
+      // The revision of the first page was compacted before the last one:
+      // start over at the newest revision.
+      return load(e, cause_);
+    }
+    if (!transient(why))
+      core->record_error(Status(why.code(), "reading " + range + ": " + why.message(), why.reason()));
+    retry_later(e, [self = shared_from_this(), e] { self->read_page(e); });
+  }
+
+  void finish_load(uint64_t e) {
+    ViewBatch batch;
+    batch.revision = load_rev_;
+    const bool first = !initialized_here_;
+    if (first) {
+      batch.kind = ViewBatch::Kind::kInitialized;
+      if (options.initial_events) {
+        batch.events.reserve(loading_.size());
+        for (const auto& [key, entry] : loading_) batch.events.push_back({ViewEvent::Type::kAdded, key, entry, {}});
+      }
+    } else {
+      batch.kind = ViewBatch::Kind::kResynced;
+      batch.events = diff_views(map, loading_);
+      batch.cause = cause_;
+    }
+    {
+      std::lock_guard lock(mu);
+      map.swap(loading_);
+      revision = load_rev_;
+      initialized = true;
+      if (!first) ++resyncs;
+    }
+    ViewMap().swap(loading_);
+    initialized_here_ = true;
+    deliver(batch);
+    if (first) waiters->set_ready(true);
+    if (stale(e)) return;  // the handler closed the owner
+    watch(e, load_rev_ + 1);
+  }
+
+  void watch(uint64_t e, int64_t from) {
+    WatchOptions w;
+    w.prefix = !options.single_key;
+    w.start_revision = from;
+    w.executor = Executor(strand);
+    watch_ = core->client().watch(range, w, [self = shared_from_this(), e](Result<WatchResponse> r) {
+      if (self->stale(e)) return;
+      if (!r.ok()) return self->gap(r.status());
+      self->on_response(e, *r);
+    });
+  }
+
+  void on_response(uint64_t e, const WatchResponse& r) {
+    const auto& events = r.events;
+    if (events.empty()) {
+      if (r.progress) {
+        std::lock_guard lock(mu);
+        revision = std::max(revision, r.header.revision);
+      }
+      return;
+    }
+    // One batch per revision: a Txn's changes arrive together (etcd never
+    // splits a revision across watch responses unless asked to fragment).
+    for (size_t i = 0; i < events.size();) {
+      const int64_t rev = events[i].kv.mod_revision;
+      size_t j = i;
+      while (j < events.size() && events[j].kv.mod_revision == rev) ++j;
+      if (rev > revision_seen()) {
+        ViewBatch batch;
+        batch.kind = ViewBatch::Kind::kChanged;
+        batch.revision = rev;
+        {
+          std::lock_guard lock(mu);
+          batch.events = apply_events(map, events, i, j, options.accept);
+          revision = rev;
+        }
+        if (!batch.events.empty()) {
+          deliver(batch);
+          if (stale(e)) return;
+        }
+      }
+      i = j;
+    }
+  }
+
+  int64_t revision_seen() const {
+    std::lock_guard lock(mu);
+    return revision;
+  }
+
+  // The watch ended: it cannot go on without a gap (compaction while cut
+  // off) or it failed. Read again and report what changed meanwhile.
+  void gap(const Status& why) {
+    watch_ = Watcher();
+    if (why.is(Errc::kClosed)) return;  // the client is closed
+    const bool compacted = why.is(Errc::kResyncNeeded) || why.is(Errc::kCompacted);
+    if (!compacted)
+      core->record_error(Status(why.code(), "watch of " + range + " ended: " + why.message(), why.reason()));
+    const uint64_t next = ++epoch_;
+    if (compacted) return load(next, why);
+    retry_later(next, [self = shared_from_this(), next, why] { self->load(next, why); });
+  }
+
+  void deliver(ViewBatch& batch) {
+    if (!handler_) return;
+    batch.state = &map;  // read on the strand, where it is written: no lock needed
+    try {
+      handler_(batch);
+    } catch (const std::exception& ex) {
+      core->record_error(Status(StatusCode::kUnknown, std::string("a view handler threw: ") + ex.what()));
+    } catch (...) {
+      core->record_error(Status(StatusCode::kUnknown, "a view handler threw"));
+    }
+    batch.state = nullptr;
+  }
+
+  Handler handler_;
+  bool stopped_ = false;
+  bool initialized_here_ = false;
+  uint64_t epoch_ = 0;
+  int failures_ = 0;
+  std::shared_ptr<asio::steady_timer> timer_;
+  Watcher watch_;
+  Subscription close_sub_;
+  // The read in progress.
+  ViewMap loading_;
+  int64_t load_rev_ = 0;
+  std::string next_key_;
+  Status cause_;
+};
+
+std::shared_ptr<PrefixView> PrefixView::create(std::shared_ptr<RecipeCore> core, std::string range, Options options,
+                                               Handler handler) {
+  return std::shared_ptr<PrefixView>(
+      new PrefixView(std::move(core), std::move(range), std::move(options), std::move(handler)));
+}
+
+PrefixView::PrefixView(std::shared_ptr<RecipeCore> core, std::string range, Options options, Handler handler)
+    : range_(range),
+      impl_(std::make_shared<Impl>(std::move(core), std::move(range), std::move(options), std::move(handler))) {}
+
+PrefixView::~PrefixView() {
+  // Nobody can look at the view any more: stop its background work so it
+  // lets go of the client.
+  asio::post(impl_->strand, [impl = impl_] { impl->stop(); });
+}
+
+void PrefixView::start() {
+  auto impl = impl_;
+  if (impl->core->closed()) return;
+  {
+    std::lock_guard lock(impl->mu);
+    if (impl->started) return;
+    impl->started = true;
+  }
+  asio::post(impl->strand, [impl] { impl->begin(); });
+}
+
+Call<void> PrefixView::wait_initialized() {
+  auto impl = impl_;
+  return Call<void>(
+      [impl](CallOptions options, Callback<void> done) {
+        if (impl->core->closed()) return done(impl->core->closed_status());
+        {
+          std::unique_lock lock(impl->mu);
+          if (!impl->started) {
+            lock.unlock();
+            return done(impl->core->named(Status(StatusCode::kFailedPrecondition, "not started (call start() first)")));
+          }
+        }
+        impl->waiters->add(options, std::move(done), "the first read of " + impl->range);
+      },
+      impl->core->client().executor());
+}
+
+bool PrefixView::initialized() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->initialized;
+}
+
+int64_t PrefixView::revision() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->revision;
+}
+
+std::optional<ViewEntry> PrefixView::get(std::string_view key) const {
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->map.find(key);
+  if (it == impl_->map.end()) return std::nullopt;
+  return it->second;
+}
+
+size_t PrefixView::size() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->map.size();
+}
+
+ViewSnapshot PrefixView::snapshot() const {
+  std::lock_guard lock(impl_->mu);
+  return ViewSnapshot{impl_->map, impl_->initialized ? impl_->revision : 0};
+}
+
+void PrefixView::read(const std::function<void(const ViewMap&, int64_t)>& f) const {
+  std::lock_guard lock(impl_->mu);
+  f(impl_->map, impl_->revision);
+}
+
+void PrefixView::resync() {
+  auto impl = impl_;
+  asio::post(impl->strand, [impl] { impl->request_resync(); });
+}
+
+uint64_t PrefixView::pages_read() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->pages;
+}
+
+uint64_t PrefixView::resyncs() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->resyncs;
+}
+
+}  // namespace etcd::recipes::detail

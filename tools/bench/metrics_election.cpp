@@ -1,0 +1,107 @@
+// Election metrics (issue 8): LeaderLatch's uncontended campaign + resign,
+// and a contended turnover between 8 candidates (latency, and watch
+// wake-ups per leadership change). Only LeaderLatch's public API is used
+// (start, await_leadership, resign, close).
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench.h"
+#include "etcd/recipes/election.h"
+#include "etcd/recipes/metrics.h"
+#include "handoff.h"
+
+namespace bench {
+namespace {
+
+using etcd::recipes::LeaderLatch;
+using etcd::recipes::RecipeOptions;
+
+std::string fmt(const char* format, auto... args) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, format, args...);
+  return buf;
+}
+
+// --- elect_cycle_seq -----------------------------------------------------------
+
+// Campaign until leading, then resign: uncontended, one at a time.
+double elect_cycle_seq(Context& ctx) {
+  LeaderLatch latch(ctx.client, Context::key_prefix("elect_cycle_seq") + "election", "bench");
+  const double rate = measure_cycle_paired(ctx, [&] {
+    latch.start();
+    latch.await_leadership().wait().value();
+    if (!latch.resign().wait().value()) throw std::runtime_error("elect_cycle_seq: resign reported a lost term");
+  });
+  latch.close();
+  return rate;
+}
+
+// --- elect_handoff_* / elect_wakeups_per_turnover ---------------------------------
+
+constexpr int kCandidates = 8;
+
+// 8 latches on one election (each its own session). Whoever leads resigns
+// at once and starts again once its resign completed, so 7 stay queued. A
+// sample is the leader's resign() call → the next leader's
+// await_leadership() completion.
+HandoffSamples measure_turnovers(Context& ctx) {
+  const std::string name = Context::key_prefix("elect_handoff") + "election";
+  auto metrics = std::make_shared<etcd::recipes::PrometheusMetrics>();
+  RecipeOptions options;
+  options.metrics = metrics;
+  std::vector<std::shared_ptr<LeaderLatch>> latches;
+  for (int i = 0; i < kCandidates; ++i) {
+    latches.push_back(std::make_shared<LeaderLatch>(ctx.client, name, "candidate-" + std::to_string(i), options));
+  }
+  const etcd::recipes::Labels labels{{"election", name}};
+  HandoffSpec spec{
+      .what = "election turnover",
+      .contenders = latches.size(),
+      .take =
+          [latches](std::size_t i) {
+            latches[i]->start();
+            return latches[i]->await_leadership();
+          },
+      .give = [latches](std::size_t i) { return latches[i]->resign(); },
+      .close_all =
+          [latches] {
+            for (auto& l : latches) l->close();
+          },
+      .wakeups = [metrics, labels] { return metrics->value("etcd_recipes_election_wakeups_total", labels); },
+      .warmup = ctx.settings.quick ? 20 : 50,
+      .window = ctx.settings.duration,
+  };
+  auto t = measure_handoffs(spec, Clock::now() + ctx.settings.duration + std::chrono::seconds(60));
+  ctx.note(fmt("election turnover: %d candidates, ", kCandidates) + t.summary());
+  return t;
+}
+
+const HandoffSamples& turnovers(Context& ctx) {
+  return ctx.memo<HandoffSamples>("elect_handoff", [&] { return measure_turnovers(ctx); });
+}
+
+[[maybe_unused]] const bool kRegistered = add_metrics({
+    {.name = "elect_cycle_seq", .unit = "cycles/s", .order = 450, .run = elect_cycle_seq},
+    {.name = "elect_handoff_p50_ms",
+     .unit = "ms",
+     .kind = Kind::kLatency,
+     .order = 460,
+     .run = [](Context& ctx) { return turnovers(ctx).percentile(50); }},
+    {.name = "elect_handoff_p99_ms",
+     .unit = "ms",
+     .kind = Kind::kLatency,
+     .order = 461,
+     .run = [](Context& ctx) { return turnovers(ctx).percentile(99); }},
+    {.name = "elect_wakeups_per_turnover",
+     .unit = "events",
+     .base = "",
+     .order = 462,
+     .run = [](Context& ctx) { return turnovers(ctx).wakeups_per_handoff; }},
+});
+[[maybe_unused]] const bool kComparisons =
+    add_comparison({"elect_cycle_seq_vs_go", "elect_cycle_seq", "go_elect_cycle_seq"});
+
+}  // namespace
+}  // namespace bench
