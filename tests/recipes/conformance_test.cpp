@@ -1,0 +1,393 @@
+// The recipe conformance suite: one lifecycle and error rule for every
+// recipe (docs/recipes.md, "Lifecycle"), checked the same way for each.
+// Every recipe — today's and each later one — gets an adapter below and a
+// line in `Recipes`.
+//
+// What each adapter supplies:
+//   make(client, name, options)   construct (no I/O)
+//   operation(recipe)             a Call<void> that needs the recipe (and
+//                                 reports its input errors); parks while
+//                                 blocked
+//   block(client, name)           something that makes operation() wait
+//   timed_wait(recipe, d)         the blocking helper with a timeout: true
+//                                 if it got there, false when time ran out
+//   listen(recipe, fn, client)    registers a listener that calls fn,
+//                                 triggers its event, returns the
+//                                 subscription (and what must stay alive)
+#include <gtest/gtest.h>
+
+#include <any>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <type_traits>
+
+#include "client/client_access.h"
+#include "etcd/recipes/election.h"
+#include "etcd/recipes/mutex.h"
+#include "etcd/recipes/rwlock.h"
+#include "etcd/recipes/semaphore.h"
+#include "support/etcd_fixture.h"
+
+namespace etcd::test {
+namespace {
+
+using namespace std::chrono_literals;
+using recipes::DistributedMutex;
+using recipes::DistributedReadWriteLock;
+using recipes::DistributedSemaphore;
+using recipes::Hold;
+using recipes::LeaderLatch;
+using recipes::LeaderObserver;
+using recipes::LeaderSelector;
+using recipes::LeaderTerm;
+using recipes::RecipeOptions;
+
+template <class T>
+Call<void> as_void(Call<T> call, Executor ex) {
+  auto shared = std::make_shared<Call<T>>(std::move(call));
+  return Call<void>(
+      [shared](CallOptions options, Callback<void> done) {
+        etcd::detail::CallAccess::start_inherited(std::move(*shared), options, [done](Result<T> r) {
+          done(r.ok() ? Result<void>() : Result<void>(std::move(r).status()));
+        });
+      },
+      std::move(ex));
+}
+
+std::string thread_name() {
+  char name[32] = {};
+  pthread_getname_np(pthread_self(), name, sizeof name);
+  return name;
+}
+
+// A listener that records where it ran, then throws.
+struct ListenerProbe {
+  std::promise<std::string> ran;
+  std::atomic<bool> fired{false};
+  std::function<void()> fn() {
+    return [this] {
+      if (!fired.exchange(true)) ran.set_value(thread_name());
+      throw std::runtime_error("listener-boom");
+    };
+  }
+};
+
+// --- adapters ---------------------------------------------------------------------------
+
+struct MutexAdapter {
+  using Recipe = DistributedMutex;
+  static Recipe make(Client c, std::string name, RecipeOptions o) { return Recipe(c, std::move(name), std::move(o)); }
+  static Call<void> operation(Recipe& r, Client& c) { return as_void(r.acquire(), c.executor()); }
+  static std::any block(Client& c, const std::string& name) {
+    auto other = std::make_shared<Recipe>(c, name);
+    other->lock();
+    return other;
+  }
+  static bool timed_wait(Recipe& r, std::chrono::milliseconds d) { return r.try_lock_for(d); }
+  static std::any listen(Recipe& r, std::function<void()> fn, Client& c) {
+    Hold h = r.acquire().wait().value();
+    auto sub = std::make_shared<Subscription>(r.on_lost([fn](const Status&) { fn(); }));
+    (void)c.lease_revoke(h.lease()).wait();
+    return sub;
+  }
+};
+
+template <DistributedReadWriteLock::Mode kMode>
+struct RwSideAdapter {
+  using Recipe = DistributedReadWriteLock;
+  static auto& side(Recipe& r) { return kMode == Recipe::Mode::kRead ? r.read_lock() : r.write_lock(); }
+  static Recipe make(Client c, std::string name, RecipeOptions o) { return Recipe(c, std::move(name), std::move(o)); }
+  static Call<void> operation(Recipe& r, Client& c) { return as_void(side(r).acquire(), c.executor()); }
+  // A writer blocks readers; a reader blocks writers.
+  static std::any block(Client& c, const std::string& name) {
+    auto other = std::make_shared<Recipe>(c, name);
+    if (kMode == Recipe::Mode::kRead) {
+      other->write_lock().lock();
+    } else {
+      other->read_lock().lock();
+    }
+    return other;
+  }
+  static bool timed_wait(Recipe& r, std::chrono::milliseconds d) { return side(r).try_lock_for(d); }
+  static std::any listen(Recipe& r, std::function<void()> fn, Client& c) {
+    Hold h = side(r).acquire().wait().value();
+    auto sub = std::make_shared<Subscription>(side(r).on_lost([fn](const Status&) { fn(); }));
+    (void)c.lease_revoke(h.lease()).wait();
+    return sub;
+  }
+};
+
+struct SemaphoreAdapter {
+  using Recipe = DistributedSemaphore;
+  static Recipe make(Client c, std::string name, RecipeOptions o) {
+    return Recipe(c, std::move(name), 1, std::move(o));
+  }
+  static Call<void> operation(Recipe& r, Client& c) { return as_void(r.acquire(), c.executor()); }
+  static std::any block(Client& c, const std::string& name) {
+    auto other = std::make_shared<Recipe>(c, name, 1);
+    return std::make_shared<std::pair<std::shared_ptr<Recipe>, Hold>>(other, other->acquire_blocking());
+  }
+  static bool timed_wait(Recipe& r, std::chrono::milliseconds d) { return r.try_acquire_for(d).has_value(); }
+  static std::any listen(Recipe& r, std::function<void()> fn, Client& c) {
+    auto permit = std::make_shared<Hold>(r.acquire_blocking());
+    auto sub = std::make_shared<Subscription>(permit->on_lost([fn](const Status&) { fn(); }));
+    (void)c.lease_revoke(permit->lease()).wait();
+    return std::make_shared<std::pair<std::shared_ptr<Hold>, std::shared_ptr<Subscription>>>(permit, sub);
+  }
+};
+
+struct LatchAdapter {
+  using Recipe = LeaderLatch;
+  static Recipe make(Client c, std::string name, RecipeOptions o) {
+    return Recipe(c, std::move(name), "me", std::move(o));
+  }
+  static Call<void> operation(Recipe& r, Client&) {
+    try {
+      r.start();
+    } catch (const Error&) {
+    }
+    return r.await_leadership();
+  }
+  static std::any block(Client& c, const std::string& name) {
+    auto other = std::make_shared<Recipe>(c, name, "other");
+    other->start();
+    if (!other->await_for(10s)) throw std::runtime_error("the blocking latch never led");
+    return other;
+  }
+  static bool timed_wait(Recipe& r, std::chrono::milliseconds d) {
+    r.start();
+    return r.await_for(d);
+  }
+  static std::any listen(Recipe& r, std::function<void()> fn, Client& c) {
+    r.start();
+    if (!r.await_for(10s)) throw std::runtime_error("never led");
+    auto sub = std::make_shared<Subscription>(r.on_lost([fn](const Status&) { fn(); }));
+    (void)c.lease_revoke(r.hold().lease()).wait();
+    return sub;
+  }
+};
+
+struct SelectorAdapter {
+  using Recipe = LeaderSelector;
+  static Recipe make(Client c, std::string name, RecipeOptions o) {
+    return Recipe(c, std::move(name), "me", [](std::stop_token stop, LeaderTerm&) {
+      while (!stop.stop_requested()) std::this_thread::sleep_for(5ms);
+    }, std::move(o));
+  }
+  // Its one waiting operation: reading the candidates (it has no waiter of
+  // its own: terms run in its callback).
+  static Call<void> operation(Recipe& r, Client& c) { return as_void(r.participants(), c.executor()); }
+  static constexpr bool kParks = false;
+  static std::any listen(Recipe& r, std::function<void()> fn, Client& c) {
+    auto sub = std::make_shared<Subscription>(
+        r.on_term_end([fn](LeaderSelector::TermEnd, const Status&) { fn(); }));
+    r.start();
+    for (int i = 0; i < 1000 && !r.is_held(); ++i) std::this_thread::sleep_for(10ms);
+    (void)c.lease_revoke(r.hold().lease()).wait();
+    return sub;
+  }
+};
+
+struct ObserverAdapter {
+  using Recipe = LeaderObserver;
+  // Nothing on a live member keeps a first read from completing: its
+  // waiting tests run it against an endpoint where nothing listens, where
+  // it keeps retrying its first read.
+  static constexpr bool kBlockedByUnreachableEtcd = true;
+  static Recipe make(Client c, std::string name, RecipeOptions o) { return Recipe(c, std::move(name), std::move(o)); }
+  static Call<void> operation(Recipe& r, Client&) {
+    try {
+      r.start();
+    } catch (const Error&) {
+    }
+    return r.wait_initialized();
+  }
+  static std::any block(Client&, const std::string&) { return {}; }
+  static bool timed_wait(Recipe& r, std::chrono::milliseconds d) {
+    r.start();
+    auto st = r.wait_initialized().timeout(d).wait().status();
+    if (st.ok()) return true;
+    if (st.code() == StatusCode::kDeadlineExceeded) return false;
+    throw Error(st);
+  }
+  static std::any listen(Recipe& r, std::function<void()> fn, Client&) {
+    auto sub = std::make_shared<Subscription>(r.on_change([fn](const std::optional<recipes::LeaderInfo>&) { fn(); }));
+    r.start();
+    return sub;
+  }
+};
+
+template <class A>
+constexpr bool parks() {
+  if constexpr (requires { A::kParks; }) {
+    return A::kParks;
+  } else {
+    return true;
+  }
+}
+
+// The client a waiting test uses: the member's, or one whose endpoint
+// nobody listens on.
+template <class A>
+constexpr bool blocked_by_unreachable_etcd() {
+  if constexpr (requires { A::kBlockedByUnreachableEtcd; }) {
+    return A::kBlockedByUnreachableEtcd;
+  } else {
+    return false;
+  }
+}
+
+// --- the suite -------------------------------------------------------------------------
+
+template <class A>
+class Conformance : public SingleMemberTest {
+ protected:
+  Client& waiting_client() {
+    if constexpr (!blocked_by_unreachable_etcd<A>()) {
+      return this->client();
+    } else {
+      if (!unreachable_) {
+        ClientOptions o;
+        o.endpoints = {"127.0.0.1:1"};
+        unreachable_ = std::make_unique<Client>(o);
+      }
+      return *unreachable_;
+    }
+  }
+  void TearDown() override {
+    unreachable_.reset();
+    SingleMemberTest::TearDown();
+  }
+  std::unique_ptr<Client> unreachable_;
+};
+
+using Recipes = ::testing::Types<MutexAdapter, RwSideAdapter<DistributedReadWriteLock::Mode::kRead>,
+                                 RwSideAdapter<DistributedReadWriteLock::Mode::kWrite>, SemaphoreAdapter, LatchAdapter,
+                                 SelectorAdapter, ObserverAdapter>;
+class Names {
+ public:
+  template <class T>
+  static std::string GetName(int i) {
+    static const char* names[] = {"Mutex", "RwRead", "RwWrite", "Semaphore", "LeaderLatch", "LeaderSelector",
+                                  "LeaderObserver"};
+    return names[i];
+  }
+};
+TYPED_TEST_SUITE(Conformance, Recipes, Names);
+
+TYPED_TEST(Conformance, HandlesAreMovableNotCopyable) {
+  using R = typename TypeParam::Recipe;
+  static_assert(std::is_nothrow_move_constructible_v<R>);
+  static_assert(std::is_nothrow_move_assignable_v<R>);
+  static_assert(!std::is_copy_constructible_v<R>);
+  auto r = TypeParam::make(this->client(), this->key("moved"), RecipeOptions());
+  R moved(std::move(r));
+  EXPECT_EQ(moved.name(), this->key("moved"));
+  auto status = TypeParam::operation(moved, this->client()).timeout(200ms).wait().status();
+  EXPECT_NE(status.code(), StatusCode::kInvalidArgument) << status.to_string();
+  moved.close();
+}  // the moved-from object is destroyed safely
+
+TYPED_TEST(Conformance, TheConstructorDoesNoIo) {
+  const auto before = this->client().stats().rpcs_started;
+  {
+    auto r = TypeParam::make(this->client(), this->key("quiet"), RecipeOptions());
+    EXPECT_FALSE(r.closed());
+    EXPECT_TRUE(r.errors().empty());
+  }  // nor does closing a recipe that never started
+  EXPECT_EQ(this->client().stats().rpcs_started, before);
+}
+
+TYPED_TEST(Conformance, BadInputIsOneErrorAtOnePointBeforeAnyWrite) {
+  const auto before = this->client().stats().rpcs_started;
+  RecipeOptions zero_ttl;
+  zero_ttl.session_ttl = std::chrono::seconds(0);
+  struct Case {
+    std::string name;
+    RecipeOptions options;
+  };
+  for (const auto& c : {Case{std::string(), {}}, Case{this->key("trailing/"), {}},
+                        Case{std::string("nul\0byte", 8), {}}, Case{this->key("ttl"), zero_ttl}}) {
+    auto r = TypeParam::make(this->client(), c.name, c.options);  // never throws
+    try {
+      r.start();
+      ADD_FAILURE() << "start() accepted bad input for '" << c.name << "'";
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.status().is(Errc::kBadArgument)) << e.what();
+      EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument) << e.what();
+    }
+    auto st = TypeParam::operation(r, this->client()).timeout(2s).wait().status();
+    EXPECT_TRUE(st.is(Errc::kBadArgument)) << st.to_string();
+    EXPECT_NE(st.message().find(r.identity().substr(0, r.identity().find('['))), std::string::npos)
+        << "names the recipe: " << st.message();
+  }
+  EXPECT_EQ(this->client().stats().rpcs_started, before) << "nothing was sent";
+}
+
+TYPED_TEST(Conformance, CloseIsIdempotentWakesParkedWaitersAndRefusesNewWork) {
+  if constexpr (!parks<TypeParam>()) GTEST_SKIP() << "no parked waiters";
+  const std::string name = this->key("close");
+  std::any blocker;
+  if constexpr (parks<TypeParam>()) blocker = TypeParam::block(this->client(), name);
+  auto r = TypeParam::make(this->waiting_client(), name, RecipeOptions());
+  auto parked = TypeParam::operation(r, this->client()).future();
+  EXPECT_EQ(parked.wait_for(300ms), std::future_status::timeout) << "it waits while blocked";
+  r.close();
+  r.close();  // idempotent
+  EXPECT_TRUE(r.closed());
+  ASSERT_EQ(parked.wait_for(5s), std::future_status::ready);
+  auto st = parked.get().status();
+  EXPECT_TRUE(st.is(Errc::kClosed)) << st.to_string();
+  auto after = TypeParam::operation(r, this->client()).timeout(2s).wait().status();
+  EXPECT_TRUE(after.is(Errc::kClosed)) << "use after close: " << after.to_string();
+  EXPECT_THROW(r.start(), Error);
+}
+
+TYPED_TEST(Conformance, BlockingHelpersGiveFalseOnTimeoutAndThrowOtherwise) {
+  if constexpr (!parks<TypeParam>()) {
+    GTEST_SKIP() << "no blocking wait";
+  } else {
+    const std::string name = this->key("timed");
+    auto blocker = TypeParam::block(this->client(), name);
+    auto r = TypeParam::make(this->waiting_client(), name, RecipeOptions());
+    const auto t0 = Clock::now();
+    EXPECT_FALSE(TypeParam::timed_wait(r, 300ms));
+    EXPECT_GE(Clock::now() - t0, 250ms);
+    r.close();
+    EXPECT_THROW((void)TypeParam::timed_wait(r, 300ms), Error) << "closed is not a timeout";
+  }
+}
+
+TYPED_TEST(Conformance, ListenersRunOnTheClientsExecutorAndAThrowIsRecorded) {
+  auto r = TypeParam::make(this->client(), this->key("listen"), RecipeOptions());
+  ListenerProbe probe;
+  auto ran = probe.ran.get_future();
+  auto keep = TypeParam::listen(r, probe.fn(), this->client());
+  ASSERT_EQ(ran.wait_for(15s), std::future_status::ready) << "the listener never ran";
+  EXPECT_EQ(ran.get().rfind("etcd-callback", 0), 0u) << "not on the client's executor";
+  ASSERT_TRUE(eventually([&] {
+    for (const auto& e : r.errors()) {
+      if (e.message().find("listener-boom") != std::string::npos) return true;
+    }
+    return false;
+  }));
+  r.close();
+}
+
+TYPED_TEST(Conformance, AClosedRecipeLetsGoOfItsClient) {
+  const auto baseline = etcd::detail::ClientAccess::core(this->client()).use_count();
+  {
+    auto r = TypeParam::make(this->client(), this->key("release"), RecipeOptions());
+    (void)TypeParam::operation(r, this->client()).timeout(2s).wait();
+    r.close();
+  }
+  EXPECT_TRUE(eventually([&] { return etcd::detail::ClientAccess::core(this->client()).use_count() <= baseline; },
+                         15s))
+      << "still held: " << etcd::detail::ClientAccess::core(this->client()).use_count() << " > " << baseline;
+}
+
+}  // namespace
+}  // namespace etcd::test
