@@ -35,7 +35,7 @@
 #include <optional>
 #include <string>
 
-#include "acquisition.h"
+#include "waiting.h"
 #include "etcd/recipes/hold.h"
 #include "etcd/recipes/recipe.h"
 #include "etcd/session.h"

@@ -7,7 +7,9 @@
 #include <exception>
 #include <utility>
 
-#include "../election_common.h"
+#include "recipe_core.h"
+#include "strand_steps.h"
+#include "waiters.h"
 #include "keys.h"
 
 namespace etcd::recipes::detail {

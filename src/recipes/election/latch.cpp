@@ -1,7 +1,7 @@
 // LeaderLatch over the election candidate (candidate.h).
 #include "../core/listeners.h"
 #include "../core/waiters.h"
-#include "../election_common.h"
+#include "participants.h"
 #include "candidate.h"
 #include "etcd/recipes/election.h"
 

@@ -3,7 +3,8 @@
 // (anchored read, watch from the next revision, differences after a gap).
 #include "../core/prefix_view.h"
 #include "../core/listeners.h"
-#include "../election_common.h"
+#include "../core/recipe_core.h"
+#include "participants.h"
 #include "etcd/recipes/election.h"
 
 #include <asio/post.hpp>

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "../core/listeners.h"
-#include "../election_common.h"
+#include "participants.h"
 #include "candidate.h"
 #include "etcd/recipes/election.h"
 

@@ -5,8 +5,8 @@
 
 #include <asio/post.hpp>
 
-#include "core/calls.h"
-#include "core/recipe_core.h"
+#include "calls.h"
+#include "recipe_core.h"
 
 namespace etcd::recipes {
 
