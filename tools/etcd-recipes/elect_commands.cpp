@@ -23,36 +23,28 @@ namespace {
 constexpr const char* kLeaderKeyEnv = "ETCD_RECIPES_LEADER_KEY";
 constexpr const char* kTermEnv = "ETCD_RECIPES_TERM";
 
-// Leadership as a Hold: a LeaderLatch that contends once.
-class LatchHold final : public Hold {
- public:
-  LatchHold(etcd::Client client, std::string name, std::string value, etcd::recipes::RecipeOptions options)
-      : latch_(std::move(client), std::move(name), std::move(value), std::move(options)) {}
-  etcd::Result<void> acquire(std::optional<etcd::Deadline> deadline, std::stop_token stop) override {
-    try {
-      latch_.start();
-    } catch (const etcd::Error& e) {
-      return e.status();
-    }
-    auto r = bounded(latch_.await_leadership(), deadline, std::move(stop)).wait();
-    if (!r.ok()) (void)latch_.resign().wait();  // leave the queue; the session's revoke follows
-    return r;
-  }
-  etcd::Result<bool> release() override {
-    auto r = latch_.resign().wait();
-    latch_.close();
-    return r;
-  }
-  int64_t fencing_token() const override { return latch_.hold().token(); }
-  std::string key() const override { return latch_.hold().key(); }
-  std::stop_token hold_token() const override { return latch_.hold().stop_token(); }
-  etcd::Subscription on_lost(std::function<void(const etcd::Status&)> listener) override {
-    return latch_.on_lost(std::move(listener));  // losses only, not a resign or close
-  }
-
- private:
-  etcd::recipes::LeaderLatch latch_;
-};
+// Leadership: a LeaderLatch that contends once; its term is the Hold.
+// Releasing the term resigns; the latch never contends again.
+Holdable latch_holdable(etcd::Client client, const std::string& name, const std::string& value,
+                        etcd::recipes::RecipeOptions options) {
+  auto latch = std::make_shared<etcd::recipes::LeaderLatch>(std::move(client), name, value, std::move(options));
+  return Holdable{
+      .acquire = [l = latch.get()](std::optional<etcd::Deadline> deadline,
+                                   std::stop_token stop) -> etcd::Result<etcd::recipes::Hold> {
+        try {
+          l->start();
+        } catch (const etcd::Error& e) {
+          return e.status();
+        }
+        auto r = bounded(l->await_leadership(), deadline, std::move(stop)).wait();
+        if (!r.ok()) {
+          (void)l->resign().wait();  // leave the queue; the session's revoke follows
+          return std::move(r).status();
+        }
+        return l->hold();
+      },
+      .recipe = latch};
+}
 
 void add_elect(Commands& commands) {
   auto a = std::make_shared<HoldArgs>();
@@ -79,9 +71,8 @@ void add_elect(Commands& commands) {
     const std::string proposal = given || !value_file->empty() ? read_value(given, *value_file, "elect --value")
                                                                : etcd::recipes::default_client_id();
     return hold_with_session(ctx, *a, {"elect " + a->name, "leadership", kLeaderKeyEnv, kTermEnv},
-                             [&](etcd::Client client, etcd::recipes::RecipeOptions options) -> std::unique_ptr<Hold> {
-                               return std::make_unique<LatchHold>(std::move(client), a->name, proposal,
-                                                                  std::move(options));
+                             [&](etcd::Client client, etcd::recipes::RecipeOptions options) {
+                               return latch_holdable(std::move(client), a->name, proposal, std::move(options));
                              });
   });
 }

@@ -132,7 +132,7 @@ std::string hold_footer(const std::string& noun, const std::string& key_env, con
          "  128+N     interrupted by signal N while waiting; nothing is left behind";
 }
 
-int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Hold& hold, etcd::Session& session) {
+int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Holdable& holdable, etcd::Session& session) {
   auto complain = [&](const std::string& text) {
     std::cerr << kProgram << ": " << kind.what << ": " << text << std::endl;
   };
@@ -165,7 +165,9 @@ int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Hold& hol
       throw Failure(kind.what, std::move(r).status());
     }
   }
-  if (auto r = hold.acquire(give_up, ctx.stop()); !r.ok()) {
+  auto acquired = holdable.acquire(give_up, ctx.stop());
+  if (!acquired.ok()) {
+    auto& r = acquired;
     if (ctx.stop().stop_requested()) return kExitSignalBase + stop_signal();
     if (give_up && etcd::Clock::now() >= *give_up && r.status().code() == etcd::StatusCode::kDeadlineExceeded) {
       complain(cat("timed out after ", a.wait_timeout, " waiting for ", kind.noun,
@@ -176,13 +178,14 @@ int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Hold& hol
   }
 
   // --- held
-  const int64_t token = hold.fencing_token();
+  etcd::recipes::Hold hold = std::move(acquired).value();
+  const int64_t token = hold.token();
   const std::string key = hold.key();
-  const std::stop_token held = hold.hold_token();
+  const std::stop_token held = hold.stop_token();
   auto loss = std::make_shared<LossReport>();
   auto lost_sub = hold.on_lost([loss](const etcd::Status& why) { loss->set(why); });
   auto release = [&]() -> int {
-    auto r = hold.release();
+    auto r = hold.release().wait();
     if (!r.ok()) {
       // The lease is revoked next, which frees the hold all the same.
       complain(cat("releasing ", kind.noun, ": ", r.status().to_string()));

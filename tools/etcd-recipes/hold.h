@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "common.h"
+#include "etcd/recipes/hold.h"
 #include "etcd/recipes/recipe.h"
 #include "etcd/session.h"
 
@@ -38,20 +39,15 @@ inline constexpr int kExitNotFound = 127;
 
 inline constexpr const char* kTokenEnv = "ETCD_RECIPES_FENCING_TOKEN";
 
-// One hold on something exclusive (or counted): a lock, a permit, a read or
-// write lock. The recipes differ; what the command needs of them does not.
-class Hold {
- public:
-  virtual ~Hold() = default;
+// What a hold command holds: the library's etcd::recipes::Hold (a lock, a
+// permit, a side of a read-write lock, a leader's term — the same key, token,
+// stop_token, on_lost and release for all), and how to get it.
+struct Holdable {
   // Waits until held, until `deadline` (if any) or a stop on `stop`.
-  virtual etcd::Result<void> acquire(std::optional<etcd::Deadline> deadline, std::stop_token stop) = 0;
-  // True if the hold was still intact when released.
-  virtual etcd::Result<bool> release() = 0;
-  virtual int64_t fencing_token() const = 0;
-  virtual std::string key() const = 0;
-  // Requested when the hold is lost (or released).
-  virtual std::stop_token hold_token() const = 0;
-  virtual etcd::Subscription on_lost(std::function<void(const etcd::Status&)> listener) = 0;
+  std::function<etcd::Result<etcd::recipes::Hold>(std::optional<etcd::Deadline> deadline, std::stop_token stop)>
+      acquire;
+  // Keeps the recipe object alive while the hold is used.
+  std::shared_ptr<void> recipe;
 };
 
 template <class T>
@@ -84,17 +80,17 @@ void add_hold_options(CLI::App* cmd, HoldArgs& a, const std::string& noun);
 std::string hold_footer(
     const std::string& noun, const std::string& key_env, const std::string& token_env = kTokenEnv,
     const std::string& token_meaning = "the fencing token: it strictly increases from one holder to the next");
-int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Hold& hold, etcd::Session& session);
+int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Holdable& holdable, etcd::Session& session);
 
-// Runs `make_hold` on a fresh session of --ttl and holds it; the session is
-// ended (its lease revoked) before this returns.
-template <class MakeHold>
-int hold_with_session(Context& ctx, const HoldArgs& a, const HoldKind& kind, MakeHold make_hold) {
+// Runs `make` on a fresh session of --ttl and holds what it gives; the
+// session is ended (its lease revoked) before this returns.
+template <class Make>
+int hold_with_session(Context& ctx, const HoldArgs& a, const HoldKind& kind, Make make) {
   auto session = etcd::Session::create(ctx.client(), etcd::SessionOptions{.ttl = std::chrono::seconds(a.ttl)});
   etcd::recipes::RecipeOptions options;
   options.session = session;
-  std::unique_ptr<Hold> hold = make_hold(ctx.client(), std::move(options));
-  return run_holding(ctx, a, kind, *hold, *session);
+  Holdable holdable = make(ctx.client(), std::move(options));
+  return run_holding(ctx, a, kind, holdable, *session);
 }
 
 }  // namespace etcd_cli

@@ -17,52 +17,16 @@ namespace {
 constexpr const char* kLockKeyEnv = "ETCD_RECIPES_LOCK_KEY";
 constexpr const char* kPermitKeyEnv = "ETCD_RECIPES_PERMIT_KEY";
 
-// A DistributedMutex, or one side of a DistributedReadWriteLock: the same
-// surface. `owner` keeps the recipe object alive.
-template <class Lock>
-class LockHold final : public Hold {
- public:
-  LockHold(std::shared_ptr<void> owner, Lock& lock) : owner_(std::move(owner)), lock_(lock) {}
-  etcd::Result<void> acquire(std::optional<etcd::Deadline> deadline, std::stop_token stop) override {
-    auto r = bounded(lock_.acquire(), deadline, std::move(stop)).wait();
-    if (!r.ok()) return std::move(r).status();
-    return {};
-  }
-  etcd::Result<bool> release() override { return lock_.release().wait(); }
-  int64_t fencing_token() const override { return lock_.hold().token(); }
-  std::string key() const override { return lock_.hold().key(); }
-  std::stop_token hold_token() const override { return lock_.hold().stop_token(); }
-  etcd::Subscription on_lost(std::function<void(const etcd::Status&)> listener) override {
-    return lock_.on_lost(std::move(listener));
-  }
-
- private:
-  std::shared_ptr<void> owner_;
-  Lock& lock_;
-};
-
-class PermitHold final : public Hold {
- public:
-  PermitHold(etcd::Client client, std::string name, int permits, etcd::recipes::RecipeOptions options)
-      : semaphore_(std::move(client), std::move(name), permits, std::move(options)) {}
-  etcd::Result<void> acquire(std::optional<etcd::Deadline> deadline, std::stop_token stop) override {
-    auto r = bounded(semaphore_.acquire(), deadline, std::move(stop)).wait();
-    if (!r.ok()) return std::move(r).status();
-    permit_ = std::move(r).value();
-    return {};
-  }
-  etcd::Result<bool> release() override { return permit_.release().wait(); }
-  int64_t fencing_token() const override { return permit_.token(); }
-  std::string key() const override { return permit_.key(); }
-  std::stop_token hold_token() const override { return permit_.stop_token(); }
-  etcd::Subscription on_lost(std::function<void(const etcd::Status&)> listener) override {
-    return permit_.on_lost(std::move(listener));
-  }
-
- private:
-  etcd::recipes::DistributedSemaphore semaphore_;
-  etcd::recipes::DistributedSemaphore::Permit permit_;
-};
+// Holds `acquire()` of a recipe (a mutex, a side of a rwlock, a semaphore)
+// kept alive by `recipe`.
+template <class Recipe, class Acquire>
+Holdable holdable(std::shared_ptr<Recipe> recipe, Acquire acquire) {
+  return Holdable{
+      .acquire = [r = recipe.get(), acquire](std::optional<etcd::Deadline> deadline, std::stop_token stop) {
+        return bounded(acquire(*r), deadline, std::move(stop)).wait();
+      },
+      .recipe = std::move(recipe)};
+}
 
 void add_lock(Commands& commands) {
   auto a = std::make_shared<HoldArgs>();
@@ -75,11 +39,10 @@ void add_lock(Commands& commands) {
   commands.on_run(cmd, [a](Context& ctx) {
     return hold_with_session(
         ctx, *a, {"lock " + a->name, "the lock", kLockKeyEnv},
-        [&](etcd::Client client, etcd::recipes::RecipeOptions options) -> std::unique_ptr<Hold> {
-          auto mutex =
-              std::make_shared<etcd::recipes::DistributedMutex>(std::move(client), a->name, std::move(options));
-          auto& lock = *mutex;
-          return std::make_unique<LockHold<etcd::recipes::DistributedMutex>>(std::move(mutex), lock);
+        [&](etcd::Client client, etcd::recipes::RecipeOptions options) {
+          return holdable(
+              std::make_shared<etcd::recipes::DistributedMutex>(std::move(client), a->name, std::move(options)),
+              [](etcd::recipes::DistributedMutex& m) { return m.acquire(); });
         });
   });
 }
@@ -102,9 +65,10 @@ void add_semaphore(Commands& commands) {
               "until that key is deleted while nobody uses the semaphore.");
   commands.on_run(cmd, [a, permits](Context& ctx) {
     return hold_with_session(ctx, *a, {"semaphore " + a->name, "the permit", kPermitKeyEnv},
-                             [&](etcd::Client client, etcd::recipes::RecipeOptions options) -> std::unique_ptr<Hold> {
-                               return std::make_unique<PermitHold>(std::move(client), a->name, *permits,
-                                                                   std::move(options));
+                             [&](etcd::Client client, etcd::recipes::RecipeOptions options) {
+                               return holdable(std::make_shared<etcd::recipes::DistributedSemaphore>(
+                                                   std::move(client), a->name, *permits, std::move(options)),
+                                               [](etcd::recipes::DistributedSemaphore& s) { return s.acquire(); });
                              });
   });
 }
@@ -126,11 +90,12 @@ void add_rwlock(Commands& commands) {
     const bool write = *mode == "write";
     return hold_with_session(
         ctx, *a, {"rwlock " + a->name + " " + *mode, cat("the ", *mode, " lock"), kLockKeyEnv},
-        [&](etcd::Client client, etcd::recipes::RecipeOptions options) -> std::unique_ptr<Hold> {
-          auto rwlock =
-              std::make_shared<etcd::recipes::DistributedReadWriteLock>(std::move(client), a->name, std::move(options));
-          auto& side = write ? rwlock->write_lock() : rwlock->read_lock();
-          return std::make_unique<LockHold<etcd::recipes::DistributedReadWriteLock::LockView>>(std::move(rwlock), side);
+        [&](etcd::Client client, etcd::recipes::RecipeOptions options) {
+          return holdable(
+              std::make_shared<etcd::recipes::DistributedReadWriteLock>(std::move(client), a->name, std::move(options)),
+              [write](etcd::recipes::DistributedReadWriteLock& rw) {
+                return write ? rw.write_lock().acquire() : rw.read_lock().acquire();
+              });
         });
   });
 }

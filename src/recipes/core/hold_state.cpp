@@ -1,6 +1,7 @@
 #include "hold_state.h"
 
 #include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
 
 #include "calls.h"
 #include "keys.h"
@@ -8,6 +9,12 @@
 namespace etcd::recipes {
 
 namespace detail {
+
+namespace {
+// How long a hold that is lost when its key goes lasts before that key is
+// watched (the bound on how late such a loss can be reported).
+constexpr std::chrono::milliseconds kKeyWatchDelay{50};
+}  // namespace
 
 Status hold_lost_status(const RecipeCore& core, const std::string& noun, const std::string& why) {
   return Status(StatusCode::kAborted, core.identity() + ": " + noun + " lost: " + why, Errc::kHoldLost);
@@ -35,7 +42,16 @@ void HoldState::arm() {
     if (!ended_) std::swap(session_sub_, sub);
   }
   sub.reset();
-  if (spec_.watch_key) watch_own_key(spec_.token + 1);
+  if (!spec_.watch_key) return;
+  // The watch starts a moment later, from the key's creation: a deletion
+  // meanwhile is replayed, so none is missed, and a short hold (an
+  // election's campaign + resign) costs no watch at all.
+  auto timer = std::make_shared<asio::steady_timer>(core_->client().executor(), kKeyWatchDelay);
+  timer->async_wait([weak, timer](const asio::error_code& ec) {
+    auto self = weak.lock();
+    if (ec || !self || !self->is_held()) return;
+    self->watch_own_key(self->spec_.token + 1);
+  });
 }
 
 // Loss by the key itself: deleted, or replaced by a key with another create

@@ -124,7 +124,7 @@ void Candidate::on_lost(const std::shared_ptr<HoldState>& hold, const Status& wh
   if (hooks.lost) hooks.lost(why);
 }
 
-void Candidate::resign(std::function<void(ResignOutcome)> done) {
+void Candidate::resign(std::function<void(ResignOutcome)> done, bool caller_waits) {
   if (!done) done = [](ResignOutcome) {};
   std::optional<std::stop_source> stop;
   Hold hold;
@@ -151,7 +151,7 @@ void Candidate::resign(std::function<void(ResignOutcome)> done) {
   if (!hold.is_held()) return done(ResignOutcome{});
   core->metrics().set("etcd_recipes_election_leader", driver_->labels(), 0);
   std::weak_ptr<Candidate> weak = weak_from_this();
-  HoldAccess::state(hold)->release(false, [weak, done = std::move(done)](Result<bool> r) {
+  HoldAccess::state(hold)->release(caller_waits, [weak, done = std::move(done)](Result<bool> r) {
     if (auto self = weak.lock()) {
       {
         std::lock_guard lock(self->mu_);

@@ -49,7 +49,9 @@ class Candidate : public std::enable_shared_from_this<Candidate> {
   void campaign();
   // Leaves the queue: cancels a campaign, or ends the term and deletes our
   // key. `done` (may be empty) runs once that is over.
-  void resign(std::function<void(ResignOutcome)> done);
+  // `caller_waits`: the caller blocks for the outcome, so the delete may
+  // run on its thread.
+  void resign(std::function<void(ResignOutcome)> done, bool caller_waits = false);
 
   std::string value() const;
   Call<void> proclaim(std::string value);

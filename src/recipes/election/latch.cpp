@@ -77,7 +77,7 @@ class LatchState : public std::enable_shared_from_this<LatchState> {
     }
     waiters->fail_all(why);
   }
-  void resign(Status reported, std::function<void(bool)> done) {
+  void resign(Status reported, std::function<void(bool)> done, bool caller_waits = false) {
     {
       std::lock_guard lock(mu);
       started = false;
@@ -89,7 +89,7 @@ class LatchState : public std::enable_shared_from_this<LatchState> {
         self->not_leader.notify(self->strand, self->core->throw_sink(), reported);
       }
       if (done) done(outcome.intact);
-    });
+    }, caller_waits);
   }
 };
 
@@ -152,7 +152,9 @@ Call<void> LeaderLatch::proclaim(std::string value) { return state_->candidate->
 
 Call<bool> LeaderLatch::resign() {
   auto s = state_;
-  return Call<bool>([s](CallOptions, Callback<bool> done) { s->resign(Status(), std::move(done)); },
+  return Call<bool>([s](CallOptions options, Callback<bool> done) {
+                      s->resign(Status(), std::move(done), options.caller_waits);
+                    },
                     s->core->client().executor());
 }
 
