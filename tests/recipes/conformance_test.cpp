@@ -173,17 +173,19 @@ struct LatchAdapter {
 struct SelectorAdapter {
   using Recipe = LeaderSelector;
   static Recipe make(Client c, std::string name, RecipeOptions o) {
-    return Recipe(c, std::move(name), "me", [](std::stop_token stop, LeaderTerm&) {
-      while (!stop.stop_requested()) std::this_thread::sleep_for(5ms);
-    }, std::move(o));
+    return Recipe(
+        c, std::move(name), "me",
+        [](std::stop_token stop, LeaderTerm&) {
+          while (!stop.stop_requested()) std::this_thread::sleep_for(5ms);
+        },
+        std::move(o));
   }
   // Its one waiting operation: reading the candidates (it has no waiter of
   // its own: terms run in its callback).
   static Call<void> operation(Recipe& r, Client& c) { return as_void(r.participants(), c.executor()); }
   static constexpr bool kParks = false;
   static std::any listen(Recipe& r, std::function<void()> fn, Client& c) {
-    auto sub = std::make_shared<Subscription>(
-        r.on_term_end([fn](LeaderSelector::TermEnd, const Status&) { fn(); }));
+    auto sub = std::make_shared<Subscription>(r.on_term_end([fn](LeaderSelector::TermEnd, const Status&) { fn(); }));
     r.start();
     for (int i = 0; i < 1000 && !r.is_held(); ++i) std::this_thread::sleep_for(10ms);
     (void)c.lease_revoke(r.hold().lease()).wait();
@@ -271,8 +273,8 @@ class Names {
  public:
   template <class T>
   static std::string GetName(int i) {
-    static const char* names[] = {"Mutex", "RwRead", "RwWrite", "Semaphore", "LeaderLatch", "LeaderSelector",
-                                  "LeaderObserver"};
+    static const char* names[] = {"Mutex",       "RwRead",         "RwWrite",       "Semaphore",
+                                  "LeaderLatch", "LeaderSelector", "LeaderObserver"};
     return names[i];
   }
 };
@@ -384,8 +386,7 @@ TYPED_TEST(Conformance, AClosedRecipeLetsGoOfItsClient) {
     (void)TypeParam::operation(r, this->client()).timeout(2s).wait();
     r.close();
   }
-  EXPECT_TRUE(eventually([&] { return etcd::detail::ClientAccess::core(this->client()).use_count() <= baseline; },
-                         15s))
+  EXPECT_TRUE(eventually([&] { return etcd::detail::ClientAccess::core(this->client()).use_count() <= baseline; }, 15s))
       << "still held: " << etcd::detail::ClientAccess::core(this->client()).use_count() << " > " << baseline;
 }
 

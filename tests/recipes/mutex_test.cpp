@@ -17,6 +17,7 @@ namespace etcd::test {
 namespace {
 
 using recipes::DistributedMutex;
+using recipes::Hold;
 using recipes::RecipeOptions;
 using MutexTest = SingleMemberTest;
 
@@ -277,6 +278,30 @@ TEST_F(MutexTest, CloseWakesParkedWaitersWithClosed) {
       eventually([&] { return client().get(key("close/"), {.prefix = true, .count_only = true}).wait()->count == 1; }));
   EXPECT_TRUE(waiter.acquire().wait().status().is(Errc::kClosed));
   EXPECT_TRUE(holder.unlock());
+}
+
+// issue 9 item 5: an operator's `etcdctl del` of the holder's key ends the
+// hold (and says so), instead of letting a second holder in unnoticed.
+TEST_F(MutexTest, DeletingTheHoldersKeyIsALossThatNamesItsCause) {
+  DistributedMutex holder(client(), key("deleted")), waiter(client(), key("deleted"));
+  Hold h = holder.acquire().wait().value();
+  std::promise<Status> lost;
+  auto sub = holder.on_lost([&](const Status& why) { lost.set_value(why); });
+  auto stop = h.stop_token();
+  auto next = waiter.acquire().future();
+  ASSERT_TRUE(client().del(h.key()).wait().ok());
+  auto why = lost.get_future();
+  ASSERT_EQ(why.wait_for(3s), std::future_status::ready) << "the deletion was not noticed";
+  const Status st = why.get();
+  EXPECT_TRUE(st.is(Errc::kHoldLost)) << st.to_string();
+  EXPECT_NE(st.message().find("key was deleted"), std::string::npos) << st.message();
+  EXPECT_TRUE(stop.stop_requested());
+  EXPECT_FALSE(holder.is_held());
+  EXPECT_TRUE(h.guarded(Txn().then(Op::put(key("deleted-w"), "late"))).wait().status().is(Errc::kHoldLost));
+  ASSERT_EQ(next.wait_for(5s), std::future_status::ready);
+  EXPECT_TRUE(next.get().ok()) << "the waiter took over";
+  EXPECT_FALSE(holder.unlock()) << "releasing a lost hold reports the loss";
+  EXPECT_TRUE(waiter.unlock());
 }
 
 TEST_F(MutexTest, StopTokenCancelsAWait) {

@@ -28,22 +28,21 @@ constexpr const char* kTermEnv = "ETCD_RECIPES_TERM";
 Holdable latch_holdable(etcd::Client client, const std::string& name, const std::string& value,
                         etcd::recipes::RecipeOptions options) {
   auto latch = std::make_shared<etcd::recipes::LeaderLatch>(std::move(client), name, value, std::move(options));
-  return Holdable{
-      .acquire = [l = latch.get()](std::optional<etcd::Deadline> deadline,
-                                   std::stop_token stop) -> etcd::Result<etcd::recipes::Hold> {
-        try {
-          l->start();
-        } catch (const etcd::Error& e) {
-          return e.status();
-        }
-        auto r = bounded(l->await_leadership(), deadline, std::move(stop)).wait();
-        if (!r.ok()) {
-          (void)l->resign().wait();  // leave the queue; the session's revoke follows
-          return std::move(r).status();
-        }
-        return l->hold();
-      },
-      .recipe = latch};
+  return Holdable{.acquire = [l = latch.get()](std::optional<etcd::Deadline> deadline,
+                                               std::stop_token stop) -> etcd::Result<etcd::recipes::Hold> {
+                    try {
+                      l->start();
+                    } catch (const etcd::Error& e) {
+                      return e.status();
+                    }
+                    auto r = bounded(l->await_leadership(), deadline, std::move(stop)).wait();
+                    if (!r.ok()) {
+                      (void)l->resign().wait();  // leave the queue; the session's revoke follows
+                      return std::move(r).status();
+                    }
+                    return l->hold();
+                  },
+                  .recipe = latch};
 }
 
 void add_elect(Commands& commands) {

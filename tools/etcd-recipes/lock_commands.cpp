@@ -21,11 +21,11 @@ constexpr const char* kPermitKeyEnv = "ETCD_RECIPES_PERMIT_KEY";
 // kept alive by `recipe`.
 template <class Recipe, class Acquire>
 Holdable holdable(std::shared_ptr<Recipe> recipe, Acquire acquire) {
-  return Holdable{
-      .acquire = [r = recipe.get(), acquire](std::optional<etcd::Deadline> deadline, std::stop_token stop) {
-        return bounded(acquire(*r), deadline, std::move(stop)).wait();
-      },
-      .recipe = std::move(recipe)};
+  return Holdable{.acquire =
+                      [r = recipe.get(), acquire](std::optional<etcd::Deadline> deadline, std::stop_token stop) {
+                        return bounded(acquire(*r), deadline, std::move(stop)).wait();
+                      },
+                  .recipe = std::move(recipe)};
 }
 
 void add_lock(Commands& commands) {
@@ -37,13 +37,12 @@ void add_lock(Commands& commands) {
   add_hold_options(cmd, *a, "the lock");
   cmd->footer(hold_footer("the lock", kLockKeyEnv));
   commands.on_run(cmd, [a](Context& ctx) {
-    return hold_with_session(
-        ctx, *a, {"lock " + a->name, "the lock", kLockKeyEnv},
-        [&](etcd::Client client, etcd::recipes::RecipeOptions options) {
-          return holdable(
-              std::make_shared<etcd::recipes::DistributedMutex>(std::move(client), a->name, std::move(options)),
-              [](etcd::recipes::DistributedMutex& m) { return m.acquire(); });
-        });
+    return hold_with_session(ctx, *a, {"lock " + a->name, "the lock", kLockKeyEnv},
+                             [&](etcd::Client client, etcd::recipes::RecipeOptions options) {
+                               return holdable(std::make_shared<etcd::recipes::DistributedMutex>(
+                                                   std::move(client), a->name, std::move(options)),
+                                               [](etcd::recipes::DistributedMutex& m) { return m.acquire(); });
+                             });
   });
 }
 
@@ -88,15 +87,14 @@ void add_rwlock(Commands& commands) {
               "write lock released before it and smaller than that of every later one.");
   commands.on_run(cmd, [a, mode](Context& ctx) {
     const bool write = *mode == "write";
-    return hold_with_session(
-        ctx, *a, {"rwlock " + a->name + " " + *mode, cat("the ", *mode, " lock"), kLockKeyEnv},
-        [&](etcd::Client client, etcd::recipes::RecipeOptions options) {
-          return holdable(
-              std::make_shared<etcd::recipes::DistributedReadWriteLock>(std::move(client), a->name, std::move(options)),
-              [write](etcd::recipes::DistributedReadWriteLock& rw) {
-                return write ? rw.write_lock().acquire() : rw.read_lock().acquire();
-              });
-        });
+    return hold_with_session(ctx, *a, {"rwlock " + a->name + " " + *mode, cat("the ", *mode, " lock"), kLockKeyEnv},
+                             [&](etcd::Client client, etcd::recipes::RecipeOptions options) {
+                               return holdable(std::make_shared<etcd::recipes::DistributedReadWriteLock>(
+                                                   std::move(client), a->name, std::move(options)),
+                                               [write](etcd::recipes::DistributedReadWriteLock& rw) {
+                                                 return write ? rw.write_lock().acquire() : rw.read_lock().acquire();
+                                               });
+                             });
   });
 }
 

@@ -47,7 +47,8 @@ class PrometheusMetrics final : public Metrics {
   std::string render() const;
   // For tests and dashboards: a counter's or gauge's current value, or an
   // observation series' count.
-  double value(std::string_view name, const Labels& labels = {}) const;
+  double value(std::string_view name) const { return value(name, Labels{}); }
+  double value(std::string_view name, const Labels& labels) const;
 
  private:
   struct Series {

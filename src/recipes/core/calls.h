@@ -20,10 +20,9 @@ Call<U> then_call(Call<T> inner, Executor executor, F f) {
   auto shared = std::make_shared<Call<T>>(std::move(inner));
   return Call<U>(
       [shared, f = std::move(f)](CallOptions options, Callback<U> done) mutable {
-        CallAccess::start_inherited(std::move(*shared), options,
-                                 [f = std::move(f), done = std::move(done)](Result<T> r) mutable {
-                                   done(f(std::move(r)));
-                                 });
+        CallAccess::start_inherited(
+            std::move(*shared), options,
+            [f = std::move(f), done = std::move(done)](Result<T> r) mutable { done(f(std::move(r))); });
       },
       std::move(executor));
 }

@@ -74,7 +74,8 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
     }
     // The close waker also owns the acquisition while it is parked (every
     // other registration knows it only weakly); finishing drops it.
-    keep(&Registrations::close_sub, core_->on_close([self = shared_from_this()] { self->fail(self->core_->closed_status()); }));
+    keep(&Registrations::close_sub,
+         core_->on_close([self = shared_from_this()] { self->fail(self->core_->closed_status()); }));
     return true;
   }
 
@@ -117,6 +118,10 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
         // Creating our key is idempotent (create-if-absent): a transient
         // failure is retried for as long as the acquisition lasts.
         if (transient(r.status())) return self->retry_later([self] { self->create(); });
+        // The session's lease is gone before the session noticed (revoked
+        // elsewhere; its keys deleted): nothing was held yet, so this
+        // acquisition goes on with a new session of the recipe's own.
+        if (r.status().is(Errc::kLeaseNotFound) && self->renew_session()) return;
         return self->fail(std::move(r).status());
       }
       self->on_created(self->driver_->created(*r));
@@ -129,6 +134,35 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
       CallAccess::start_inline(CallAccess::caller_waits(core_->client().txn(std::move(txn)), on_caller_thread()),
                                std::move(on_created));
     }
+  }
+
+  // Drops the acquisition's session (and its key claim) and starts again on
+  // a new one. False when the session cannot be replaced (a fixed shared
+  // one, or this happened twice).
+  bool renew_session() {
+    std::shared_ptr<Session> old;
+    std::string key;
+    bool claimed;
+    Subscription old_loss;
+    {
+      std::lock_guard lock(mu_);
+      if (finished_ || renewed_) return false;
+      renewed_ = true;
+      old = session_;
+      key = key_;
+      claimed = std::exchange(claimed_, false);
+      // The old session's end (it closes once dropped) is not ours any more.
+      old_loss = std::move(registrations_.session_lost_sub);
+    }
+    old_loss.reset();
+    if (!core_->forget_session(old)) return false;
+    if (claimed) KeyClaims::unclaim(key);
+    auto self = shared_from_this();
+    CallAccess::start_inline(core_->session(), [self](Result<std::shared_ptr<Session>> s) {
+      if (!s.ok()) return self->fail(std::move(s).status());
+      self->with_session(*s);
+    });
+    return true;
   }
 
   void on_created(Created c) {
@@ -165,11 +199,10 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
     }
     if (!key.empty()) return fail(Status(StatusCode::kAborted, "could not replace the stale key " + key));
     auto self = shared_from_this();
-    CallAccess::start_inline(core_->client().txn(delete_if_created_at(key_, stale_rev)),
-                             [self](Result<TxnResponse> d) {
-                               if (!d.ok()) return self->fail(std::move(d).status());
-                               self->create();
-                             });
+    CallAccess::start_inline(core_->client().txn(delete_if_created_at(key_, stale_rev)), [self](Result<TxnResponse> d) {
+      if (!d.ok()) return self->fail(std::move(d).status());
+      self->create();
+    });
   }
 
   void on_verdict(Verdict v) {
@@ -190,20 +223,19 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
       rev = rev_;
     }
     auto self = shared_from_this();
-    CallAccess::start_inline(
-        CallAccess::caller_waits(core_->client().txn(driver_->read(key, rev)), on_caller_thread()),
-        [self, rev](Result<TxnResponse> r) {
-          if (!r.ok()) {
-            if (transient(r.status())) return self->retry_later([self] { self->read(); });
-            return self->fail(std::move(r).status());
-          }
-          if (auto gone = own_key_lost(r->responses.at(0).get().first(), rev)) {
-            return self->fail(std::move(*gone));  // never report success
-          }
-          Verdict v = self->driver_->judge(*r, rev);
-          v.revision = r->header.revision;
-          self->on_verdict(std::move(v));
-        });
+    CallAccess::start_inline(CallAccess::caller_waits(core_->client().txn(driver_->read(key, rev)), on_caller_thread()),
+                             [self, rev](Result<TxnResponse> r) {
+                               if (!r.ok()) {
+                                 if (transient(r.status())) return self->retry_later([self] { self->read(); });
+                                 return self->fail(std::move(r).status());
+                               }
+                               if (auto gone = own_key_lost(r->responses.at(0).get().first(), rev)) {
+                                 return self->fail(std::move(*gone));  // never report success
+                               }
+                               Verdict v = self->driver_->judge(*r, rev);
+                               v.revision = r->header.revision;
+                               self->on_verdict(std::move(v));
+                             });
   }
 
   // Waits for one change that can unblock us, then reads again (at most
@@ -212,12 +244,11 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
     std::weak_ptr<Acquisition> weak = weak_from_this();
     auto core = core_;
     auto driver = driver_;
-    Watcher watcher = wait_for_change(core_, w.key, std::move(w.options), from, std::move(w.relevant),
-                                      std::move(w.recheck), [weak, core, driver] {
-                                        core->metrics().add("etcd_recipes_" + driver->family() + "_wakeups_total",
-                                                            driver->labels(), 1);
-                                        if (auto self = weak.lock()) self->read();
-                                      });
+    Watcher watcher = wait_for_change(
+        core_, w.key, std::move(w.options), from, std::move(w.relevant), std::move(w.recheck), [weak, core, driver] {
+          core->metrics().add("etcd_recipes_" + driver->family() + "_wakeups_total", driver->labels(), 1);
+          if (auto self = weak.lock()) self->read();
+        });
     keep(&Registrations::watch, std::move(watcher));
   }
 
@@ -319,6 +350,7 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
   bool finished_ = false;
   bool claimed_ = false;
   bool stale_replaced_ = false;
+  bool renewed_ = false;
   int transient_failures_ = 0;
   std::shared_ptr<Session> session_;
   std::string key_;

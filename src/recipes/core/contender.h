@@ -35,13 +35,13 @@
 #include <optional>
 #include <string>
 
-#include "waiting.h"
 #include "etcd/recipes/hold.h"
 #include "etcd/recipes/recipe.h"
 #include "etcd/session.h"
 #include "etcd/txn.h"
 #include "etcd/watch.h"
 #include "hold_state.h"
+#include "waiting.h"
 
 namespace etcd::recipes::detail {
 

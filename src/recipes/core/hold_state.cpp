@@ -59,13 +59,12 @@ void HoldState::arm() {
 // compaction, a stream that could not resume) is settled by one read.
 void HoldState::watch_own_key(int64_t from) {
   std::weak_ptr<HoldState> weak = shared_from_this();
+  // Gone: deleted, or re-created. (A put that keeps the create revision —
+  // a downgrade, a semaphore's nudge, a proclaim — is ours.)
   const int64_t token = spec_.token;
-  const bool unmodified = spec_.require_unmodified;
-  auto gone = [token, unmodified](const KeyValue* kv) {
-    return !kv || kv->create_revision != token || (unmodified && kv->mod_revision != token);
-  };
-  Watcher w = core_->client().watch(
-      spec_.key, WatchOptions{.start_revision = from}, [weak, gone](Result<WatchResponse> r) {
+  auto gone = [token](const KeyValue* kv) { return !kv || kv->create_revision != token; };
+  Watcher w =
+      core_->client().watch(spec_.key, WatchOptions{.start_revision = from}, [weak, gone](Result<WatchResponse> r) {
         auto self = weak.lock();
         if (!self) return;
         if (r.ok()) {
@@ -76,15 +75,14 @@ void HoldState::watch_own_key(int64_t from) {
           return;
         }
         if (self->core_->closed()) return;
-        CallAccess::start_inline(self->core_->client().get(self->spec_.key),
-                                 [weak, gone](Result<GetResponse> g) {
-                                   auto s = weak.lock();
-                                   if (!s || !g.ok()) return;  // the session's lease still bounds the hold
-                                   if (gone(g->first())) {
-                                     return s->lose(Status(StatusCode::kAborted, "its key was deleted"));
-                                   }
-                                   s->watch_own_key(g->header.revision + 1);
-                                 });
+        CallAccess::start_inline(self->core_->client().get(self->spec_.key), [weak, gone](Result<GetResponse> g) {
+          auto s = weak.lock();
+          if (!s || !g.ok()) return;  // the session's lease still bounds the hold
+          if (gone(g->first())) {
+            return s->lose(Status(StatusCode::kAborted, "its key was deleted"));
+          }
+          s->watch_own_key(g->header.revision + 1);
+        });
       });
   {
     std::lock_guard lock(mu_);
@@ -115,8 +113,9 @@ Subscription HoldState::on_lost(std::function<void(const Status&)> listener) {
     if (!lost_) return Subscription();  // released: it will never be lost
   }
   // Lost already: the listener still hears of it.
-  LostListeners::notify_one(core_->client().executor(), [core = core_](Status s) { core->record_error(s); },
-                            std::move(listener), hold_lost_status(*core_, spec_.noun, "lost before this listener"));
+  LostListeners::notify_one(
+      core_->client().executor(), [core = core_](Status s) { core->record_error(s); }, std::move(listener),
+      hold_lost_status(*core_, spec_.noun, "lost before this listener"));
   return Subscription();
 }
 
@@ -129,25 +128,24 @@ std::vector<Compare> HoldState::guard() const {
 Call<TxnResponse> HoldState::guarded(Txn txn) {
   auto& client = core_->client();
   if (!is_held()) {
-    return Call<TxnResponse>::ready(
-        Status(StatusCode::kFailedPrecondition, core_->identity() + ": the " + spec_.noun + " is not held",
-               Errc::kHoldLost),
-        client.executor());
+    return Call<TxnResponse>::ready(Status(StatusCode::kFailedPrecondition,
+                                           core_->identity() + ": the " + spec_.noun + " is not held", Errc::kHoldLost),
+                                    client.executor());
   }
   Txn outer;
   for (auto& c : guard()) outer.when(std::move(c));
   outer.then(Op::txn(std::move(txn)));
-  return then_call<TxnResponse>(
-      client.txn(std::move(outer)), client.executor(),
-      [core = core_, noun = spec_.noun](Result<TxnResponse> r) -> Result<TxnResponse> {
-        if (!r.ok()) return std::move(r).status();
-        if (!r->succeeded) {
-          return Status(StatusCode::kFailedPrecondition,
-                        core->identity() + ": the " + noun + " is no longer held; nothing was written",
-                        Errc::kHoldLost);
-        }
-        return TxnResponse(r->responses.at(0).txn());
-      });
+  return then_call<TxnResponse>(client.txn(std::move(outer)), client.executor(),
+                                [core = core_, noun = spec_.noun](Result<TxnResponse> r) -> Result<TxnResponse> {
+                                  if (!r.ok()) return std::move(r).status();
+                                  if (!r->succeeded) {
+                                    return Status(
+                                        StatusCode::kFailedPrecondition,
+                                        core->identity() + ": the " + noun + " is no longer held; nothing was written",
+                                        Errc::kHoldLost);
+                                  }
+                                  return TxnResponse(r->responses.at(0).txn());
+                                });
 }
 
 bool HoldState::end_locked(bool lost) {
@@ -258,8 +256,9 @@ void HoldState::release(bool caller_waits, Callback<bool> done) {
 
 Call<bool> HoldState::release_call() {
   auto self = shared_from_this();
-  return Call<bool>([self](CallOptions options, Callback<bool> done) { self->release(options.caller_waits, std::move(done)); },
-                    core_->client().executor());
+  return Call<bool>(
+      [self](CallOptions options, Callback<bool> done) { self->release(options.caller_waits, std::move(done)); },
+      core_->client().executor());
 }
 
 // --- HolderSlot ----------------------------------------------------------
@@ -280,12 +279,12 @@ Status HolderSlot::begin(std::string_view what) {
       phase_ = Phase::kAcquiring;
       return Status();
     case Phase::kReleasing:
-      return core_->named(Status(StatusCode::kFailedPrecondition,
-                                 "still releasing its last hold; " + std::string(what) +
-                                     " again once release() has completed"));
+      return core_->named(
+          Status(StatusCode::kFailedPrecondition,
+                 "still releasing its last hold; " + std::string(what) + " again once release() has completed"));
     default:
-      return core_->named(Status(StatusCode::kFailedPrecondition,
-                                 "already holds or is acquiring (it is not recursive)"));
+      return core_->named(
+          Status(StatusCode::kFailedPrecondition, "already holds or is acquiring (it is not recursive)"));
   }
 }
 

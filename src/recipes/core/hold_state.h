@@ -47,8 +47,9 @@ struct HoldSpec {
   // What guarded() and the loss check compare; by default the key's create
   // revision (a downgradable write hold also requires mod == create).
   bool require_unmodified = false;
-  // Lost when the key is deleted or re-created, not only with the lease.
-  bool watch_key = false;
+  // Lost when the key is deleted or re-created by someone else, not only
+  // with the lease (an operator's `etcdctl del` ends the hold).
+  bool watch_key = true;
   // A loss is also recorded in the recipe's errors() (false where a loss
   // is routine and goes to listeners only, as a leader's term).
   bool record_loss = true;

@@ -26,7 +26,7 @@ struct LowestKeySettings {
   std::function<std::string()> value;
   // Loss also when the key is deleted by someone else (not only with the
   // lease).
-  bool watch_key = false;
+  bool watch_key = true;
   // Whether a loss is also recorded in errors() (a lost lock is; a lost
   // term is routine for an election and goes to its listeners).
   bool record_loss = true;

@@ -7,10 +7,10 @@
 #include <exception>
 #include <utility>
 
+#include "keys.h"
 #include "recipe_core.h"
 #include "strand_steps.h"
 #include "waiters.h"
-#include "keys.h"
 
 namespace etcd::recipes::detail {
 

@@ -1,5 +1,5 @@
-#include "etcd/recipes/recipe.h"
 #include "client/client_access.h"
+#include "etcd/recipes/recipe.h"
 
 #include <unistd.h>
 
@@ -96,13 +96,19 @@ Call<std::shared_ptr<Session>> RecipeCore::session() {
           }
           session = self->session_;
         }
-        CallAccess::start_inherited(session->start(), options,
-                                    [session, done = std::move(done)](Result<void> r) {
-                                   if (!r.ok()) return done(std::move(r).status());
-                                   done(session);
-                                 });
+        CallAccess::start_inherited(session->start(), options, [session, done = std::move(done)](Result<void> r) {
+          if (!r.ok()) return done(std::move(r).status());
+          done(session);
+        });
       },
       client_.executor());
+}
+
+bool RecipeCore::forget_session(const std::shared_ptr<Session>& s) {
+  if (options_.session) return false;
+  std::lock_guard lock(mu_);
+  if (session_ == s) session_.reset();
+  return true;
 }
 
 void RecipeCore::record_error(Status status) {

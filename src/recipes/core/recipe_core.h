@@ -40,6 +40,10 @@ class RecipeCore : public std::enable_shared_from_this<RecipeCore> {
 
   // The session (shared or own), created on first use and started.
   Call<std::shared_ptr<Session>> session();
+  // `s` turned out to be gone (its lease was not found) before the session
+  // itself noticed: the next session() makes a new one. False for a fixed
+  // shared session, which is the user's to replace.
+  bool forget_session(const std::shared_ptr<Session>& s);
 
   // Background failures: recorded (bounded) and pushed to listeners.
   void record_error(Status status);

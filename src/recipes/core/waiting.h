@@ -22,6 +22,7 @@
 #include <thread>
 #include <utility>
 
+#include "client/client_access.h"
 #include "etcd/call.h"
 #include "etcd/client.h"
 #include "etcd/connection.h"
@@ -29,7 +30,6 @@
 #include "etcd/session.h"
 #include "etcd/txn.h"
 #include "etcd/watch.h"
-#include "client/client_access.h"
 #include "keys.h"
 #include "recipe_core.h"
 

@@ -22,10 +22,11 @@ Candidate::Candidate(std::shared_ptr<RecipeCore> core_in, std::string value)
       driver_(std::make_shared<LowestKeyDriver>(core, LowestKeySettings{.noun = "leadership",
                                                                         .family = "election",
                                                                         .labels = {{"election", core->name()}},
-                                                                        .value = [proposal = proposal_] {
-                                                                          std::lock_guard lock(proposal->mu);
-                                                                          return proposal->value;
-                                                                        },
+                                                                        .value =
+                                                                            [proposal = proposal_] {
+                                                                              std::lock_guard lock(proposal->mu);
+                                                                              return proposal->value;
+                                                                            },
                                                                         .watch_key = true,
                                                                         .record_loss = false})) {
   proposal_->value = std::move(value);
@@ -192,9 +193,9 @@ void Candidate::wound_down() {
 Call<void> Candidate::proclaim(std::string value) {
   Hold hold = slot->current();
   if (!hold.is_held()) {
-    return Call<void>::ready(core->named(Status(StatusCode::kFailedPrecondition,
-                                                "not the leader; nothing was written", Errc::kHoldLost)),
-                             core->client().executor());
+    return Call<void>::ready(
+        core->named(Status(StatusCode::kFailedPrecondition, "not the leader; nothing was written", Errc::kHoldLost)),
+        core->client().executor());
   }
   PutOptions keep_lease;
   keep_lease.ignore_lease = true;

@@ -1,9 +1,9 @@
 // LeaderLatch over the election candidate (candidate.h).
 #include "../core/listeners.h"
 #include "../core/waiters.h"
-#include "participants.h"
 #include "candidate.h"
 #include "etcd/recipes/election.h"
+#include "participants.h"
 
 #include <asio/strand.hpp>
 
@@ -83,13 +83,15 @@ class LatchState : public std::enable_shared_from_this<LatchState> {
       started = false;
     }
     auto self = shared_from_this();
-    candidate->resign([self, reported, done = std::move(done)](Candidate::ResignOutcome outcome) {
-      if (outcome.was_leader) {
-        self->waiters->set_ready(false);
-        self->not_leader.notify(self->strand, self->core->throw_sink(), reported);
-      }
-      if (done) done(outcome.intact);
-    }, caller_waits);
+    candidate->resign(
+        [self, reported, done = std::move(done)](Candidate::ResignOutcome outcome) {
+          if (outcome.was_leader) {
+            self->waiters->set_ready(false);
+            self->not_leader.notify(self->strand, self->core->throw_sink(), reported);
+          }
+          if (done) done(outcome.intact);
+        },
+        caller_waits);
   }
 };
 
@@ -152,10 +154,9 @@ Call<void> LeaderLatch::proclaim(std::string value) { return state_->candidate->
 
 Call<bool> LeaderLatch::resign() {
   auto s = state_;
-  return Call<bool>([s](CallOptions options, Callback<bool> done) {
-                      s->resign(Status(), std::move(done), options.caller_waits);
-                    },
-                    s->core->client().executor());
+  return Call<bool>(
+      [s](CallOptions options, Callback<bool> done) { s->resign(Status(), std::move(done), options.caller_waits); },
+      s->core->client().executor());
 }
 
 Call<std::vector<Participant>> LeaderLatch::participants() {

@@ -7,9 +7,9 @@
 #include <thread>
 
 #include "../core/listeners.h"
-#include "participants.h"
 #include "candidate.h"
 #include "etcd/recipes/election.h"
+#include "participants.h"
 
 namespace etcd::recipes {
 

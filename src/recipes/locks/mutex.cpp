@@ -29,8 +29,8 @@ DistributedMutex::DistributedMutex(Client client, std::string name)
     : DistributedMutex(std::move(client), std::move(name), RecipeOptions()) {}
 
 DistributedMutex::DistributedMutex(Client client, std::string name, RecipeOptions options) {
-  auto core = std::make_shared<detail::RecipeCore>(std::move(client), "DistributedMutex", std::move(name),
-                                                   std::move(options));
+  auto core =
+      std::make_shared<detail::RecipeCore>(std::move(client), "DistributedMutex", std::move(name), std::move(options));
   driver_ = std::make_shared<detail::MutexDriver>(core);
   std::weak_ptr<detail::HolderSlot> slot = driver_->slot;
   core->set_close_action([slot] {
@@ -50,8 +50,9 @@ Call<std::optional<Hold>> DistributedMutex::try_acquire() {
 
 Call<bool> DistributedMutex::release() {
   auto slot = driver_->slot;
-  return Call<bool>([slot](CallOptions options, Callback<bool> done) { slot->release(options.caller_waits, std::move(done)); },
-                    driver_->core->client().executor());
+  return Call<bool>(
+      [slot](CallOptions options, Callback<bool> done) { slot->release(options.caller_waits, std::move(done)); },
+      driver_->core->client().executor());
 }
 
 }  // namespace etcd::recipes

@@ -314,12 +314,12 @@ Call<void> DistributedReadWriteLock::downgrade() {
         auto& shared = side->shared;
         auto state = detail::HoldAccess::state(side->slot->current());
         if (!state) {
-          return done(side->core->named(
-              Status(StatusCode::kFailedPrecondition, "downgrade: the write lock is not held")));
+          return done(
+              side->core->named(Status(StatusCode::kFailedPrecondition, "downgrade: the write lock is not held")));
         }
         if (state->lost()) {
-          return done(side->core->named(
-              Status(StatusCode::kAborted, "downgrade: the write hold was lost", Errc::kHoldLost)));
+          return done(
+              side->core->named(Status(StatusCode::kAborted, "downgrade: the write hold was lost", Errc::kHoldLost)));
         }
         {
           std::lock_guard lock(shared->mu);

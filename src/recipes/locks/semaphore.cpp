@@ -191,18 +191,17 @@ class SemaphoreDriver : public ContenderDriver {
   static void nudge(std::shared_ptr<RecipeCore> core, std::string key, int64_t rev, int64_t lease, int attempt) {
     Txn txn;
     txn.when(Compare::create_revision(key) == rev).then(Op::put(key, core->client_id(), PutOptions{.lease = lease}));
-    CallAccess::start_inline(core->client().txn(std::move(txn)),
-                             [core, key, rev, lease, attempt](Result<TxnResponse> r) mutable {
-                               if (!r.ok() && attempt < 3 && retryable(r.status())) {
-                                 return nudge(std::move(core), std::move(key), rev, lease, attempt + 1);
-                               }
-                               if (!r.ok()) {
-                                 core->record_error(Status(r.status().code(),
-                                                           "telling the next waiter (it waits until we release): " +
-                                                               r.status().message(),
-                                                           r.status().reason()));
-                               }
-                             });
+    CallAccess::start_inline(
+        core->client().txn(std::move(txn)), [core, key, rev, lease, attempt](Result<TxnResponse> r) mutable {
+          if (!r.ok() && attempt < 3 && retryable(r.status())) {
+            return nudge(std::move(core), std::move(key), rev, lease, attempt + 1);
+          }
+          if (!r.ok()) {
+            core->record_error(Status(r.status().code(),
+                                      "telling the next waiter (it waits until we release): " + r.status().message(),
+                                      r.status().reason()));
+          }
+        });
   }
 
   const std::string family_ = "semaphore";
@@ -234,7 +233,8 @@ Call<int> DistributedSemaphore::available_permits() {
   if (!core->input().ok()) return Call<int>::ready(core->input(), core->client().executor());
   auto d = driver_;
   return detail::then_call<int>(
-      core->client().txn(Txn().then({Op::get(d->permits_key), Op::get(d->holders, GetOptions{.prefix = true, .count_only = true})})),
+      core->client().txn(
+          Txn().then({Op::get(d->permits_key), Op::get(d->holders, GetOptions{.prefix = true, .count_only = true})})),
       core->client().executor(), [d](Result<TxnResponse> r) -> Result<int> {
         if (!r.ok()) return d->core->named(std::move(r).status());
         const auto* stored = r->responses[0].get().first();
