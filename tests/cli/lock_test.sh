@@ -158,6 +158,16 @@ finish "$PID" lost
 check "lock lost (lease revoked) while CMD runs: CMD gets SIGTERM, exit 75" \
   eval '((revoked == 0 && RC == 75)) && file_has "$WORK/lost.log" "got TERM" && [[ $ERR == *lost* ]]'
 
+# An operator deleting the holder's key ends the hold (issue 9 item 5): CMD
+# is stopped, exit 75, and the message names the deletion (not the lease).
+spawn deleted lock t/deleted --ttl 10 -- \
+  sh -c 'trap "kill \$!; echo got TERM >>$0; exit 0" TERM; echo ready >>$0; sleep 30 & wait' "$WORK/deleted.log"
+wait_until 15 file_has "$WORK/deleted.log" ready
+"$BIN" --endpoints "$EP" kv del t/deleted/ --prefix >/dev/null
+finish "$PID" deleted
+check "lock whose key is deleted while CMD runs: CMD gets SIGTERM, exit 75, the cause named" \
+  eval '((RC == 75)) && file_has "$WORK/deleted.log" "got TERM" && [[ $ERR == *"key was deleted"* ]]'
+
 # A CMD that ignores SIGTERM gets SIGKILL after the grace period.
 spawn stubborn lock t/lost --ttl 2 -- sh -c 'trap "" TERM; echo ready >>$0; exec sleep 30' "$WORK/stubborn.log"
 wait_until 15 file_has "$WORK/stubborn.log" ready

@@ -55,8 +55,8 @@ void HoldState::arm() {
 }
 
 // Loss by the key itself: deleted, or replaced by a key with another create
-// revision (or modified, for an unmodifiable hold). A watch error (a
-// compaction, a stream that could not resume) is settled by one read.
+// revision. A watch error (a compaction, a stream that could not resume) is
+// settled by one read.
 void HoldState::watch_own_key(int64_t from) {
   std::weak_ptr<HoldState> weak = shared_from_this();
   // Gone: deleted, or re-created. (A put that keeps the create revision —

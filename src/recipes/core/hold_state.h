@@ -4,8 +4,8 @@
 // A HoldState is armed once the engine (or a recipe's own step, such as a
 // downgrade) has established the hold. From then on exactly one of two ends
 // comes first:
-//   - loss: the session's lease is gone, or (with `watch_key`) the key was
-//     deleted or re-created by someone else. The stop token is requested,
+//   - loss: the session's lease is gone, or (with `watch_key`, the default)
+//     the key was deleted or re-created by someone else. The stop token is requested,
 //     the hold's and the holder's on_lost listeners run on the executor, the
 //     loss is recorded in the recipe's errors(), and guarded() fails.
 //   - release: the stop token is requested and the key deleted (one plain
