@@ -64,20 +64,27 @@ void wait_either(std::stop_token a, std::stop_token b) {
   cv.wait(lock, a, [&] { return b.stop_requested(); });
 }
 
-// The status the hold was lost with, set from the client's executor.
+// The status the hold was lost with, set from the client's executor. The
+// hold's stop token is requested at the loss itself, its listeners a moment
+// later: describe() waits that moment for the real cause.
 class LossReport {
  public:
   void set(const etcd::Status& status) {
-    std::lock_guard lock(mutex_);
-    if (!status_) status_ = status;
+    {
+      std::lock_guard lock(mutex_);
+      if (!status_) status_ = status;
+    }
+    set_.notify_all();
   }
   std::string describe() const {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
+    set_.wait_for(lock, std::chrono::seconds(1), [&] { return status_.has_value(); });
     return status_ ? status_->to_string() : std::string("its session's lease is gone");
   }
 
  private:
   mutable std::mutex mutex_;
+  mutable std::condition_variable set_;
   std::optional<etcd::Status> status_;
 };
 
@@ -250,9 +257,9 @@ int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Holdable&
       // Stop the work first, then talk about it.
       lost = true;
       cmd.signal(SIGTERM);
+      if (!kill_at || *kill_at > etcd::Clock::now() + kill_after) kill_at = etcd::Clock::now() + kill_after;
       complain(cat(kind.noun, " was lost (", loss->describe(), "): sent SIGTERM to ", program, " (process group ",
                    cmd.pid(), ")"));
-      if (!kill_at || *kill_at > etcd::Clock::now() + kill_after) kill_at = etcd::Clock::now() + kill_after;
     }
     if (!stopping && ctx.stop().stop_requested()) {
       stopping = true;
