@@ -10,14 +10,14 @@
 // its control (as in the mutex's own
 // HandoffIsPromptWhileOtherWritesLandBetweenAWaitersReadAndItsWatch) and
 // allows the election no longer tail than the mutex's.
-#include "client/client_access.h"
-#include "recipes/core/recipe_core.h"
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
 #include <thread>
+#include "client/client_access.h"
+#include "recipes/core/recipe_core.h"
 
 #include "etcd/recipes/election.h"
 #include "etcd/recipes/mutex.h"
@@ -54,21 +54,7 @@ class ElectionHandoffTest : public SingleMemberTest {};
 TEST_F(ElectionHandoffTest, TheNextCandidateLeadsPromptlyWhileOtherWritesLand) {
   const long baseline = etcd::detail::ClientAccess::core(client()).use_count();
   Client noisy(options());
-  struct Writers {
-    std::atomic<bool> stop{false};
-    std::vector<std::thread> threads;
-    ~Writers() {
-      stop = true;
-      for (auto& t : threads) t.join();
-    }
-  } writers;
-  for (int w = 0; w < 4; ++w) {
-    writers.threads.emplace_back([&, w] {
-      for (int i = 0; !writers.stop.load(); ++i) {
-        (void)noisy.put(key("noise") + std::to_string(w), std::to_string(i)).wait();
-      }
-    });
-  }
+  NoiseWriters writers(noisy, key("noise"));
 
   constexpr int kCandidates = 5;
   const std::string name = key("election");

@@ -167,21 +167,7 @@ TEST_F(MutexTest, HandoffIsPromptWhileOtherWritesLandBetweenAWaitersReadAndItsWa
   // read's next revision, even with a re-check read when the watch is
   // created, put 18 to 28 of these 40 handoffs over 40 ms.)
   Client noisy(options());
-  struct Writers {
-    std::atomic<bool> stop{false};
-    std::vector<std::thread> threads;
-    ~Writers() {
-      stop = true;
-      for (auto& t : threads) t.join();
-    }
-  } writers;
-  for (int w = 0; w < 4; ++w) {
-    writers.threads.emplace_back([&, w] {
-      for (int i = 0; !writers.stop.load(); ++i) {
-        (void)noisy.put(key("noise") + std::to_string(w), std::to_string(i)).wait();
-      }
-    });
-  }
+  NoiseWriters writers(noisy, key("noise"));
   DistributedMutex holder(client(), key("prompt")), waiter(client(), key("prompt"));
   constexpr int kHandoffs = 40;
   std::vector<double> ms;

@@ -1,6 +1,8 @@
 // Shared test support: one real single-member etcd per test binary, unique
 // key prefixes per test, and deadline-bounded waiting.
 #pragma once
+#include <atomic>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -53,6 +55,29 @@ class Mailbox {
   std::mutex mu_;
   std::condition_variable cv_;
   std::optional<T> value_;
+};
+
+// Background writes under `prefix` from `writers` threads on `client`, for
+// as long as the object lives: what latency tests measure against.
+class NoiseWriters {
+ public:
+  NoiseWriters(Client& client, std::string prefix, int writers = 4) {
+    for (int w = 0; w < writers; ++w) {
+      threads_.emplace_back([this, &client, key = prefix + std::to_string(w)] {
+        for (int i = 0; !stop_.load(); ++i) (void)client.put(key, std::to_string(i)).wait();
+      });
+    }
+  }
+  NoiseWriters(const NoiseWriters&) = delete;
+  NoiseWriters& operator=(const NoiseWriters&) = delete;
+  ~NoiseWriters() {
+    stop_ = true;
+    for (auto& t : threads_) t.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
 };
 
 class SingleMemberTest : public ::testing::Test {

@@ -155,6 +155,16 @@ int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Holdable&
   // --- wait
   std::optional<etcd::Deadline> give_up;
   if (!a.wait_timeout.empty()) give_up = etcd::Clock::now() + *parse_duration(a.wait_timeout);
+  // A wait that ended without the hold: a signal, --timeout, or a failure.
+  auto gave_up = [&](etcd::Status st) -> int {
+    if (ctx.stop().stop_requested()) return kExitSignalBase + stop_signal();
+    if (give_up && etcd::Clock::now() >= *give_up && st.code() == etcd::StatusCode::kDeadlineExceeded) {
+      complain(cat("timed out after ", a.wait_timeout, " waiting for ", kind.noun,
+                   a.command.empty() ? "" : "; the command was not run"));
+      return kExitTimedOut;
+    }
+    throw Failure(kind.what, std::move(st));
+  };
   // The session's lease first, within one call's --timeout: an unreachable
   // or refusing etcd is an error to report now (exit 1), not a wait that
   // some recipes (an election candidate) would retry until --timeout.
@@ -162,27 +172,10 @@ int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Holdable&
     auto started = session.start().stop_token(ctx.stop());
     auto by = etcd::Clock::now() + ctx.timeout();
     started.deadline(give_up ? std::min(*give_up, by) : by);
-    if (auto r = std::move(started).wait(); !r.ok()) {
-      if (ctx.stop().stop_requested()) return kExitSignalBase + stop_signal();
-      if (give_up && etcd::Clock::now() >= *give_up && r.status().code() == etcd::StatusCode::kDeadlineExceeded) {
-        complain(cat("timed out after ", a.wait_timeout, " waiting for ", kind.noun,
-                     a.command.empty() ? "" : "; the command was not run"));
-        return kExitTimedOut;
-      }
-      throw Failure(kind.what, std::move(r).status());
-    }
+    if (auto r = std::move(started).wait(); !r.ok()) return gave_up(std::move(r).status());
   }
   auto acquired = holdable.acquire(give_up, ctx.stop());
-  if (!acquired.ok()) {
-    auto& r = acquired;
-    if (ctx.stop().stop_requested()) return kExitSignalBase + stop_signal();
-    if (give_up && etcd::Clock::now() >= *give_up && r.status().code() == etcd::StatusCode::kDeadlineExceeded) {
-      complain(cat("timed out after ", a.wait_timeout, " waiting for ", kind.noun,
-                   a.command.empty() ? "" : "; the command was not run"));
-      return kExitTimedOut;
-    }
-    throw Failure(kind.what, std::move(r).status());
-  }
+  if (!acquired.ok()) return gave_up(std::move(acquired).status());
 
   // --- held
   etcd::recipes::Hold hold = std::move(acquired).value();
