@@ -3,9 +3,9 @@
 // in revision order, even while writes land during the paged read; after a
 // compaction while the client was cut off, the view reports exactly the
 // differences; a large prefix loads in pages within seconds.
+#include <malloc.h>
 #include "client/client_access.h"
 #include "recipes/core/recipe_core.h"
-#include <malloc.h>
 
 #include <algorithm>
 #include <atomic>
@@ -17,6 +17,7 @@
 #include "etcd/testing/fault_proxy.h"
 #include "etcd/txn.h"
 #include "support/etcd_fixture.h"
+#include "support/view_replay.h"
 
 namespace etcd::test {
 namespace {
@@ -74,17 +75,6 @@ std::pair<ViewMap, int64_t> read_all(Client& c, const std::string& prefix) {
   ViewMap map;
   for (const auto& kv : r->kvs) map[kv.key] = recipes::detail::to_entry(kv);
   return {map, r->header.revision};
-}
-
-ViewMap replay(ViewMap map, const std::vector<ViewEvent>& events) {
-  for (const auto& ev : events) {
-    if (ev.type == Type::kRemoved) {
-      map.erase(ev.key);
-    } else {
-      map[ev.key] = ev.entry;
-    }
-  }
-  return map;
 }
 
 class PrefixViewTest : public SingleMemberTest {
@@ -263,7 +253,8 @@ class PrefixViewProxyTest : public PrefixViewTest {
   }
   void TearDown() override {
     if (cut_off_) {
-      EXPECT_TRUE(eventually([&] { return etcd::detail::ClientAccess::core(*cut_off_).use_count() <= cut_off_baseline_; }, 15s))
+      EXPECT_TRUE(
+          eventually([&] { return etcd::detail::ClientAccess::core(*cut_off_).use_count() <= cut_off_baseline_; }, 15s))
           << "the view still holds the proxied client";
       cut_off_.reset();
     }

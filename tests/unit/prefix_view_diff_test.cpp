@@ -6,11 +6,13 @@
 #include <random>
 
 #include "../../src/recipes/core/prefix_view.h"
+#include "support/view_replay.h"
 
 namespace etcd::recipes::detail {
 namespace {
 
 using Type = ViewEvent::Type;
+using etcd::test::replay;
 
 ViewEntry entry(std::string value, int64_t create, int64_t mod, int64_t version = 1, int64_t lease = 0) {
   return ViewEntry{std::move(value), create, mod, version, lease};
@@ -29,18 +31,6 @@ Event del(std::string key, int64_t rev) {
   ev.kv.key = std::move(key);
   ev.kv.mod_revision = rev;
   return ev;
-}
-
-// Applies `events` in order to a copy of `map`.
-ViewMap replay(ViewMap map, const std::vector<ViewEvent>& events) {
-  for (const auto& ev : events) {
-    if (ev.type == Type::kRemoved) {
-      map.erase(ev.key);
-    } else {
-      map[ev.key] = ev.entry;
-    }
-  }
-  return map;
 }
 
 TEST(PrefixViewDiff, EqualStatesGiveNoEvent) {
