@@ -13,9 +13,9 @@
 #include <set>
 #include <thread>
 
+#include "client/client_access.h"
 #include "etcd/recipes/election.h"
 #include "etcd/testing/fault_proxy.h"
-#include "client/client_access.h"
 #include "support/etcd_fixture.h"
 
 extern char** environ;
@@ -427,7 +427,7 @@ TEST_F(ElectionTest, ProclaimAndGuardedWritesOnlyWhileLeading) {
   ASSERT_TRUE(a.proclaim("v2").wait().ok());
   auto kv = client().get(a.hold().key()).wait()->kvs.at(0);
   EXPECT_EQ(kv.value, "v2");
-  EXPECT_EQ(kv.lease, lease);               // still bound to the session
+  EXPECT_EQ(kv.lease, lease);                       // still bound to the session
   EXPECT_EQ(kv.create_revision, a.hold().token());  // same term
   auto g = a.hold().guarded(Txn().then(Op::put(key("owner"), "a"))).wait();
   ASSERT_TRUE(g.ok()) << g.status().to_string();
@@ -462,8 +462,7 @@ TEST_F(ElectionTest, MetricsCountTransitions) {
   ASSERT_TRUE(a.await_for(5s));
   ASSERT_TRUE(client().del(a.hold().key()).wait().ok());
   ASSERT_TRUE(eventually([&] {
-    return metrics->value("etcd_recipes_election_acquired_total", {{"election", key("metrics")}}) == 2 &&
-           a.is_held();
+    return metrics->value("etcd_recipes_election_acquired_total", {{"election", key("metrics")}}) == 2 && a.is_held();
   }));
   const recipes::Labels l{{"election", key("metrics")}};
   EXPECT_EQ(metrics->value("etcd_recipes_election_lost_total", l), 1);
@@ -581,6 +580,41 @@ TEST_F(ElectionTest, SelectorRelinquishesWhenItsCallbackThrows) {
   other.close();
   ASSERT_TRUE(eventually([&] { return calls.load() == 2; }));
   EXPECT_TRUE(eventually([&] { return thrower.terms() == 2u; })) << thrower.terms();
+}
+
+// Each term's end has a reason the callback and a listener see; a callback
+// that keeps throwing is re-queued with backoff, not in a write storm.
+TEST_F(ElectionTest, SelectorReportsHowEachTermEndedAndBacksOffAfterThrows) {
+  Mailbox<recipes::TermEnd> seen_inside;
+  LeaderSelector s(client(), key("ends"), "s", [&](std::stop_token stop, LeaderTerm& term) {
+    EXPECT_FALSE(term.end().has_value()) << "no end while the term goes on";
+    hold_until_stopped(stop);
+    if (auto end = term.end()) seen_inside.put(*end);
+  });
+  s.set_auto_requeue(false);
+  Mailbox<recipes::TermEnd> ends;
+  auto sub = s.on_term_end([&](recipes::TermEnd how, const Status&) { ends.put(how); });
+  s.start();
+  ASSERT_TRUE(eventually([&] { return s.is_held(); }));
+  s.interrupt();
+  EXPECT_EQ(seen_inside.take(5s), recipes::TermEnd::kInterrupted);
+  EXPECT_EQ(ends.take(5s), recipes::TermEnd::kInterrupted);
+
+  std::atomic<int> calls{0};
+  LeaderSelector thrower(client(), key("storm"), "t", [&](LeaderTerm&) {
+    ++calls;
+    throw std::runtime_error("always");
+  });
+  Mailbox<recipes::TermEnd> thrown;
+  auto sub2 = thrower.on_term_end([&](recipes::TermEnd how, const Status&) { thrown.put(how); });
+  thrower.start();
+  EXPECT_EQ(thrown.take(5s), recipes::TermEnd::kThrew);
+  std::this_thread::sleep_for(1s);  // a window to count terms in, not a wait for a condition
+  thrower.close();
+  // Backoff 50, 100, 200, 400 ms ...: a handful of terms in a second (843
+  // per second without it).
+  EXPECT_LE(calls.load(), 8) << calls.load() << " terms in about a second";
+  EXPECT_GE(calls.load(), 2) << "it re-queued";
 }
 
 TEST_F(ElectionTest, SelectorStopTokenIsRequestedWhenTheLeaseIsLost) {

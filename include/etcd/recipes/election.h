@@ -154,15 +154,24 @@ class LeaderLatch : public RecipeHandle, public Holder {
   std::shared_ptr<detail::LatchState> state_;
 };
 
+// How a selector's term ended (LeaderTerm::end(), LeaderSelector::on_term_end).
+enum class TermEnd {
+  kReturned,     // the callback returned on its own
+  kThrew,        // the callback threw (recorded in errors())
+  kLost,         // leadership was lost (lease gone, key deleted)
+  kInterrupted,  // interrupt()
+  kResigned,     // resign()
+  kClosed,       // close()
+};
+
 // One term of a LeaderSelector, handed to its callback: the term's Hold
 // (key(), token(), stop_token(), guarded(), on_lost()) and a proclaim().
 class LeaderTerm : public Hold {
  public:
-  // Why the stop was requested, once it was.
-  enum class End { kNone, kLost, kInterrupted, kResigned, kClosed };
-
   bool stop_requested() const { return stop_token().stop_requested(); }
-  End end() const;
+  // Why the stop was requested (kLost, kInterrupted, kResigned, kClosed);
+  // none while the term goes on.
+  std::optional<TermEnd> end() const;
   // Replaces the leader key's value while this term is current.
   Call<void> proclaim(std::string value) const;
 
@@ -190,8 +199,7 @@ class LeaderSelector : public RecipeHandle, public Holder {
   using Callback = std::function<void(LeaderTerm& term)>;
   using StopCallback = std::function<void(std::stop_token stop, LeaderTerm& term)>;
 
-  // How a term ended, for on_term_end.
-  enum class TermEnd { kReturned, kThrew, kLost, kInterrupted, kResigned, kClosed };
+  using TermEnd = recipes::TermEnd;
 
   // Do no I/O and start no thread. Invalid input (name, session_ttl < 1 s,
   // an empty callback) is reported by start() (Errc::kBadArgument), before

@@ -13,8 +13,6 @@
 
 namespace etcd::recipes {
 
-using TermEnd = LeaderSelector::TermEnd;
-
 namespace detail {
 
 // The selector's own thread: runs one term's callback at a time.
@@ -129,7 +127,7 @@ class SelectorState : public std::enable_shared_from_this<SelectorState> {
       if (auto self = weak.lock()) self->on_elected(term);
     };
     candidate->hooks.lost = [weak](const Status& why) {
-      if (auto self = weak.lock()) self->end_as(LeaderTerm::End::kLost, why);
+      if (auto self = weak.lock()) self->end_as(TermEnd::kLost, why);
     };
     candidate->hooks.failed = [weak](const Status&) {
       if (auto self = weak.lock()) self->started.store(false);
@@ -147,22 +145,22 @@ class SelectorState : public std::enable_shared_from_this<SelectorState> {
   ListenerSet<TermEnd, const Status&> term_end;
 
   mutable std::mutex mu;
-  LeaderTerm::End end = LeaderTerm::End::kNone;  // (mu) why the current term's stop was requested
-  Status end_status;                             // (mu)
-  int throws_in_a_row = 0;                       // (mu)
-  std::shared_ptr<asio::steady_timer> backoff;   // (mu)
+  std::optional<TermEnd> end;                   // (mu) why the current term's stop was requested
+  Status end_status;                            // (mu)
+  int throws_in_a_row = 0;                      // (mu)
+  std::shared_ptr<asio::steady_timer> backoff;  // (mu)
 
-  LeaderTerm::End end_reason() const {
+  std::optional<TermEnd> end_reason() const {
     std::lock_guard lock(mu);
     return end;
   }
 
   // Requests the current term's stop, remembering why (the first reason
   // stays).
-  void end_as(LeaderTerm::End why, Status status = Status()) {
+  void end_as(TermEnd why, Status status = Status()) {
     {
       std::lock_guard lock(mu);
-      if (end == LeaderTerm::End::kNone) {
+      if (!end) {
         end = why;
         end_status = std::move(status);
       }
@@ -185,7 +183,7 @@ class SelectorState : public std::enable_shared_from_this<SelectorState> {
     }
     {
       std::lock_guard lock(mu);
-      end = LeaderTerm::End::kNone;
+      end.reset();
       end_status = Status();
     }
     LeaderTerm term(hold, shared_from_this());
@@ -208,28 +206,12 @@ class SelectorState : public std::enable_shared_from_this<SelectorState> {
   // The callback returned (or never ran): relinquish, then re-queue.
   void term_over(const std::string& failure, bool ran) {
     if (ran) terms.fetch_add(1);
-    TermEnd how = TermEnd::kReturned;
+    TermEnd how;
     Status why;
     bool threw = !failure.empty();
     {
       std::lock_guard lock(mu);
-      switch (end) {
-        case LeaderTerm::End::kNone:
-          how = TermEnd::kReturned;
-          break;
-        case LeaderTerm::End::kLost:
-          how = TermEnd::kLost;
-          break;
-        case LeaderTerm::End::kInterrupted:
-          how = TermEnd::kInterrupted;
-          break;
-        case LeaderTerm::End::kResigned:
-          how = TermEnd::kResigned;
-          break;
-        case LeaderTerm::End::kClosed:
-          how = TermEnd::kClosed;
-          break;
-      }
+      how = end.value_or(TermEnd::kReturned);
       why = end_status;
       throws_in_a_row = threw ? throws_in_a_row + 1 : 0;
     }
@@ -271,7 +253,7 @@ class SelectorState : public std::enable_shared_from_this<SelectorState> {
 
   void resign() {
     started.store(false);
-    end_as(LeaderTerm::End::kResigned);
+    end_as(TermEnd::kResigned);
     cancel_backoff();
     // A running term relinquishes when its callback returns.
     if (!running.load()) candidate->resign(nullptr);
@@ -283,7 +265,7 @@ class SelectorState : public std::enable_shared_from_this<SelectorState> {
   // the callback returns.
   void close() {
     started.store(false);
-    end_as(LeaderTerm::End::kClosed, core->closed_status());
+    end_as(TermEnd::kClosed, core->closed_status());
     cancel_backoff();
     const bool from_callback = worker->on_worker_thread();
     worker->stop_and_join();
@@ -301,12 +283,11 @@ class SelectorState : public std::enable_shared_from_this<SelectorState> {
 
 // --- LeaderTerm ---------------------------------------------------------------------
 
-LeaderTerm::End LeaderTerm::end() const {
-  if (!selector_ || !stop_requested()) return End::kNone;
-  auto why = selector_->end_reason();
+std::optional<TermEnd> LeaderTerm::end() const {
+  if (!selector_ || !stop_requested()) return std::nullopt;
   // The hold itself may have ended first (a loss the candidate has not
   // reported yet).
-  return why == End::kNone ? End::kLost : why;
+  return selector_->end_reason().value_or(TermEnd::kLost);
 }
 
 Call<void> LeaderTerm::proclaim(std::string value) const {
@@ -351,7 +332,7 @@ void LeaderSelector::set_auto_requeue(bool on) { state_->auto_requeue.store(on);
 
 bool LeaderSelector::requeue() { return state_->requeue(); }
 
-void LeaderSelector::interrupt() { state_->end_as(LeaderTerm::End::kInterrupted); }
+void LeaderSelector::interrupt() { state_->end_as(TermEnd::kInterrupted); }
 
 void LeaderSelector::resign() { state_->resign(); }
 
