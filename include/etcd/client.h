@@ -34,6 +34,16 @@ struct RetryPolicy {
   // that stopped answering does not hold calls until their deadline.
   // Zero disables it.
   std::chrono::milliseconds attempt_timeout{3000};
+  // A call unanswered for this long makes the client check on its member
+  // (one Status request per member, repeated while calls wait there). The
+  // call is given up as soon as the member does not answer the check within
+  // member_check_timeout, has no raft leader, or is in a newer raft term
+  // than when the call was sent: a write then ends as kOutcomeUnknown at
+  // once instead of at its deadline (etcd would hold a write forwarded to a
+  // dead leader for 5 s plus two election timeouts), and any other call is
+  // tried again on a member with a leader. Zero disables the checks.
+  std::chrono::milliseconds member_check_interval{200};
+  std::chrono::milliseconds member_check_timeout{500};
   std::chrono::milliseconds initial_backoff{20};
   std::chrono::milliseconds max_backoff{1000};
   double multiplier = 2.0;

@@ -37,6 +37,12 @@ void validate(const ClientOptions& o) {
   }
   if (o.default_timeout.count() <= 0) throw Error(InvalidArgument("default_timeout must be positive"));
   if (o.retry.max_attempts < 1) throw Error(InvalidArgument("retry.max_attempts must be >= 1"));
+  if (o.retry.member_check_interval.count() < 0) {
+    throw Error(InvalidArgument("retry.member_check_interval must not be negative"));
+  }
+  if (o.retry.member_check_interval.count() > 0 && o.retry.member_check_timeout.count() <= 0) {
+    throw Error(InvalidArgument("retry.member_check_timeout must be positive"));
+  }
   if (o.callback_threads < 1 && !o.executor) throw Error(InvalidArgument("callback_threads must be >= 1"));
   if (!o.user.empty() && o.password.empty()) throw Error(InvalidArgument("a user needs a password"));
 }
@@ -79,7 +85,7 @@ void pin_grpc_callback_threads() {
 }  // namespace
 
 // One unary RPC: attempts, failover, backoff, deadline and cancellation.
-class UnaryAttempt : public std::enable_shared_from_this<UnaryAttempt> {
+class UnaryAttempt : public CallWatch::Watched, public std::enable_shared_from_this<UnaryAttempt> {
  public:
   UnaryAttempt(std::shared_ptr<ClientCore> core, Rpc rpc, Deadline deadline, std::stop_token stop, IssueFn issue,
                SyncIssueFn sync_issue, std::function<void(Status)> finish)
@@ -93,6 +99,18 @@ class UnaryAttempt : public std::enable_shared_from_this<UnaryAttempt> {
         issue_(std::move(issue)),
         finish_(std::move(finish)),
         timer_(core_->io()) {}
+
+  void give_up(grpc::ClientContext* ctx, CallWatch::Verdict verdict, const std::string& detail) override {
+    std::shared_ptr<grpc::ClientContext> current;
+    {
+      std::lock_guard lock(mu_);
+      if (ctx_.get() != ctx || cancelled_ || given_up_) return;
+      given_up_ = verdict;
+      given_up_detail_ = detail;
+      current = ctx_;
+    }
+    current->TryCancel();  // on_done tells this from a cancellation
+  }
 
   void start() {
     if (stop_.stop_possible()) {
@@ -151,11 +169,10 @@ class UnaryAttempt : public std::enable_shared_from_this<UnaryAttempt> {
       ctx_->set_deadline(ClientCore::to_system(attempt_deadline));
       token_used_ = core_->prepare_context(*ctx_, rpc_.require_leader);
       ++attempts_;
+      given_up_.reset();
       core_->rpcs_started.fetch_add(1, std::memory_order_relaxed);
-      {
-        std::lock_guard gate(core_->gate_mu_);
-        core_->inflight_contexts_.emplace(ctx_.get(), ctx_);
-      }
+      core_->track_context(ctx_);
+      watch_ticket_ = core_->call_watch().add(weak_from_this(), ctx_.get(), rpc_.watched ? ep : nullptr);
     }
     if (sync_issue_) {
       // The caller waits anyway: its thread drives this first attempt, so
@@ -169,11 +186,22 @@ class UnaryAttempt : public std::enable_shared_from_this<UnaryAttempt> {
     issue_(*ep, ctx_.get(), [self = shared_from_this(), ep](grpc::Status s) { self->on_done(ep, s); });
   }
 
-  void on_done(const std::shared_ptr<Endpoint>& ep, const grpc::Status& s) {
+  void on_done(const std::shared_ptr<Endpoint>& ep, const grpc::Status& grpc_status) {
+    core_->untrack_context(ctx_.get());
+    core_->call_watch().remove(watch_ticket_);
+    std::optional<CallWatch::Verdict> given_up;
+    std::string given_up_detail;
     {
-      std::lock_guard gate(core_->gate_mu_);
-      core_->inflight_contexts_.erase(ctx_.get());
+      std::lock_guard lock(mu_);
+      given_up = given_up_;
+      given_up_detail = given_up_detail_;
     }
+    // Given up by the call watch: the member will not answer (or not in
+    // time), which is what unavailable means to the rules below. The watch
+    // already moved the client off a member that stalled or has no leader.
+    const grpc::Status s = given_up && grpc_status.error_code() == grpc::StatusCode::CANCELLED
+                               ? grpc::Status(grpc::StatusCode::UNAVAILABLE, given_up_detail)
+                               : grpc_status;
     if (s.ok()) {
       core_->note_success();
       complete(Status());
@@ -205,7 +233,9 @@ class UnaryAttempt : public std::enable_shared_from_this<UnaryAttempt> {
     // call means the member stopped answering: treat it like unavailable.
     const bool attempt_timed_out = attempt_limited_ && s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
     const bool unavailable = s.error_code() == grpc::StatusCode::UNAVAILABLE || attempt_timed_out;
-    if (unavailable) {
+    if (given_up) {
+      // Reported by the watch already.
+    } else if (unavailable) {
       if (attempt_timed_out) {
         core_->report_endpoint_stall(ep);
       } else {
@@ -270,6 +300,9 @@ class UnaryAttempt : public std::enable_shared_from_this<UnaryAttempt> {
   int attempts_ = 0;
   bool attempt_limited_ = false;  // this attempt's deadline is the per-attempt one
   std::shared_ptr<grpc::ClientContext> ctx_;
+  uint64_t watch_ticket_ = 0;
+  std::optional<CallWatch::Verdict> given_up_;  // this attempt was given up by the call watch
+  std::string given_up_detail_;
   std::optional<std::stop_callback<std::function<void()>>> stop_cb_;
 };
 
@@ -285,6 +318,17 @@ ClientCore::ClientCore(ClientOptions options)
   endpoints_.resize(options_.endpoints.size());
   watch_hub_ = std::make_unique<WatchHub>(*this);
   lease_keeper_ = std::make_unique<LeaseKeeper>(*this);
+  call_watch_ = std::make_unique<CallWatch>(*this);
+}
+
+void ClientCore::track_context(const std::shared_ptr<grpc::ClientContext>& ctx) {
+  std::lock_guard gate(gate_mu_);
+  inflight_contexts_.emplace(ctx.get(), ctx);
+}
+
+void ClientCore::untrack_context(grpc::ClientContext* ctx) {
+  std::lock_guard gate(gate_mu_);
+  inflight_contexts_.erase(ctx);
 }
 
 ClientCore::~ClientCore() {
@@ -533,6 +577,7 @@ void ClientCore::close() {
         if (auto ctx = weak.lock()) to_cancel.push_back(std::move(ctx));
       }
     }
+    call_watch_->shutdown();
     for (auto& ctx : to_cancel) ctx->TryCancel();  // may complete calls inline
     to_cancel.clear();
     watch_hub_->shutdown();

@@ -27,6 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "call_watch.h"
 #include "convert.h"
 #include "etcd/client.h"
 #include "etcd/etcdserverpb/rpc.grpc.pb.h"
@@ -44,6 +45,11 @@ struct Endpoint {
   std::unique_ptr<etcdserverpb::Cluster::Stub> cluster;
   std::unique_ptr<etcdserverpb::Maintenance::Stub> maintenance;
   std::unique_ptr<etcdserverpb::Auth::Stub> auth;
+  // The raft term the member last reported, and when (steady clock ticks):
+  // see CallWatch.
+  std::atomic<uint64_t> raft_term{0};
+  std::atomic<Clock::rep> term_heard_at{0};
+  std::atomic<bool> checking{false};  // a CallWatch check is in flight
 };
 
 class WatchHub;
@@ -55,6 +61,7 @@ struct Rpc {
   const char* name;
   bool idempotent;             // safe to send again after an unknown outcome
   bool require_leader = true;  // a member without a raft leader refuses it at once
+  bool watched = true;         // CallWatch may give it up (not for calls to one fixed member)
 };
 
 // How the core treats an RPC's failures.
@@ -168,6 +175,15 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   static Lease make_lease(std::shared_ptr<LeaseState> state) { return Lease(std::move(state)); }
 
   WatchHub& watch_hub() { return *watch_hub_; }
+  CallWatch& call_watch() { return *call_watch_; }
+  // Every etcd response header carries the member's raft term.
+  template <class Resp>
+  static void note_term(Endpoint& ep, const Resp& resp) {
+    if constexpr (requires { resp.header().raft_term(); }) CallWatch::note_term(ep, resp.header().raft_term());
+  }
+  // Contexts of calls in flight, cancelled when the client closes.
+  void track_context(const std::shared_ptr<grpc::ClientContext>& ctx);
+  void untrack_context(grpc::ClientContext* ctx);
   LeaseKeeper& lease_keeper() { return *lease_keeper_; }
 
   // Shutdown gate: `try_enter` refuses once closing; `leave` pairs with it.
@@ -203,6 +219,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   std::unique_ptr<WatchHub> watch_hub_;
   std::unique_ptr<LeaseKeeper> lease_keeper_;
+  std::unique_ptr<CallWatch> call_watch_;
 
   void transition(std::initializer_list<ConnectionState> from, ConnectionState to);
 
@@ -232,7 +249,7 @@ Call<Out> ClientCore::unary(const UnaryMethod<Stub, Req, Resp>& method, RpcPolic
                             std::shared_ptr<Endpoint> fixed) {
   auto self = shared_from_this();
   auto state = std::make_shared<std::pair<Req, Resp>>(std::move(request), Resp{});
-  const Rpc rpc{method.name, policy.idempotent, policy.require_leader};
+  const Rpc rpc{method.name, policy.idempotent, policy.require_leader, /*watched=*/!fixed};
   return Call<Out>(
       [self, rpc, method, fixed, state, convert](CallOptions options, Callback<Out> done) {
         self->run_unary(
@@ -240,12 +257,18 @@ Call<Out> ClientCore::unary(const UnaryMethod<Stub, Req, Resp>& method, RpcPolic
             [state, method, fixed](Endpoint& ep, grpc::ClientContext* ctx, std::function<void(grpc::Status)> cb) {
               Endpoint& target = fixed ? *fixed : ep;
               state->second.Clear();
-              ((target.*method.stub)->async()->*method.async)(ctx, &state->first, &state->second, std::move(cb));
+              ((target.*method.stub)->async()->*method.async)(ctx, &state->first, &state->second,
+                                                              [&target, state, cb = std::move(cb)](grpc::Status s) {
+                                                                if (s.ok()) note_term(target, state->second);
+                                                                cb(std::move(s));
+                                                              });
             },
             [state, method, fixed](Endpoint& ep, grpc::ClientContext* ctx) {
               Endpoint& target = fixed ? *fixed : ep;
               state->second.Clear();
-              return ((*(target.*method.stub)).*method.sync)(ctx, state->first, &state->second);
+              grpc::Status s = ((*(target.*method.stub)).*method.sync)(ctx, state->first, &state->second);
+              if (s.ok()) note_term(target, state->second);
+              return s;
             },
             [state, convert, done = std::move(done)](Status status) {
               if (!status.ok()) {

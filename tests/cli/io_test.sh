@@ -220,12 +220,12 @@ check "KEY --prefix OTHER (two different prefixes) is a usage error" eval '((RC 
 
 if [[ -n $BENCH && -x $BENCH ]]; then
   RC=0
-  timeout 120 "$BENCH" --endpoints "$EP" --quick --duration-per-metric 0.3 --only put_seq,failover_ms \
+  timeout 120 "$BENCH" --endpoints "$EP" --quick --duration-per-metric 0.3 --only put_seq,failover_via_leader_ms \
     --json "$WORK/bench.json" >"$WORK/out" 2>"$WORK/err" || RC=$?
   OUT=$(cat "$WORK/out")
   ERR=$(cat "$WORK/err")
-  check "etcd-recipes-bench --endpoints: runs put_seq against the existing etcd, says failover_ms was skipped" \
-    eval '((RC == 0)) && [[ $OUT == *"existing cluster"* && $OUT =~ put_seq\ +[0-9]+ && $OUT == *"failover_ms skipped"* ]] && grep -q "\"endpoints\"" "$WORK/bench.json"'
+  check "etcd-recipes-bench --endpoints: runs put_seq against the existing etcd, says failover_via_leader_ms was skipped" \
+    eval '((RC == 0)) && [[ $OUT == *"existing cluster"* && $OUT =~ put_seq\ +[0-9]+ && $OUT == *"failover_via_leader_ms skipped"* ]] && grep -q "\"endpoints\"" "$WORK/bench.json"'
 else
   echo "SKIP: etcd-recipes-bench --endpoints (no bench binary given)"
 fi

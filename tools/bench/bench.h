@@ -53,6 +53,7 @@ struct Settings {
   bool go_peer = false;
   std::filesystem::path go_peer_src;  // empty: look in the usual places
   std::filesystem::path go_workdir;
+  std::chrono::milliseconds election_timeout{1000};  // of the cluster the bench started
 };
 
 // Thrown by a metric that cannot run here (e.g. no Go toolchain): reported
@@ -281,5 +282,13 @@ inline std::string put_seq_key() { return Context::key_prefix("put_seq") + "k"; 
 // One slice of measure_sequential_paired: long enough for many operations
 // per slice, short enough that both sides see the same drift.
 inline constexpr auto kPairedSlice = std::chrono::milliseconds(250);
+
+// --go-peer: runs etcd's Go client in its failover mode (go-peer/main.go,
+// func failover) for `d` against `endpoints`: sequential puts; returns
+// gap_ms (the longest gap between two successful puts), gap_start_unix (when
+// it began, system clock, seconds) and failed_puts. Throws Skipped without
+// a Go toolchain.
+using GoResults = std::map<std::string, double>;
+GoResults run_go_peer_failover(Context& ctx, const std::vector<std::string>& endpoints, Clock::duration d);
 
 }  // namespace bench

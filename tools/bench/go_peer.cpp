@@ -65,9 +65,12 @@ fs::path link_into_gopath(const fs::path& source, const fs::path& gopath) {
 
 std::string millis_flag(Clock::duration d) { return std::to_string(duration_cast<milliseconds>(d).count()) + "ms"; }
 
-using GoResults = std::map<std::string, double>;
+// Builds the Go peer once per run; returns the binary and its environment.
+struct GoPeer {
+  fs::path binary;
+};
 
-GoResults run_go_peer(Context& ctx) {
+GoPeer build_go_peer(Context& ctx) {
   const auto go = find_on_path("go");
   if (!go) throw Skipped("`go` not found on PATH; install golang-go and golang-etcd-server-dev");
   if (!fs::exists(kGoCode / "src/go.etcd.io/etcd/clientv3")) {
@@ -92,21 +95,34 @@ GoResults run_go_peer(Context& ctx) {
   if (build.timed_out || build.exit_code != 0) {
     throw std::runtime_error("building the Go peer failed:\n" + tail(build.err));
   }
-  const auto build_s = std::chrono::duration<double>(Clock::now() - build_start).count();
+  char built[64];
+  std::snprintf(built, sizeof built, "%.1f", std::chrono::duration<double>(Clock::now() - build_start).count());
+  ctx.note("go peer: " + source.string() + " built in " + built + " s (cache: " + workdir.string() + ")");
+  return GoPeer{binary};
+}
 
-  const auto& s = ctx.settings;
-  const auto bound = duration_cast<milliseconds>(3 * (s.duration + s.warmup) + std::chrono::seconds(60));
-  const auto run = run_process({binary.string(), "-endpoints", ctx.endpoints_csv(), "-duration",
-                                millis_flag(s.duration), "-warmup", millis_flag(s.warmup)},
-                               {}, bound);
+GoResults run_go(const fs::path& binary, std::vector<std::string> args, milliseconds bound) {
+  args.insert(args.begin(), binary.string());
+  const auto run = run_process(args, {}, bound);
   if (run.timed_out || run.exit_code != 0) {
     throw std::runtime_error("the Go peer failed" + std::string(run.timed_out ? " (timed out)" : "") + ":\n" +
                              tail(run.err));
   }
-  char built[64];
-  std::snprintf(built, sizeof built, "%.1f", build_s);
-  ctx.note("go peer: " + source.string() + " built in " + built + " s (cache: " + workdir.string() + ")");
   return nlohmann::json::parse(run.out).get<GoResults>();
+}
+
+const fs::path& go_peer_binary(Context& ctx) {
+  return ctx.memo<GoPeer>("go-peer-build", [&] { return build_go_peer(ctx); }).binary;
+}
+
+GoResults run_go_peer(Context& ctx) {
+  const fs::path& binary = go_peer_binary(ctx);
+  const auto& s = ctx.settings;
+  const auto bound = duration_cast<milliseconds>(3 * (s.duration + s.warmup) + std::chrono::seconds(60));
+  return run_go(
+      binary,
+      {"-endpoints", ctx.endpoints_csv(), "-duration", millis_flag(s.duration), "-warmup", millis_flag(s.warmup)},
+      bound);
 }
 
 double go_metric(Context& ctx, const std::string& name) {
@@ -140,4 +156,13 @@ Metric go(std::string name, std::string unit, std::string base, int order) {
     add_comparison({"lock_cycle_many_vs_go", "lock_cycle_many", "go_mutex_cycle_many"});
 
 }  // namespace
+
+GoResults run_go_peer_failover(Context& ctx, const std::vector<std::string>& endpoints, Clock::duration d) {
+  const fs::path& binary = go_peer_binary(ctx);
+  std::string csv;
+  for (const auto& e : endpoints) csv += (csv.empty() ? "" : ",") + e;
+  return run_go(binary, {"-mode", "failover", "-endpoints", csv, "-duration", millis_flag(d)},
+                duration_cast<milliseconds>(d + std::chrono::seconds(60)));
+}
+
 }  // namespace bench

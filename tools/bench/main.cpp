@@ -297,6 +297,7 @@ int run(int argc, char** argv) {
   s.warmup = std::clamp<Clock::duration>(s.duration / 5, milliseconds(200), std::chrono::seconds(1));
   info.heartbeat = milliseconds(heartbeat_ms);
   info.election = milliseconds(election_ms);
+  s.election_timeout = info.election;
 
   std::vector<Metric> selected;
   try {

@@ -1,9 +1,11 @@
 // Client resilience under member kills (3 members only):
 //
-//   failover_ms              a client writing sequentially to the leader; the
-//                            leader is SIGKILLed; time from the kill to the
-//                            completion of the first write issued after it
-//                            that succeeds (median of 3 kills; --quick: 1).
+//   failover_via_leader_ms   a client writing sequentially; the raft leader
+//   failover_via_follower_ms is SIGKILLed; the longest gap between two
+//                            successful writes, with the client talking to
+//                            the leader / to a surviving follower (median of
+//                            3 kills; --quick: 1). With --go-peer, the same
+//                            for etcd's Go client (go_failover_via_*).
 //   watch_resume_gap_events  a prefix watch through a client whose member is
 //                            SIGKILLed while a writer on the other members
 //                            writes N unique keys; the number of written
@@ -15,6 +17,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
+#include <exception>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -60,70 +63,155 @@ void restart_member(Context& ctx, int member) {
   cluster.wait_healthy(std::chrono::seconds(30));
 }
 
-// --- failover_ms -----------------------------------------------------------
+// --- failover_via_leader_ms / failover_via_follower_ms -----------------------
 
-double one_failover(Context& ctx, int round) {
+// A client writes sequentially; the raft leader is SIGKILLed. The figure is
+// the longest gap between two successful writes (end to end), the measure
+// of how long a writer is stopped. Via leader: the client talks to the
+// member that dies; via follower: to a member that survives (its writes are
+// forwarded to the dying leader).
+struct FailoverCase {
+  const char* name;
+  bool via_leader;
+};
+
+// Endpoints for a case: the member the client should talk to first.
+std::vector<std::string> failover_endpoints(Context& ctx, const FailoverCase& c, int leader) {
+  return endpoints_starting_with(ctx, c.via_leader ? leader : (leader + 1) % 3);
+}
+
+double one_failover(Context& ctx, const FailoverCase& c, int round) {
   auto& cluster = mutable_cluster(ctx);
   const int leader = cluster.wait_for_leader(std::chrono::seconds(30));
   etcd::ClientOptions options;
-  options.endpoints = endpoints_starting_with(ctx, leader);
+  options.endpoints = failover_endpoints(ctx, c, leader);
   etcd::Client writer(options);
-  const std::string key = Context::key_prefix("failover_ms") + "k";
+  const std::string key = Context::key_prefix(c.name) + "k";
   writer.put(key, "warm").wait().value();
-  if (writer.current_endpoint() != ctx.cluster().endpoint(leader)) {
-    throw std::runtime_error("the writer does not talk to the leader");
+  if (writer.current_endpoint() != options.endpoints.front()) {
+    throw std::runtime_error(std::string(c.name) + ": the writer does not talk to the intended member");
   }
 
-  // kill_at is written before `killed` is set, and read only after.
-  Clock::time_point kill_at{};
-  std::atomic<bool> killed{false};
-  struct Attempt {
+  std::atomic<bool> done{false};
+  std::mutex mu;
+  struct Success {
     Clock::time_point start, end;
-    bool ok;
-    std::string error;
   };
-  std::vector<Attempt> attempts;  // writes issued after the kill; the writer's until joined
-  // Writes back to back; returns after the first write issued after the kill
-  // that succeeded (or 60 s after the kill).
+  std::vector<Success> successes;
+  std::vector<std::string> errors;
   std::thread writer_thread([&] {
-    while (true) {
-      const bool after_kill = killed.load();
+    while (!done.load()) {
       const auto start = Clock::now();
-      auto r = writer.put(key, std::to_string(start.time_since_epoch().count())).wait();
-      if (!r.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      if (!after_kill) continue;
-      attempts.push_back({start, Clock::now(), r.ok(), r.ok() ? std::string() : r.status().to_string()});
-      if (r.ok() || Clock::now() - kill_at > std::chrono::seconds(60)) return;
+      auto r = writer.put(key, "v").wait();
+      std::lock_guard lock(mu);
+      if (r.ok()) {
+        successes.push_back({start, Clock::now()});
+      } else {
+        errors.push_back(r.status().to_string().substr(0, 160));
+      }
     }
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  kill_at = Clock::now();
-  cluster.kill(leader);
-  killed.store(true);
-  writer_thread.join();
-  const auto first_ok = std::find_if(attempts.begin(), attempts.end(), [](const Attempt& a) { return a.ok; });
-  if (first_ok == attempts.end()) throw std::runtime_error("no successful write within 60 s of killing the leader");
-  const double ms = Millis(first_ok->end - kill_at).count();
-  std::string errors;
-  for (const auto& a : attempts) {
-    if (!a.ok) errors += (errors.empty() ? "" : "; ") + a.error.substr(0, 120);
+  const auto kill_at = Clock::now();
+  cluster.kill(leader);  // returns once the process is gone
+  const auto killed = Clock::now();
+  // How long the cluster itself took to elect a new leader (polled), to
+  // tell the client's share of the gap from the election's.
+  const int new_leader = cluster.wait_for_leader(std::chrono::seconds(30));
+  const double election_ms = Millis(Clock::now() - kill_at).count();
+  // Until a write sent after the leader was gone succeeded (bounded).
+  const auto deadline = killed + std::chrono::seconds(60);
+  const auto recovered = [&] { return !successes.empty() && successes.back().start >= killed; };
+  while (Clock::now() < deadline) {
+    {
+      std::lock_guard lock(mu);
+      if (recovered()) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  ctx.note(fmt("failover_ms: round %d: killed leader %d; %zu failed write(s) before the first success %.1f ms after "
-               "the kill",
-               round, leader, attempts.size() - 1, ms) +
-           (errors.empty() ? std::string() : " (" + errors + ")"));
+  done = true;
+  writer_thread.join();
+  if (!recovered()) {
+    throw std::runtime_error(std::string(c.name) + ": no successful write within 60 s of killing the leader");
+  }
+  double ms = 0;
+  for (size_t i = 1; i < successes.size(); ++i)
+    ms = std::max(ms, Millis(successes[i].end - successes[i - 1].end).count());
+  std::string failures;
+  for (const auto& e : errors) failures += (failures.empty() ? "" : "; ") + e;
+  ctx.note(fmt("%s: round %d: killed leader %d; longest gap %.1f ms; member %d led (polled) %.0f ms after the kill; "
+               "%zu failed write(s)",
+               c.name, round, leader, ms, new_leader, election_ms, errors.size()) +
+           (failures.empty() ? std::string() : " (" + failures + ")"));
   restart_member(ctx, leader);
   return ms;
 }
 
-double failover_ms(Context& ctx) {
+double failover(Context& ctx, const FailoverCase& c) {
   require_three(ctx);
   const int rounds = ctx.settings.quick ? 1 : 3;
   std::vector<double> ms;
-  for (int i = 0; i < rounds; ++i) ms.push_back(one_failover(ctx, i + 1));
+  for (int i = 0; i < rounds; ++i) ms.push_back(one_failover(ctx, c, i + 1));
   std::ranges::sort(ms);
   return ms[ms.size() / 2];
 }
+
+// The same with etcd's Go client (each round runs for etcd's request
+// timeout: a stranded Go write waits it out). Go's clientv3 balances calls round robin over
+// its endpoints, so "via follower" gives it the surviving follower alone;
+// "via leader" gives it all three, the leader first.
+double one_go_failover(Context& ctx, const FailoverCase& c, int round) {
+  auto& cluster = mutable_cluster(ctx);
+  const int leader = cluster.wait_for_leader(std::chrono::seconds(30));
+  std::vector<std::string> endpoints = failover_endpoints(ctx, c, leader);
+  if (!c.via_leader) endpoints.resize(1);
+  // Room for etcd's request timeout (5 s + 2 election timeouts) after the
+  // kill, which comes 2 s in.
+  const auto window = std::chrono::seconds(2) + std::chrono::seconds(5) +
+                      2 * std::chrono::duration_cast<Clock::duration>(ctx.settings.election_timeout) +
+                      std::chrono::seconds(4);
+  std::optional<GoResults> results;
+  std::exception_ptr failure;
+  std::thread go_thread([&] {
+    try {
+      results = run_go_peer_failover(ctx, endpoints, window);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const auto kill_at = std::chrono::system_clock::now();
+  cluster.kill(leader);
+  const auto killed = std::chrono::system_clock::now();
+  go_thread.join();
+  restart_member(ctx, leader);
+  if (failure) std::rethrow_exception(failure);
+  const double gap_ms = results->at("gap_ms");
+  const double gap_start = results->at("gap_start_unix");
+  const double kill_s = std::chrono::duration<double>(kill_at.time_since_epoch()).count();
+  const double killed_s = std::chrono::duration<double>(killed.time_since_epoch()).count();
+  // A put committed just before the kill may complete just after it.
+  if (gap_start > killed_s + 0.05 || gap_start + gap_ms / 1000 < kill_s) {
+    throw std::runtime_error(
+        fmt("go_%s: the Go client's longest gap (%.1f ms from %.3f) does not span the kill at %.3f", c.name, gap_ms,
+            gap_start, kill_s));
+  }
+  ctx.note(fmt("go_%s: round %d: killed leader %d; longest gap %.1f ms; %.0f failed put(s)", c.name, round, leader,
+               gap_ms, results->at("failed_puts")));
+  return gap_ms;
+}
+
+double go_failover(Context& ctx, const FailoverCase& c) {
+  require_three(ctx);
+  const int rounds = ctx.settings.quick ? 1 : 3;
+  std::vector<double> ms;
+  for (int i = 0; i < rounds; ++i) ms.push_back(one_go_failover(ctx, c, i + 1));
+  std::ranges::sort(ms);
+  return ms[ms.size() / 2];
+}
+
+constexpr FailoverCase kViaLeader{"failover_via_leader_ms", true};
+constexpr FailoverCase kViaFollower{"failover_via_follower_ms", false};
 
 // --- watch_resume_gap_events ------------------------------------------------
 
@@ -211,7 +299,32 @@ double watch_resume_gap_events(Context& ctx) {
 }
 
 [[maybe_unused]] const bool kRegistered = add_metrics({
-    {.name = "failover_ms", .unit = "ms", .kind = Kind::kLatency, .base = "", .order = 950, .run = failover_ms},
+    {.name = "failover_via_leader_ms",
+     .unit = "ms",
+     .kind = Kind::kLatency,
+     .base = "",
+     .order = 950,
+     .run = [](Context& ctx) { return failover(ctx, kViaLeader); }},
+    {.name = "failover_via_follower_ms",
+     .unit = "ms",
+     .kind = Kind::kLatency,
+     .base = "",
+     .order = 951,
+     .run = [](Context& ctx) { return failover(ctx, kViaFollower); }},
+    {.name = "go_failover_via_leader_ms",
+     .unit = "ms",
+     .kind = Kind::kLatency,
+     .base = "",
+     .order = 952,
+     .needs_go_peer = true,
+     .run = [](Context& ctx) { return go_failover(ctx, kViaLeader); }},
+    {.name = "go_failover_via_follower_ms",
+     .unit = "ms",
+     .kind = Kind::kLatency,
+     .base = "",
+     .order = 953,
+     .needs_go_peer = true,
+     .run = [](Context& ctx) { return go_failover(ctx, kViaFollower); }},
     {.name = "watch_resume_gap_events",
      .unit = "events",
      .kind = Kind::kCount,

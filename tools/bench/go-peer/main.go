@@ -167,13 +167,57 @@ func run(endpoints []string, d time.Duration) (map[string]float64, error) {
 	return out, nil
 }
 
+// failover writes sequentially for d while the bench kills a member, and
+// reports the longest gap between two successful puts (from the end of one
+// to the end of the next) and when it began, so that the bench can check
+// that the gap spans its kill. Every put has a 30 s timeout: longer than
+// etcd holds a request it cannot serve.
+func failover(endpoints []string, d time.Duration) (map[string]float64, error) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	defer cli.Close()
+	var lastOK time.Time
+	var gap time.Duration
+	var gapStart time.Time
+	failed := 0
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, err := cli.Put(ctx, keyPrefix+"failover", value)
+		cancel()
+		if err != nil {
+			failed++
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		now := time.Now()
+		if !lastOK.IsZero() && now.Sub(lastOK) > gap {
+			gap, gapStart = now.Sub(lastOK), lastOK
+		}
+		lastOK = now
+	}
+	return map[string]float64{
+		"gap_ms":         float64(gap) / float64(time.Millisecond),
+		"gap_start_unix": float64(gapStart.UnixNano()) / 1e9,
+		"failed_puts":    float64(failed),
+	}, nil
+}
+
 func main() {
 	endpoints := flag.String("endpoints", "127.0.0.1:2379", "comma-separated host:port list")
 	duration := flag.Duration("duration", 5*time.Second, "timed window per metric")
 	flag.DurationVar(&warmupFor, "warmup", time.Second, "untimed run before each timed window")
+	mode := flag.String("mode", "metrics", "metrics: every workload in turn; failover: see func failover")
 	flag.Parse()
 
-	out, err := run(strings.Split(*endpoints, ","), *duration)
+	var out map[string]float64
+	var err error
+	if *mode == "failover" {
+		out, err = failover(strings.Split(*endpoints, ","), *duration)
+	} else {
+		out, err = run(strings.Split(*endpoints, ","), *duration)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "etcdbench:", err)
 		os.Exit(1)

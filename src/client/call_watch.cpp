@@ -1,0 +1,181 @@
+#include "call_watch.h"
+
+#include <algorithm>
+#include <asio/post.hpp>
+#include <optional>
+#include <vector>
+
+#include "client_core.h"
+
+namespace etcd::detail {
+
+namespace {
+
+// A term heard longer ago than this may be outdated by the time a call is
+// sent: such a call takes its baseline from its first check.
+constexpr auto kFreshTerm = std::chrono::seconds(1);
+// The periodic check stops after this many ticks without calls in flight.
+constexpr int kIdleTicks = 10;
+
+long long millis(Clock::duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
+
+}  // namespace
+
+CallWatch::CallWatch(ClientCore& core)
+    : core_(core),
+      interval_(core.options().retry.member_check_interval),
+      timeout_(core.options().retry.member_check_timeout),
+      timer_(core.io()) {}
+
+void CallWatch::note_term(Endpoint& ep, uint64_t term) {
+  if (term == 0) return;
+  ep.raft_term.store(term, std::memory_order_relaxed);
+  ep.term_heard_at.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+}
+
+uint64_t CallWatch::add(std::weak_ptr<Watched> call, grpc::ClientContext* ctx, std::shared_ptr<Endpoint> ep) {
+  if (interval_ <= Clock::duration::zero() || !ep) return 0;
+  const auto now = Clock::now();
+  const Clock::time_point heard(Clock::duration(ep->term_heard_at.load(std::memory_order_relaxed)));
+  const uint64_t term = now - heard <= kFreshTerm ? ep->raft_term.load(std::memory_order_relaxed) : 0;
+  bool start = false;
+  uint64_t ticket;
+  {
+    std::lock_guard lock(mu_);
+    if (shut_down_) return 0;
+    ticket = next_ticket_++;
+    entries_.emplace(ticket, Entry{std::move(call), ctx, std::move(ep), now, term});
+    idle_ticks_ = 0;
+    if (!ticking_) start = ticking_ = true;
+  }
+  // Posted work runs before the io loop finishes (ClientCore::close), and
+  // arm() checks for shutdown, so `this` outlives it.
+  if (start) asio::post(core_.io(), [this] { arm(); });
+  return ticket;
+}
+
+void CallWatch::remove(uint64_t ticket) {
+  if (ticket == 0) return;
+  std::lock_guard lock(mu_);
+  entries_.erase(ticket);
+}
+
+void CallWatch::shutdown() {
+  {
+    std::lock_guard lock(mu_);
+    shut_down_ = true;
+    entries_.clear();
+  }
+  asio::post(core_.io(), [this] { timer_.cancel(); });
+}
+
+void CallWatch::arm() {
+  {
+    std::lock_guard lock(mu_);
+    if (shut_down_) {
+      ticking_ = false;
+      return;
+    }
+  }
+  // Half the interval: a call is checked between one and one and a half
+  // intervals after it was sent.
+  timer_.expires_after(interval_ / 2);
+  timer_.async_wait([this](const asio::error_code& ec) {
+    if (ec) return;  // cancelled at shutdown: `this` may be gone
+    tick();
+  });
+}
+
+void CallWatch::tick() {
+  std::vector<std::shared_ptr<Endpoint>> overdue;
+  {
+    std::lock_guard lock(mu_);
+    if (shut_down_) {
+      ticking_ = false;
+      return;
+    }
+    if (entries_.empty() && ++idle_ticks_ >= kIdleTicks) {
+      ticking_ = false;
+      return;
+    }
+    const auto now = Clock::now();
+    for (const auto& [ticket, e] : entries_) {
+      if (now - e.sent < interval_) continue;
+      if (std::find(overdue.begin(), overdue.end(), e.ep) == overdue.end()) overdue.push_back(e.ep);
+    }
+  }
+  for (const auto& ep : overdue) {
+    if (!ep->checking.exchange(true)) check(ep);
+  }
+  arm();
+}
+
+void CallWatch::check(const std::shared_ptr<Endpoint>& ep) {
+  // Counted like a call, so that closing the client cancels the check and
+  // waits for it (and with it for this object).
+  if (!core_.try_enter()) {
+    ep->checking = false;
+    return;
+  }
+  auto ctx = std::make_shared<grpc::ClientContext>();
+  ctx->set_deadline(ClientCore::to_system(Clock::now() + timeout_));
+  // Status answers from the member's own state, leader or not.
+  core_.prepare_context(*ctx, /*require_leader=*/false);
+  core_.track_context(ctx);
+  auto req = std::make_shared<etcdserverpb::StatusRequest>();
+  auto resp = std::make_shared<etcdserverpb::StatusResponse>();
+  const auto asked = Clock::now();
+  ep->maintenance->async()->Status(ctx.get(), req.get(), resp.get(), [this, ep, ctx, req, resp, asked](grpc::Status s) {
+    core_.untrack_context(ctx.get());
+    ep->checking = false;
+    judge(ep, asked, s, resp->leader(), resp->raftterm());
+    core_.leave();
+  });
+}
+
+void CallWatch::judge(const std::shared_ptr<Endpoint>& ep, Clock::time_point asked, const grpc::Status& s,
+                      uint64_t leader, uint64_t term) {
+  std::optional<Verdict> verdict;
+  std::string detail;
+  if (!s.ok()) {
+    // Any other failure (cancelled at close, a permission) says nothing
+    // about the member's health.
+    if (s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED && s.error_code() != grpc::StatusCode::UNAVAILABLE) {
+      return;
+    }
+    verdict = Verdict::kStalled;
+    detail = "member " + ep->address + " did not answer a check within " + std::to_string(millis(timeout_)) + " ms";
+  } else {
+    note_term(*ep, term);
+    if (leader == 0) {
+      verdict = Verdict::kNoLeader;
+      detail = "member " + ep->address + " lost its raft leader";
+    }
+  }
+  std::vector<std::pair<std::weak_ptr<Watched>, grpc::ClientContext*>> ended;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [ticket, e] : entries_) {
+      if (e.ep != ep || asked - e.sent < interval_) continue;
+      if (verdict) {
+        ended.emplace_back(e.call, e.ctx);
+      } else if (e.term == 0) {
+        e.term = term;
+      } else if (term > e.term) {
+        ended.emplace_back(e.call, e.ctx);
+        if (detail.empty()) {
+          detail = "the raft leader changed while it was in flight (term " + std::to_string(e.term) + " → " +
+                   std::to_string(term) + " on member " + ep->address + ")";
+        }
+      }
+    }
+  }
+  if (verdict == Verdict::kStalled) core_.report_endpoint_stall(ep);
+  if (verdict == Verdict::kNoLeader) core_.report_endpoint_failure(ep);
+  const Verdict why = verdict.value_or(Verdict::kNewLeader);
+  for (auto& [weak, ctx] : ended) {
+    if (auto call = weak.lock()) call->give_up(ctx, why, detail);
+  }
+}
+
+}  // namespace etcd::detail

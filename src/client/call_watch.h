@@ -1,0 +1,104 @@
+// Gives up on unary calls that their member will never answer, as soon as
+// the client can tell (internal).
+//
+// Two cases leave a call hanging until its deadline otherwise:
+// - The member stopped answering but kept its connections (a paused or
+//   partitioned process): nothing fails, nothing arrives.
+// - The raft leader died while a write was in flight on a follower: the
+//   follower forwarded the proposal to the dead leader, where it is lost,
+//   and etcd holds the request until its own request timeout (5 s plus two
+//   election timeouts) — longer than most callers' deadlines.
+//
+// A call unanswered for RetryPolicy::member_check_interval makes the watch
+// ask its member for its raft state (one Status request per member at a
+// time, however many calls wait there, repeated while they wait). The call
+// is given up when the member does not answer the check within
+// member_check_timeout, reports no leader, or reports a raft term newer
+// than the one the call was sent in. What "given up" means is the call's
+// business (UnaryAttempt: a write ends as kOutcomeUnknown, a read tries
+// again elsewhere).
+//
+// The raft term a call is sent in comes from the member's latest response:
+// every etcd response header carries it (note_term). A call sent when that
+// is not recent takes its first check's term as its baseline instead, so
+// an old term never makes a healthy call look stranded.
+//
+// Threads: add/remove from any thread; the periodic check runs on the
+// client's io thread and only while calls are in flight; checks complete
+// on gRPC threads. give_up() is called without any lock held.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <asio/steady_timer.hpp>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "etcd/call.h"
+
+namespace etcd::detail {
+
+class ClientCore;
+struct Endpoint;
+
+class CallWatch {
+ public:
+  enum class Verdict {
+    kStalled,    // the member did not answer a check in time
+    kNoLeader,   // the member has no raft leader
+    kNewLeader,  // the member moved to a newer raft term since the call was sent
+  };
+  // A call that can be given up (UnaryAttempt).
+  class Watched {
+   public:
+    virtual ~Watched() = default;
+    // Ends the attempt that runs in `ctx` (if it is still the current one)
+    // for `verdict`; `detail` says what the check saw.
+    virtual void give_up(grpc::ClientContext* ctx, Verdict verdict, const std::string& detail) = 0;
+  };
+
+  explicit CallWatch(ClientCore& core);
+  CallWatch(const CallWatch&) = delete;
+  CallWatch& operator=(const CallWatch&) = delete;
+
+  // `call` runs an attempt in `ctx` on `ep`, sent now. Returns a ticket for
+  // remove(); 0 when checks are disabled.
+  uint64_t add(std::weak_ptr<Watched> call, grpc::ClientContext* ctx, std::shared_ptr<Endpoint> ep);
+  void remove(uint64_t ticket);
+  // Every successful response reports its member's raft term.
+  static void note_term(Endpoint& ep, uint64_t term);
+  // Stops checking (the client closes).
+  void shutdown();
+
+ private:
+  struct Entry {
+    std::weak_ptr<Watched> call;
+    grpc::ClientContext* ctx;
+    std::shared_ptr<Endpoint> ep;
+    Clock::time_point sent;
+    uint64_t term;  // 0: not known yet (the first check sets it)
+  };
+
+  void arm();  // on the io thread
+  void tick();
+  void check(const std::shared_ptr<Endpoint>& ep);
+  void judge(const std::shared_ptr<Endpoint>& ep, Clock::time_point asked, const grpc::Status& s, uint64_t leader,
+             uint64_t term);
+
+  ClientCore& core_;
+  const Clock::duration interval_;
+  const Clock::duration timeout_;
+  asio::steady_timer timer_;  // io thread only
+
+  std::mutex mu_;
+  uint64_t next_ticket_ = 1;
+  std::unordered_map<uint64_t, Entry> entries_;
+  bool ticking_ = false;
+  int idle_ticks_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace etcd::detail
