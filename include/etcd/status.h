@@ -60,6 +60,7 @@ enum class Errc : int {
   kResyncNeeded,      // a watch cannot resume without a gap; reload
   kHoldLost,          // an exclusive hold (lock, permit, leadership) is gone
   kMismatch,          // stored configuration differs (e.g. permit count)
+  kDecodeFailed,      // a stored value is not a valid T for its codec
 };
 
 std::string_view to_string(StatusCode code) noexcept;

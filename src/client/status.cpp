@@ -87,6 +87,8 @@ std::string_view to_string(Errc reason) noexcept {
       return "hold_lost";
     case Errc::kMismatch:
       return "mismatch";
+    case Errc::kDecodeFailed:
+      return "decode_failed";
   }
   return "unknown_reason";
 }

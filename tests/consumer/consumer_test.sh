@@ -65,6 +65,23 @@ run_program quick_start "$WORK/build/quick_start" "$EP"
 run_program lock_example "$WORK/build/lock_example" "$EP"
 run_program tour "$WORK/build/tour" "$EP"
 sed 's/^/      /' "$WORK/tour.out"
+# The JSON codec's section is built only when the package's json component
+# (etcd_recipes::json, nlohmann_json) was found; here it must have been.
+if grep -q "^ok   typed_values$" "$WORK/tour.out"; then
+  pass "tour: typed values with etcd_recipes::json"
+else
+  fail "tour: typed values with etcd_recipes::json" "section missing or failed (is nlohmann-json3-dev installed?)"
+fi
+
+step "pkg-config"
+if command -v pkg-config >/dev/null; then
+  pcdir=$(dirname "$(find "$WORK/prefix" -name etcd_recipes_json.pc | head -1)")
+  if PKG_CONFIG_PATH="$pcdir" pkg-config --exists --print-errors etcd_recipes etcd_recipes_json 2>"$WORK/pkgconfig.err"; then
+    pass "pkg-config finds etcd_recipes and etcd_recipes_json"
+  else
+    fail "pkg-config" "$(cat "$WORK/pkgconfig.err")"
+  fi
+fi
 
 echo "$passed passed, $failed failed"
 ((failed == 0))

@@ -76,6 +76,15 @@ TEST(Status, CodesMatchGrpcAndPrintWithTheirReason) {
   EXPECT_EQ(Status(StatusCode::kAborted, "a", Errc::kHoldLost), Status(StatusCode::kAborted, "b", Errc::kHoldLost));
 }
 
+TEST(Status, ADecodeFailureIsDataLossWithItsOwnReason) {
+  // What a typed recipe reports for a stored value its codec cannot read
+  // (etcd/recipes/codec.h builds these; see codec_test.cpp).
+  Status s(StatusCode::kDataLoss, "value of key 'jobs/1' is not valid JSON", Errc::kDecodeFailed);
+  EXPECT_EQ(static_cast<int>(StatusCode::kDataLoss), 15);
+  EXPECT_EQ(to_string(Errc::kDecodeFailed), "decode_failed");
+  EXPECT_EQ(s.to_string(), "DATA_LOSS [decode_failed]: value of key 'jobs/1' is not valid JSON");
+}
+
 TEST(Status, EtcdErrorTextsBecomeReasons) {
   struct Case {
     grpc::StatusCode code;
