@@ -27,17 +27,19 @@ CallWatch::CallWatch(ClientCore& core)
       timeout_(core.options().retry.member_check_timeout),
       timer_(core.io()) {}
 
-void CallWatch::note_term(Endpoint& ep, uint64_t term) {
+void CallWatch::note_term(uint64_t term) {
   if (term == 0) return;
-  ep.raft_term.store(term, std::memory_order_relaxed);
-  ep.term_heard_at.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+  uint64_t known = term_.load(std::memory_order_relaxed);
+  while (known < term && !term_.compare_exchange_weak(known, term, std::memory_order_relaxed)) {
+  }
+  if (term >= known) term_heard_at_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
 }
 
 uint64_t CallWatch::add(std::weak_ptr<Watched> call, grpc::ClientContext* ctx, std::shared_ptr<Endpoint> ep) {
   if (interval_ <= Clock::duration::zero() || !ep) return 0;
   const auto now = Clock::now();
-  const Clock::time_point heard(Clock::duration(ep->term_heard_at.load(std::memory_order_relaxed)));
-  const uint64_t term = now - heard <= kFreshTerm ? ep->raft_term.load(std::memory_order_relaxed) : 0;
+  const Clock::time_point heard(Clock::duration(term_heard_at_.load(std::memory_order_relaxed)));
+  const uint64_t term = now - heard <= kFreshTerm ? term_.load(std::memory_order_relaxed) : 0;
   bool start = false;
   uint64_t ticket;
   {
@@ -146,7 +148,7 @@ void CallWatch::judge(const std::shared_ptr<Endpoint>& ep, Clock::time_point ask
     verdict = Verdict::kStalled;
     detail = "member " + ep->address + " did not answer a check within " + std::to_string(millis(timeout_)) + " ms";
   } else {
-    note_term(*ep, term);
+    note_term(term);
     if (leader == 0) {
       verdict = Verdict::kNoLeader;
       detail = "member " + ep->address + " lost its raft leader";

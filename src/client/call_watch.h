@@ -18,10 +18,12 @@
 // business (UnaryAttempt: a write ends as kOutcomeUnknown, a read tries
 // again elsewhere).
 //
-// The raft term a call is sent in comes from the member's latest response:
-// every etcd response header carries it (note_term). A call sent when that
-// is not recent takes its first check's term as its baseline instead, so
-// an old term never makes a healthy call look stranded.
+// The raft term a call is sent in is the newest term the client heard from
+// any member (every etcd response header carries one: note_term): terms
+// are cluster-wide, and a call that fails over to a member it never talked
+// to must still notice the election it is stranded by. A call sent when no
+// term was heard recently takes its first check's term as its baseline
+// instead, so an old term never makes a healthy call look stranded.
 //
 // Threads: add/remove from any thread; the periodic check runs on the
 // client's io thread and only while calls are in flight; checks complete
@@ -31,6 +33,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <asio/steady_timer.hpp>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -69,7 +72,7 @@ class CallWatch {
   uint64_t add(std::weak_ptr<Watched> call, grpc::ClientContext* ctx, std::shared_ptr<Endpoint> ep);
   void remove(uint64_t ticket);
   // Every successful response reports its member's raft term.
-  static void note_term(Endpoint& ep, uint64_t term);
+  void note_term(uint64_t term);
   // Stops checking (the client closes).
   void shutdown();
 
@@ -89,6 +92,9 @@ class CallWatch {
              uint64_t term);
 
   ClientCore& core_;
+  // The newest raft term heard, and when (steady clock ticks).
+  std::atomic<uint64_t> term_{0};
+  std::atomic<Clock::rep> term_heard_at_{0};
   const Clock::duration interval_;
   const Clock::duration timeout_;
   asio::steady_timer timer_;  // io thread only

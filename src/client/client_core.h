@@ -45,10 +45,6 @@ struct Endpoint {
   std::unique_ptr<etcdserverpb::Cluster::Stub> cluster;
   std::unique_ptr<etcdserverpb::Maintenance::Stub> maintenance;
   std::unique_ptr<etcdserverpb::Auth::Stub> auth;
-  // The raft term the member last reported, and when (steady clock ticks):
-  // see CallWatch.
-  std::atomic<uint64_t> raft_term{0};
-  std::atomic<Clock::rep> term_heard_at{0};
   std::atomic<bool> checking{false};  // a CallWatch check is in flight
 };
 
@@ -178,8 +174,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   CallWatch& call_watch() { return *call_watch_; }
   // Every etcd response header carries the member's raft term.
   template <class Resp>
-  static void note_term(Endpoint& ep, const Resp& resp) {
-    if constexpr (requires { resp.header().raft_term(); }) CallWatch::note_term(ep, resp.header().raft_term());
+  void note_term(const Resp& resp) {
+    if constexpr (requires { resp.header().raft_term(); }) call_watch_->note_term(resp.header().raft_term());
   }
   // Contexts of calls in flight, cancelled when the client closes.
   void track_context(const std::shared_ptr<grpc::ClientContext>& ctx);
@@ -254,20 +250,22 @@ Call<Out> ClientCore::unary(const UnaryMethod<Stub, Req, Resp>& method, RpcPolic
       [self, rpc, method, fixed, state, convert](CallOptions options, Callback<Out> done) {
         self->run_unary(
             rpc, options,
-            [state, method, fixed](Endpoint& ep, grpc::ClientContext* ctx, std::function<void(grpc::Status)> cb) {
+            // The call (UnaryAttempt) keeps the core alive while it is in flight.
+            [core = self.get(), state, method, fixed](Endpoint& ep, grpc::ClientContext* ctx,
+                                                      std::function<void(grpc::Status)> cb) {
               Endpoint& target = fixed ? *fixed : ep;
               state->second.Clear();
               ((target.*method.stub)->async()->*method.async)(ctx, &state->first, &state->second,
-                                                              [&target, state, cb = std::move(cb)](grpc::Status s) {
-                                                                if (s.ok()) note_term(target, state->second);
+                                                              [core, state, cb = std::move(cb)](grpc::Status s) {
+                                                                if (s.ok()) core->note_term(state->second);
                                                                 cb(std::move(s));
                                                               });
             },
-            [state, method, fixed](Endpoint& ep, grpc::ClientContext* ctx) {
+            [core = self.get(), state, method, fixed](Endpoint& ep, grpc::ClientContext* ctx) {
               Endpoint& target = fixed ? *fixed : ep;
               state->second.Clear();
               grpc::Status s = ((*(target.*method.stub)).*method.sync)(ctx, state->first, &state->second);
-              if (s.ok()) note_term(target, state->second);
+              if (s.ok()) core->note_term(state->second);
               return s;
             },
             [state, convert, done = std::move(done)](Status status) {

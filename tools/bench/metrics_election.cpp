@@ -38,6 +38,70 @@ double elect_cycle_seq(Context& ctx) {
   return rate;
 }
 
+// --- elect_rpcs_seq / go_elect_rpcs_seq (the floor of each design) ---------
+
+// The RPCs of one uncontended campaign + resign, sent by the raw client with
+// no recipe code around them: LeaderLatch's (one Txn that creates the key
+// when the election is empty, one delete) and etcd Go concurrency.Election's
+// (a create-if-absent Txn, a Get of the last created key below ours, a Txn
+// that deletes if the key is still ours). Measured interleaved with puts,
+// like the cycles: the ratio of the two is the most elect_cycle_seq /
+// go_elect_cycle_seq can be when neither side spends anything beyond its
+// RPCs.
+struct ElectRpcs {
+  std::string prefix;
+  std::string key;
+  int64_t lease;
+};
+
+ElectRpcs elect_rpcs_setup(Context& ctx, const std::string& metric) {
+  ElectRpcs e;
+  e.prefix = Context::key_prefix(metric) + "election/";
+  e.lease = ctx.client.lease_grant(std::chrono::seconds(120)).wait().value().id;
+  char hex[32];
+  std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(e.lease));
+  e.key = e.prefix + hex;
+  return e;
+}
+
+double elect_rpcs_seq(Context& ctx) {
+  const ElectRpcs e = elect_rpcs_setup(ctx, "elect_rpcs_seq");
+  const auto run = measure_sequential_paired(ctx, [&] {
+    etcd::Txn campaign;
+    campaign.when(etcd::Compare::create_revision(e.prefix).with_prefix() == 0)
+        .then(etcd::Op::put(e.key, "bench", etcd::PutOptions{.lease = e.lease}));
+    if (!ctx.client.txn(campaign).wait().value().succeeded) throw std::runtime_error("elect_rpcs_seq: not empty");
+    ctx.client.del(e.key, etcd::DeleteOptions{.prev_kv = true}).wait().value();
+  });
+  return run.rate;
+}
+
+double go_elect_rpcs_seq(Context& ctx) {
+  const ElectRpcs e = elect_rpcs_setup(ctx, "go_elect_rpcs_seq");
+  const auto run = measure_sequential_paired(ctx, [&] {
+    etcd::Txn campaign;
+    campaign.when(etcd::Compare::create_revision(e.key) == 0)
+        .then(etcd::Op::put(e.key, "bench", etcd::PutOptions{.lease = e.lease}))
+        .otherwise(etcd::Op::get(e.key));
+    const auto created = ctx.client.txn(campaign).wait().value();
+    const int64_t rev = created.header.revision;
+    // waitDeletes: the last created key below ours (none here).
+    const auto below = ctx.client
+                           .get(e.prefix, etcd::GetOptions{.prefix = true,
+                                                           .limit = 1,
+                                                           .sort_order = etcd::SortOrder::kDescend,
+                                                           .sort_target = etcd::SortTarget::kCreate,
+                                                           .max_create_revision = rev - 1})
+                           .wait()
+                           .value();
+    if (!below.kvs.empty()) throw std::runtime_error("go_elect_rpcs_seq: not alone");
+    etcd::Txn resign;
+    resign.when(etcd::Compare::create_revision(e.key) == rev).then(etcd::Op::del(e.key));
+    ctx.client.txn(resign).wait().value();
+  });
+  return run.rate;
+}
+
 // --- elect_handoff_* / elect_wakeups_per_turnover ---------------------------------
 
 constexpr int kCandidates = 8;
@@ -84,6 +148,8 @@ const HandoffSamples& turnovers(Context& ctx) {
 
 [[maybe_unused]] const bool kRegistered = add_metrics({
     {.name = "elect_cycle_seq", .unit = "cycles/s", .order = 450, .run = elect_cycle_seq},
+    {.name = "elect_rpcs_seq", .unit = "cycles/s", .order = 451, .run = elect_rpcs_seq},
+    {.name = "go_elect_rpcs_seq", .unit = "cycles/s", .order = 452, .run = go_elect_rpcs_seq},
     {.name = "elect_handoff_p50_ms",
      .unit = "ms",
      .kind = Kind::kLatency,
@@ -101,7 +167,8 @@ const HandoffSamples& turnovers(Context& ctx) {
      .run = [](Context& ctx) { return turnovers(ctx).wakeups_per_handoff; }},
 });
 [[maybe_unused]] const bool kComparisons =
-    add_comparison({"elect_cycle_seq_vs_go", "elect_cycle_seq", "go_elect_cycle_seq"});
+    add_comparison({"elect_cycle_seq_vs_go", "elect_cycle_seq", "go_elect_cycle_seq"}) &&
+    add_comparison({"elect_rpcs_vs_go_rpcs", "elect_rpcs_seq", "go_elect_rpcs_seq"});
 
 }  // namespace
 }  // namespace bench

@@ -37,7 +37,7 @@ std::string Candidate::value() const {
   return proposal_->value;
 }
 
-void Candidate::campaign() {
+void Candidate::campaign(bool caller_waits) {
   uint64_t id;
   std::stop_token stop;
   {
@@ -55,7 +55,7 @@ void Candidate::campaign() {
     stop = campaign_stop_.get_token();
   }
   std::weak_ptr<Candidate> weak = weak_from_this();
-  contend(ContendRequest{core, driver_, CallOptions{.stop = stop}, /*wait=*/true, slot},
+  contend(ContendRequest{core, driver_, CallOptions{.stop = stop, .caller_waits = caller_waits}, /*wait=*/true, slot},
           [weak, id](Result<std::optional<Hold>> r) {
             if (auto self = weak.lock()) self->on_campaign_done(id, std::move(r));
           });

@@ -46,7 +46,9 @@ class Candidate : public std::enable_shared_from_this<Candidate> {
 
   // Joins the queue unless already in it (or closed). If the last
   // campaign or term is still winding down, joins once it has.
-  void campaign();
+  // `caller_waits`: the calling thread blocks for the outcome anyway, so the
+  // campaign's first steps may run their RPCs on it.
+  void campaign(bool caller_waits = false);
   // Leaves the queue: cancels a campaign, or ends the term and deletes our
   // key. `done` (may be empty) runs once that is over.
   // `caller_waits`: the caller blocks for the outcome, so the delete may

@@ -5,6 +5,7 @@
 #include "etcd/recipes/election.h"
 #include "participants.h"
 
+#include <asio/post.hpp>
 #include <asio/strand.hpp>
 
 namespace etcd::recipes {
@@ -42,15 +43,33 @@ class LatchState : public std::enable_shared_from_this<LatchState> {
 
   mutable std::mutex mu;
   bool started = false;
+  uint64_t starts = 0;  // start() calls: tells a posted campaign from a stale one
   std::optional<Status> failure;
 
+  // The campaign starts on the executor, unless a blocking waiter comes
+  // first and runs it on its own thread (campaign_if_started): start() must
+  // not block, and a waiter that drives the first RPCs itself saves the
+  // hand-offs between threads.
   void start() {
+    uint64_t this_start;
     {
       std::lock_guard lock(mu);
       started = true;
       failure.reset();
+      this_start = ++starts;
     }
-    candidate->campaign();
+    std::weak_ptr<LatchState> weak = shared_from_this();
+    asio::post(core->client().executor(), [weak, this_start] {
+      if (auto self = weak.lock()) self->campaign_if_started(this_start, /*caller_waits=*/false);
+    });
+  }
+  // Campaigns if the latch is (still) started by `start_id` (0: any start).
+  void campaign_if_started(uint64_t start_id, bool caller_waits) {
+    {
+      std::lock_guard lock(mu);
+      if (!started || (start_id != 0 && start_id != starts)) return;
+    }
+    candidate->campaign(caller_waits);
   }
 
   void on_elected(const Hold& term) {
@@ -131,6 +150,8 @@ Call<void> LeaderLatch::await_leadership() {
           }
         }
         s->waiters->add(options, std::move(done), "leadership");
+        // Already campaigning or leading: nothing happens.
+        if (options.caller_waits) s->campaign_if_started(0, /*caller_waits=*/true);
       },
       s->core->client().executor());
 }
