@@ -3,8 +3,10 @@
 // these, so users cannot reach a call's inline start or the client's core.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <type_traits>
+#include <typeindex>
 #include <utility>
 
 #include "etcd/call.h"
@@ -62,6 +64,17 @@ struct CallAccess {
 
 struct ClientAccess {
   static const std::shared_ptr<ClientCore>& core(const Client& client) { return client.core_; }
+
+  // The client's one object of type S, made by `make` on first use and
+  // destroyed with the client's core (ClientCore::service: S must not own
+  // the Client).
+  template <class S, class Make>
+  static std::shared_ptr<S> service(const Client& client, Make make) {
+    return std::static_pointer_cast<S>(
+        service_slot(client, typeid(S), [&]() -> std::shared_ptr<void> { return make(); }));
+  }
+  static std::shared_ptr<void> service_slot(const Client& client, std::type_index type,
+                                            const std::function<std::shared_ptr<void>()>& make);
 };
 
 }  // namespace etcd::detail

@@ -129,7 +129,8 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
     Txn txn = driver_->create(key, lease);
     const std::string scope = driver_->batch_scope();
     if (!scope.empty()) {
-      TxnBatcher::for_client(core_->client())->submit(std::move(txn), scope, on_caller_thread(), std::move(on_created));
+      auto& client = core_->client();
+      TxnBatcher::of(client)->submit(client, std::move(txn), scope, on_caller_thread(), std::move(on_created));
     } else {
       CallAccess::start_inline(CallAccess::caller_waits(core_->client().txn(std::move(txn)), on_caller_thread()),
                                std::move(on_created));
