@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "etcd/recipes/mutex.h"
+#include "etcd/session.h"
 #include "support/etcd_fixture.h"
 
 namespace etcd::test {
@@ -94,6 +95,32 @@ TEST_F(MutexTest, SecondLockOnTheSameObjectFailsInsteadOfDeadlocking) {
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition) << again.status().to_string();
   EXPECT_TRUE(m.unlock());
+}
+
+// Two objects on one name and one session would share one key (it is
+// named by the lease) and both believe they hold it; the second is refused,
+// also when it uses another client than the session's: a key is claimed on
+// its session's client.
+TEST_F(MutexTest, TwoObjectsOnOneSessionNeverShareAKeyEvenThroughTwoClients) {
+  auto session = Session::create(client());
+  RecipeOptions shared;
+  shared.session = session;
+  Client other(options());
+  DistributedMutex a(client(), key("shared"), shared);
+  DistributedMutex same_client(client(), key("shared"), shared);
+  DistributedMutex other_client(other, key("shared"), shared);
+  ASSERT_TRUE(a.acquire().wait().ok());
+  for (auto* m : {&same_client, &other_client}) {
+    auto refused = m->acquire().timeout(5s).wait();
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition) << refused.status().to_string();
+    EXPECT_NE(refused.status().message().find("give it its own session"), std::string::npos)
+        << refused.status().to_string();
+  }
+  EXPECT_TRUE(a.unlock());
+  // The claim ends with the hold: the key is free for the others now.
+  ASSERT_TRUE(other_client.acquire().timeout(5s).wait().ok());
+  EXPECT_TRUE(other_client.unlock());
 }
 
 // An acquisition started while the previous hold's delete is in flight

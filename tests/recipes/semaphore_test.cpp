@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "etcd/recipes/semaphore.h"
+#include "etcd/session.h"
 #include "client/client_access.h"
 #include "support/etcd_fixture.h"
 
@@ -135,6 +136,33 @@ TEST_F(SemaphoreTest, SeveralPermitsFromOneObjectUseDistinctKeys) {
   auto again = sem.try_acquire_for(5s);
   ASSERT_TRUE(again.has_value());
   EXPECT_GT(again->token(), permits[2].token());
+}
+
+// Permit keys are named by the session's lease and a number: objects that
+// share one session — on its client or on another one — still get distinct
+// keys, and so never believe they hold one permit together.
+TEST_F(SemaphoreTest, ObjectsSharingOneSessionHoldDistinctPermitsEvenThroughTwoClients) {
+  const std::string name = key("shared");
+  auto session = Session::create(client());
+  RecipeOptions shared;
+  shared.session = session;
+  Client other(options());
+  DistributedSemaphore a(client(), name, 3, shared), b(client(), name, 3, shared), c(other, name, 3, shared);
+  Permit pa = a.acquire_blocking(), pb = b.acquire_blocking(), pc = c.acquire_blocking();
+  EXPECT_EQ(pa.lease(), pb.lease());
+  EXPECT_EQ(pb.lease(), pc.lease());
+  EXPECT_NE(pa.key(), pb.key());
+  EXPECT_NE(pb.key(), pc.key());
+  EXPECT_NE(pa.key(), pc.key());
+  EXPECT_EQ(holders(name), 3);
+  EXPECT_EQ(a.available_permits().wait().value(), 0);
+  EXPECT_FALSE(c.try_acquire().wait().value().has_value()) << "all three permits are taken";
+  EXPECT_TRUE(pb.release().wait().value());
+  EXPECT_TRUE(pa.is_held());
+  EXPECT_TRUE(pc.is_held());
+  EXPECT_EQ(holders(name), 2) << "releasing one deleted only its own key";
+  EXPECT_TRUE(pa.release().wait().value());
+  EXPECT_TRUE(pc.release().wait().value());
 }
 
 TEST_F(SemaphoreTest, TwentyContendersNeverExceedThePermitCount) {

@@ -88,13 +88,14 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
       key_ = key;
     }
     if (driver_->claims_key()) {
-      if (!KeyClaims::claim(key)) {
+      auto claims = KeyClaims::of(*s);
+      if (!claims->claim(key)) {
         return fail(Status(StatusCode::kFailedPrecondition,
                            "another recipe object of this process uses key " + key +
                                " (the same name on the same session); give it its own session"));
       }
       std::lock_guard lock(mu_);
-      claimed_ = true;
+      claims_ = std::move(claims);
     }
     auto fail = failer();
     keep(&Registrations::session_lost_sub, s->on_lost([fail](const Status& why) {
@@ -143,7 +144,7 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
   bool renew_session() {
     std::shared_ptr<Session> old;
     std::string key;
-    bool claimed;
+    std::shared_ptr<KeyClaims> claims;
     Subscription old_loss;
     {
       std::lock_guard lock(mu_);
@@ -151,13 +152,13 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
       renewed_ = true;
       old = session_;
       key = key_;
-      claimed = std::exchange(claimed_, false);
+      claims = std::exchange(claims_, nullptr);
       // The old session's end (it closes once dropped) is not ours any more.
       old_loss = std::move(registrations_.session_lost_sub);
     }
     old_loss.reset();
     if (!core_->forget_session(old)) return false;
-    if (claimed) KeyClaims::unclaim(key);
+    if (claims) claims->unclaim(key);
     auto self = shared_from_this();
     CallAccess::start_inline(core_->session(), [self](Result<std::shared_ptr<Session>> s) {
       if (!s.ok()) return self->fail(std::move(s).status());
@@ -286,8 +287,7 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
       spec.token = rev_;
       spec.lease = session_->lease_id();
       spec.session = session_;
-      spec.claimed = claimed_;
-      claimed_ = false;  // the hold carries the claim from here
+      spec.claims = std::exchange(claims_, nullptr);  // the hold carries the claim from here
       state = std::make_shared<HoldState>(core_, std::move(spec), slot_);
     }
     registrations.drop_all(executor());
@@ -316,7 +316,7 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
     Registrations registrations;
     std::string key;
     int64_t rev;
-    bool claimed;
+    std::shared_ptr<KeyClaims> claims;
     {
       std::lock_guard lock(mu_);
       if (finished_) return;
@@ -324,13 +324,13 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
       registrations = std::move(registrations_);
       key = key_;
       rev = rev_;
-      claimed = std::exchange(claimed_, false);
+      claims = std::exchange(claims_, nullptr);
     }
     registrations.drop_all(executor());
     if (!result.ok()) result = core_->named(std::move(result).status());
-    auto complete = [slot = slot_, key, claimed, done = std::move(done_),
+    auto complete = [slot = slot_, key, claims, done = std::move(done_),
                      shared = std::make_shared<Result<std::optional<Hold>>>(std::move(result))] {
-      if (claimed) KeyClaims::unclaim(key);
+      if (claims) claims->unclaim(key);
       if (slot) slot->abandon();
       done(std::move(*shared));
     };
@@ -349,7 +349,7 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
 
   mutable std::mutex mu_;
   bool finished_ = false;
-  bool claimed_ = false;
+  std::shared_ptr<KeyClaims> claims_;  // set while this acquisition claims its key
   bool stale_replaced_ = false;
   bool renewed_ = false;
   int transient_failures_ = 0;

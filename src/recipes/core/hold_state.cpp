@@ -21,12 +21,12 @@ Status hold_lost_status(const RecipeCore& core, const std::string& noun, const s
 }
 
 HoldState::HoldState(std::shared_ptr<RecipeCore> core, HoldSpec spec, std::shared_ptr<HolderSlot> slot)
-    : core_(std::move(core)), spec_(std::move(spec)), claim_held_(spec_.claimed), slot_(std::move(slot)) {}
+    : core_(std::move(core)), spec_(std::move(spec)), claim_held_(spec_.claims != nullptr), slot_(std::move(slot)) {}
 
 HoldState::~HoldState() { drop_claim(); }
 
 void HoldState::drop_claim() {
-  if (claim_held_.exchange(false)) KeyClaims::unclaim(spec_.key);
+  if (claim_held_.exchange(false)) spec_.claims->unclaim(spec_.key);
 }
 
 void HoldState::arm() {

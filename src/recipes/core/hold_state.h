@@ -37,6 +37,7 @@
 namespace etcd::recipes::detail {
 
 class HolderSlot;
+class KeyClaims;
 
 struct HoldSpec {
   std::string key{};
@@ -53,8 +54,9 @@ struct HoldSpec {
   // A loss is also recorded in the recipe's errors() (false where a loss
   // is routine and goes to listeners only, as a leader's term).
   bool record_loss = true;
-  // The key is claimed in this process (KeyClaims) until the hold ends.
-  bool claimed = false;
+  // Where the key is claimed (KeyClaims) until the hold ends; null: it is
+  // not.
+  std::shared_ptr<KeyClaims> claims{};
   // For messages and metrics: "lock", "permit", "leadership".
   std::string noun = "hold";
   // The metric family: etcd_recipes_<family>_{lost_total,hold_seconds}.

@@ -209,7 +209,7 @@ void downgrade_attempt(std::shared_ptr<RwShared> shared, std::shared_ptr<HoldSta
         read_spec.token = write->spec().token;
         read_spec.lease = write->spec().lease;
         read_spec.session = write->spec().session;
-        read_spec.claimed = write->spec().claimed;
+        read_spec.claims = write->spec().claims;
         auto read = std::make_shared<HoldState>(core, std::move(read_spec), reader->slot);
         // The read side holds before the write side lets go: no moment in
         // which this object would admit another acquisition.

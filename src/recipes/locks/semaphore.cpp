@@ -16,9 +16,22 @@ namespace detail {
 
 namespace {
 
-// Distinguishes the keys of several permits on one session (one object or
-// several objects sharing a session).
-std::atomic<uint64_t> next_permit_seq{0};
+// Numbers the permit keys of one client (holders/<lease>-<n>): several
+// permits on one session, from one object or from several objects sharing
+// the session, need distinct keys. A lease belongs to the one client its
+// session was made on, so numbering per client (a service of its core)
+// makes every key of that lease unique, whichever clients the semaphores
+// use.
+struct PermitNumbers {
+  std::atomic<uint64_t> last{0};
+
+  static uint64_t next(const Session& session) {
+    return etcd::detail::ClientAccess::service<PermitNumbers>(session.client(),
+                                                              [] { return std::make_shared<PermitNumbers>(); })
+               ->last.fetch_add(1) +
+           1;
+  }
+};
 
 Status check_permits(int permits) {
   if (permits < 1) return InvalidArgument("permits must be at least 1, got " + std::to_string(permits));
@@ -46,7 +59,7 @@ class SemaphoreDriver : public ContenderDriver {
   const std::string holders;
 
   std::string key(const Session& s) override {
-    return holders + lease_hex(s.lease_id()) + "-" + std::to_string(++next_permit_seq);
+    return holders + lease_hex(s.lease_id()) + "-" + std::to_string(PermitNumbers::next(s));
   }
   bool claims_key() const override { return false; }  // unique by its sequence number
   std::string batch_scope() const override { return scope; }
