@@ -35,11 +35,12 @@ std::shared_ptr<TxnBatcher> TxnBatcher::of(const Client& client) {
 
 bool TxnBatcher::nests(const std::string& a, const std::string& b) { return a.starts_with(b) || b.starts_with(a); }
 
-void TxnBatcher::submit(Client client, Txn txn, std::string scope, bool caller_waits, Callback<TxnResponse> done) {
+void TxnBatcher::submit(std::shared_ptr<ClientLink> link, Txn txn, std::string scope, bool caller_waits,
+                        Callback<TxnResponse> done) {
   std::vector<Item> batch;
   {
     std::lock_guard lock(mu_);
-    queue_.push_back(Item{std::move(client), std::move(txn), std::move(scope), std::move(done)});
+    queue_.push_back(Item{std::move(link), std::move(txn), std::move(scope), std::move(done)});
     if (in_flight_ >= kMaxBatchesInFlight) return;  // a completion sends it
     ++in_flight_;
     take_batch(batch);
@@ -67,8 +68,7 @@ void TxnBatcher::send(std::vector<Item> batch, bool caller_waits) {
   if (batch.size() == 1) return send_alone(std::move(batch.front()), caller_waits);
   Txn combined;
   for (const auto& item : batch) combined.then(Op::txn(item.txn));
-  Client& client = batch.front().client;
-  auto call = client.txn(std::move(combined));
+  auto call = batch.front().link->client().txn(std::move(combined));
   auto shared = std::make_shared<std::vector<Item>>(std::move(batch));
   CallAccess::start_inline(std::move(call), [self = shared_from_this(), shared](Result<TxnResponse> r) {
     self->finish_batch(*shared, std::move(r));
@@ -86,7 +86,7 @@ void TxnBatcher::finish_batch(std::vector<Item>& batch, Result<TxnResponse> r) {
     auto remaining = std::make_shared<std::atomic<std::size_t>>(batch.size());
     for (auto& item : batch) {
       auto done = std::move(item.done);
-      CallAccess::start_inline(item.client.txn(std::move(item.txn)),
+      CallAccess::start_inline(item.link->client().txn(std::move(item.txn)),
                                [self = shared_from_this(), done, remaining](Result<TxnResponse> alone) {
                                  done(std::move(alone));
                                  if (remaining->fetch_sub(1) == 1) self->send_next();
@@ -108,7 +108,7 @@ void TxnBatcher::finish_batch(std::vector<Item>& batch, Result<TxnResponse> r) {
 }
 
 void TxnBatcher::send_alone(Item item, bool caller_waits) {
-  CallAccess::start_inline(CallAccess::caller_waits(item.client.txn(std::move(item.txn)), caller_waits),
+  CallAccess::start_inline(CallAccess::caller_waits(item.link->client().txn(std::move(item.txn)), caller_waits),
                            [self = shared_from_this(), done = std::move(item.done)](Result<TxnResponse> r) {
                              self->send_next();
                              done(std::move(r));

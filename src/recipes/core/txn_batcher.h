@@ -27,8 +27,8 @@
 //
 // One batcher per client, kept in the client's core (a service, see
 // ClientAccess::service) and destroyed with it. So it must not own the
-// client: each queued transaction carries the Client it is sent through
-// (its caller's), which keeps the client alive exactly while there is
+// client: each queued transaction carries its caller's link to the client
+// (client_link.h), which keeps the client alive exactly while there is
 // something to send, and a batch goes out through its first member's.
 #pragma once
 
@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "client_link.h"
 #include "etcd/client.h"
 #include "etcd/txn.h"
 
@@ -54,18 +55,19 @@ class TxnBatcher : public std::enable_shared_from_this<TxnBatcher> {
   // The batcher of `client`, shared by every recipe on it.
   static std::shared_ptr<TxnBatcher> of(const Client& client);
 
-  // Runs `txn` through `client` (one of this batcher's client's handles),
-  // alone or nested in a batch. `scope` is the key prefix the
+  // Runs `txn` through `link` (to this batcher's client), alone or nested
+  // in a batch. `scope` is the key prefix the
   // transaction reads and writes. `caller_waits`: the submitting thread
   // blocks for the answer anyway, so a transaction sent alone right away
   // may run its RPC on it. `done` runs on whatever thread completed the RPC
   // (library-internal continuations only) with the transaction's own
   // responses and the batch's header.
-  void submit(Client client, Txn txn, std::string scope, bool caller_waits, Callback<TxnResponse> done);
+  void submit(std::shared_ptr<ClientLink> link, Txn txn, std::string scope, bool caller_waits,
+              Callback<TxnResponse> done);
 
  private:
   struct Item {
-    Client client;
+    std::shared_ptr<ClientLink> link;
     Txn txn;
     std::string scope;
     Callback<TxnResponse> done;
