@@ -7,9 +7,11 @@
 #include <cstdio>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
+#include "client/client_access.h"
 #include "etcd/recipes/mutex.h"
 #include "etcd/session.h"
 #include "support/etcd_fixture.h"
@@ -315,6 +317,34 @@ TEST_F(MutexTest, DeletingTheHoldersKeyIsALossThatNamesItsCause) {
   EXPECT_TRUE(next.get().ok()) << "the waiter took over";
   EXPECT_FALSE(holder.unlock()) << "releasing a lost hold reports the loss";
   EXPECT_TRUE(waiter.unlock());
+}
+
+// close() releases the mutex's hold; a copy the caller kept answers after
+// that without the client, which is gone once the caller's handle is.
+TEST_F(MutexTest, AHoldCopyOutlivesItsClosedMutexAndItsClient) {
+  std::weak_ptr<detail::ClientCore> core;
+  std::optional<DistributedMutex> m;
+  Hold copy;
+  {
+    Client c(options());
+    core = etcd::detail::ClientAccess::core(c);
+    m.emplace(c, key("outlives"));
+    copy = m->acquire().wait().value();
+    auto stop = copy.stop_token();
+    m->close();
+    EXPECT_TRUE(stop.stop_requested()) << "close() released the hold";
+  }
+  EXPECT_TRUE(eventually([&] { return core.expired(); }, 15s)) << "the closed mutex or its hold still holds the client";
+  EXPECT_FALSE(copy.is_held());
+  EXPECT_FALSE(copy.release().wait().value());
+  EXPECT_TRUE(copy.guarded(Txn().then(Op::put(key("fenced"), "x"))).wait().status().is(Errc::kHoldLost));
+  auto sub = copy.on_lost([](const Status&) {});
+  EXPECT_TRUE(client().get(key("outlives/"), {.prefix = true, .count_only = true}).wait()->count == 0)
+      << "the released key is gone";
+  EXPECT_TRUE(m->acquire().wait().status().is(Errc::kClosed));
+  EXPECT_TRUE(m->release().wait().ok());
+  copy = Hold();
+  m.reset();
 }
 
 TEST_F(MutexTest, StopTokenCancelsAWait) {

@@ -3,11 +3,12 @@
 #include <cstdio>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <thread>
 
+#include "client/client_access.h"
 #include "etcd/recipes/semaphore.h"
 #include "etcd/session.h"
-#include "client/client_access.h"
 #include "support/etcd_fixture.h"
 
 namespace etcd::test {
@@ -430,6 +431,37 @@ TEST_F(SemaphoreTest, ATimedOutAcquireNeverLeavesItsKeyBehind) {
   auto p = other.try_acquire().wait();
   ASSERT_TRUE(p.ok());
   EXPECT_TRUE(p->has_value());
+}
+
+// A permit is the caller's: it outlives its semaphore's close() as a hold,
+// keeping its client (and so its session) until it is released; then the
+// client goes, and the permit answers without it.
+TEST_F(SemaphoreTest, APermitOutlivesItsClosedSemaphoreAndKeepsItsClientUntilReleased) {
+  const std::string name = key("outlives");
+  std::weak_ptr<detail::ClientCore> core;
+  std::optional<DistributedSemaphore> sem;
+  std::optional<Permit> p;
+  {
+    Client c(options());
+    core = etcd::detail::ClientAccess::core(c);
+    sem.emplace(c, name, 1);
+    p = sem->acquire_blocking();
+    sem->close();
+  }
+  EXPECT_TRUE(p->is_held());
+  EXPECT_FALSE(core.expired()) << "a held permit keeps its client";
+  EXPECT_EQ(holders(name), 1);
+  ASSERT_TRUE(p->guarded(Txn().then(Op::put(key("fenced"), "x"))).wait().ok());
+  EXPECT_TRUE(p->release().wait().value());
+  EXPECT_EQ(holders(name), 0);
+  EXPECT_TRUE(eventually([&] { return core.expired(); }, 15s)) << "the released permit still holds its client";
+  EXPECT_FALSE(p->is_held());
+  EXPECT_FALSE(p->release().wait().value());
+  EXPECT_TRUE(p->guarded(Txn().then(Op::put(key("fenced"), "y"))).wait().status().is(Errc::kHoldLost));
+  EXPECT_TRUE(sem->acquire().wait().status().is(Errc::kClosed));
+  EXPECT_TRUE(sem->available_permits().wait().status().is(Errc::kClosed));
+  p.reset();
+  sem.reset();
 }
 
 TEST_F(SemaphoreTest, WaitingDoesNotKeepTheClientAlive) {
