@@ -54,6 +54,11 @@ std::shared_ptr<ClientCore> make_core(ClientOptions options) {
 
 }  // namespace
 
+std::shared_ptr<void> detail::ClientAccess::service_slot(const Client& client, std::type_index type,
+                                                         const std::function<std::shared_ptr<void>()>& make) {
+  return client.core_->service(type, make);
+}
+
 Client::Client(ClientOptions options) : core_(make_core(std::move(options))) {
   closer_ = std::shared_ptr<void>(nullptr, [core = core_](void*) { core->close(); });
 }

@@ -3,8 +3,10 @@
 // these, so users cannot reach a call's inline start or the client's core.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <type_traits>
+#include <typeindex>
 #include <utility>
 
 #include "etcd/call.h"
@@ -62,6 +64,34 @@ struct CallAccess {
 
 struct ClientAccess {
   static const std::shared_ptr<ClientCore>& core(const Client& client) { return client.core_; }
+
+  // A handle on the same client that keeps its core alive but takes no
+  // share in keeping it open (the client closes when its last full handle
+  // goes): for objects the library makes on behalf of an owner that holds a
+  // full handle for as long as the client must stay open, so that they can
+  // never be the handle whose release closes it.
+  static Client borrow(const Client& client) {
+    Client borrowed(client);
+    borrowed.closer_.reset();
+    return borrowed;
+  }
+  // Whether letting go of `client` now would close the client: it is its
+  // last full handle (and the client is still open). A snapshot: another
+  // last handle may go at the same moment.
+  static bool last_full_handle(const Client& client) {
+    return client.closer_ && client.closer_.use_count() == 1 && !client.closed();
+  }
+
+  // The client's one object of type S, made by `make` on first use and
+  // destroyed with the client's core (ClientCore::service: S must not own
+  // the Client).
+  template <class S, class Make>
+  static std::shared_ptr<S> service(const Client& client, Make make) {
+    return std::static_pointer_cast<S>(
+        service_slot(client, typeid(S), [&]() -> std::shared_ptr<void> { return make(); }));
+  }
+  static std::shared_ptr<void> service_slot(const Client& client, std::type_index type,
+                                            const std::function<std::shared_ptr<void>()>& make);
 };
 
 }  // namespace etcd::detail

@@ -588,6 +588,13 @@ void ClientCore::close() {
   });
 }
 
+std::shared_ptr<void> ClientCore::service(std::type_index type, const std::function<std::shared_ptr<void>()>& make) {
+  std::lock_guard lock(services_mu_);
+  auto& slot = services_[type];
+  if (!slot) slot = make();
+  return slot;
+}
+
 ClientStats ClientCore::stats() const {
   ClientStats s;
   s.rpcs_started = rpcs_started.load();

@@ -24,6 +24,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <typeindex>
 #include <unordered_map>
 #include <vector>
 
@@ -195,6 +196,14 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   ClientStats stats() const;
   std::atomic<uint64_t> rpcs_started{0}, rpcs_failed{0}, retries{0}, failovers{0};
 
+  // Per-client state of the layers above the client (the recipes'
+  // group-commit batcher, their key claims): one object per type and
+  // client, made by `make` on first use (under a lock: `make` must not ask
+  // for another service) and destroyed with the core. Such an object must
+  // not own a Client or the core: that would be a cycle that keeps the
+  // client alive for ever. Typed access: ClientAccess::service<S>.
+  std::shared_ptr<void> service(std::type_index type, const std::function<std::shared_ptr<void>()>& make);
+
  private:
   std::shared_ptr<Endpoint> build_endpoint(const std::string& address) const;
 
@@ -238,6 +247,10 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
       inflight_contexts_;  // cancelled on close
   friend class UnaryAttempt;
   std::once_flag close_once_;
+
+  // Last: destroyed first, while everything they might refer to is intact.
+  std::mutex services_mu_;
+  std::unordered_map<std::type_index, std::shared_ptr<void>> services_;
 };
 
 template <class Out, class Stub, class Req, class Resp, class Convert>

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -388,6 +389,30 @@ TYPED_TEST(Conformance, AClosedRecipeLetsGoOfItsClient) {
   }
   EXPECT_TRUE(eventually([&] { return etcd::detail::ClientAccess::core(this->client()).use_count() <= baseline; }, 15s))
       << "still held: " << etcd::detail::ClientAccess::core(this->client()).use_count() << " > " << baseline;
+}
+
+// Closed but still in the caller's hands, a recipe holds no share of its
+// client: once the work close() started is done, the client goes with the
+// caller's last handle, and the recipe answers every later call with
+// kClosed without touching it.
+TYPED_TEST(Conformance, AClosedRecipeKeptAliveLetsGoOfItsClient) {
+  std::weak_ptr<etcd::detail::ClientCore> core;
+  std::optional<typename TypeParam::Recipe> r;
+  {
+    Client c(this->options());
+    core = etcd::detail::ClientAccess::core(c);
+    r.emplace(TypeParam::make(c, this->key("kept"), RecipeOptions()));
+    r->start();
+    auto st = TypeParam::operation(*r, c).timeout(10s).wait().status();
+    EXPECT_TRUE(st.ok()) << st.to_string();
+    r->close();
+  }  // the caller's Client goes; the recipe stays
+  EXPECT_TRUE(eventually([&] { return core.expired(); }, 15s)) << "the closed recipe still holds its client";
+  auto after = TypeParam::operation(*r, this->client()).timeout(2s).wait().status();
+  EXPECT_TRUE(after.is(Errc::kClosed)) << "use after close: " << after.to_string();
+  EXPECT_THROW(r->start(), Error);
+  EXPECT_TRUE(r->closed());
+  r.reset();  // destroyed after its client: nothing of the client is left to touch
 }
 
 }  // namespace

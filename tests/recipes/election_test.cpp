@@ -10,6 +10,7 @@
 #include <coroutine>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -669,6 +670,32 @@ TEST_F(ElectionTest, SelectorCloseStopsTheCallbackAndResignsOnlyAfterItReturned)
   EXPECT_FALSE(in_callback.load());
   ASSERT_TRUE(eventually([&] { return count_under(client(), key("selclose/")) == 0; }));
   EXPECT_FALSE(s.requeue());
+}
+
+// Closed while it leads, and kept: once its term is over and its key gone,
+// the selector holds nothing of its client (nor does the term the callback
+// saw), and answers without it.
+TEST_F(ElectionTest, AClosedSelectorKeptAfterItsTermLetsGoOfItsClient) {
+  std::weak_ptr<detail::ClientCore> core;
+  std::optional<LeaderSelector> s;
+  Mailbox<bool> entered;
+  {
+    Client c(options());
+    core = etcd::detail::ClientAccess::core(c);
+    s.emplace(c, key("selkept"), "s", [&](std::stop_token stop, LeaderTerm&) {
+      entered.put(true);
+      hold_until_stopped(stop);
+    });
+    s->start();
+    ASSERT_TRUE(entered.take(10s).has_value());
+    s->close();
+  }
+  EXPECT_TRUE(eventually([&] { return core.expired(); }, 15s)) << "the closed selector still holds its client";
+  EXPECT_EQ(count_under(client(), key("selkept/")), 0) << "its key went before the client";
+  EXPECT_TRUE(s->participants().wait().status().is(Errc::kClosed));
+  EXPECT_FALSE(s->requeue());
+  EXPECT_FALSE(s->is_held());
+  s.reset();
 }
 
 TEST_F(ElectionTest, SelectorClosedFromItsOwnCallbackRelinquishesOnlyWhenItReturns) {

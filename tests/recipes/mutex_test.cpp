@@ -7,10 +7,13 @@
 #include <cstdio>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
+#include "client/client_access.h"
 #include "etcd/recipes/mutex.h"
+#include "etcd/session.h"
 #include "support/etcd_fixture.h"
 
 namespace etcd::test {
@@ -94,6 +97,32 @@ TEST_F(MutexTest, SecondLockOnTheSameObjectFailsInsteadOfDeadlocking) {
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition) << again.status().to_string();
   EXPECT_TRUE(m.unlock());
+}
+
+// Two objects on one name and one session would share one key (it is
+// named by the lease) and both believe they hold it; the second is refused,
+// also when it uses another client than the session's: a key is claimed on
+// its session's client.
+TEST_F(MutexTest, TwoObjectsOnOneSessionNeverShareAKeyEvenThroughTwoClients) {
+  auto session = Session::create(client());
+  RecipeOptions shared;
+  shared.session = session;
+  Client other(options());
+  DistributedMutex a(client(), key("shared"), shared);
+  DistributedMutex same_client(client(), key("shared"), shared);
+  DistributedMutex other_client(other, key("shared"), shared);
+  ASSERT_TRUE(a.acquire().wait().ok());
+  for (auto* m : {&same_client, &other_client}) {
+    auto refused = m->acquire().timeout(5s).wait();
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition) << refused.status().to_string();
+    EXPECT_NE(refused.status().message().find("give it its own session"), std::string::npos)
+        << refused.status().to_string();
+  }
+  EXPECT_TRUE(a.unlock());
+  // The claim ends with the hold: the key is free for the others now.
+  ASSERT_TRUE(other_client.acquire().timeout(5s).wait().ok());
+  EXPECT_TRUE(other_client.unlock());
 }
 
 // An acquisition started while the previous hold's delete is in flight
@@ -288,6 +317,34 @@ TEST_F(MutexTest, DeletingTheHoldersKeyIsALossThatNamesItsCause) {
   EXPECT_TRUE(next.get().ok()) << "the waiter took over";
   EXPECT_FALSE(holder.unlock()) << "releasing a lost hold reports the loss";
   EXPECT_TRUE(waiter.unlock());
+}
+
+// close() releases the mutex's hold; a copy the caller kept answers after
+// that without the client, which is gone once the caller's handle is.
+TEST_F(MutexTest, AHoldCopyOutlivesItsClosedMutexAndItsClient) {
+  std::weak_ptr<detail::ClientCore> core;
+  std::optional<DistributedMutex> m;
+  Hold copy;
+  {
+    Client c(options());
+    core = etcd::detail::ClientAccess::core(c);
+    m.emplace(c, key("outlives"));
+    copy = m->acquire().wait().value();
+    auto stop = copy.stop_token();
+    m->close();
+    EXPECT_TRUE(stop.stop_requested()) << "close() released the hold";
+  }
+  EXPECT_TRUE(eventually([&] { return core.expired(); }, 15s)) << "the closed mutex or its hold still holds the client";
+  EXPECT_FALSE(copy.is_held());
+  EXPECT_FALSE(copy.release().wait().value());
+  EXPECT_TRUE(copy.guarded(Txn().then(Op::put(key("fenced"), "x"))).wait().status().is(Errc::kHoldLost));
+  auto sub = copy.on_lost([](const Status&) {});
+  EXPECT_TRUE(client().get(key("outlives/"), {.prefix = true, .count_only = true}).wait()->count == 0)
+      << "the released key is gone";
+  EXPECT_TRUE(m->acquire().wait().status().is(Errc::kClosed));
+  EXPECT_TRUE(m->release().wait().ok());
+  copy = Hold();
+  m.reset();
 }
 
 TEST_F(MutexTest, StopTokenCancelsAWait) {

@@ -3,10 +3,12 @@
 #include <cstdio>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <thread>
 
-#include "etcd/recipes/semaphore.h"
 #include "client/client_access.h"
+#include "etcd/recipes/semaphore.h"
+#include "etcd/session.h"
 #include "support/etcd_fixture.h"
 
 namespace etcd::test {
@@ -135,6 +137,33 @@ TEST_F(SemaphoreTest, SeveralPermitsFromOneObjectUseDistinctKeys) {
   auto again = sem.try_acquire_for(5s);
   ASSERT_TRUE(again.has_value());
   EXPECT_GT(again->token(), permits[2].token());
+}
+
+// Permit keys are named by the session's lease and a number: objects that
+// share one session — on its client or on another one — still get distinct
+// keys, and so never believe they hold one permit together.
+TEST_F(SemaphoreTest, ObjectsSharingOneSessionHoldDistinctPermitsEvenThroughTwoClients) {
+  const std::string name = key("shared");
+  auto session = Session::create(client());
+  RecipeOptions shared;
+  shared.session = session;
+  Client other(options());
+  DistributedSemaphore a(client(), name, 3, shared), b(client(), name, 3, shared), c(other, name, 3, shared);
+  Permit pa = a.acquire_blocking(), pb = b.acquire_blocking(), pc = c.acquire_blocking();
+  EXPECT_EQ(pa.lease(), pb.lease());
+  EXPECT_EQ(pb.lease(), pc.lease());
+  EXPECT_NE(pa.key(), pb.key());
+  EXPECT_NE(pb.key(), pc.key());
+  EXPECT_NE(pa.key(), pc.key());
+  EXPECT_EQ(holders(name), 3);
+  EXPECT_EQ(a.available_permits().wait().value(), 0);
+  EXPECT_FALSE(c.try_acquire().wait().value().has_value()) << "all three permits are taken";
+  EXPECT_TRUE(pb.release().wait().value());
+  EXPECT_TRUE(pa.is_held());
+  EXPECT_TRUE(pc.is_held());
+  EXPECT_EQ(holders(name), 2) << "releasing one deleted only its own key";
+  EXPECT_TRUE(pa.release().wait().value());
+  EXPECT_TRUE(pc.release().wait().value());
 }
 
 TEST_F(SemaphoreTest, TwentyContendersNeverExceedThePermitCount) {
@@ -402,6 +431,37 @@ TEST_F(SemaphoreTest, ATimedOutAcquireNeverLeavesItsKeyBehind) {
   auto p = other.try_acquire().wait();
   ASSERT_TRUE(p.ok());
   EXPECT_TRUE(p->has_value());
+}
+
+// A permit is the caller's: it outlives its semaphore's close() as a hold,
+// keeping its client (and so its session) until it is released; then the
+// client goes, and the permit answers without it.
+TEST_F(SemaphoreTest, APermitOutlivesItsClosedSemaphoreAndKeepsItsClientUntilReleased) {
+  const std::string name = key("outlives");
+  std::weak_ptr<detail::ClientCore> core;
+  std::optional<DistributedSemaphore> sem;
+  std::optional<Permit> p;
+  {
+    Client c(options());
+    core = etcd::detail::ClientAccess::core(c);
+    sem.emplace(c, name, 1);
+    p = sem->acquire_blocking();
+    sem->close();
+  }
+  EXPECT_TRUE(p->is_held());
+  EXPECT_FALSE(core.expired()) << "a held permit keeps its client";
+  EXPECT_EQ(holders(name), 1);
+  ASSERT_TRUE(p->guarded(Txn().then(Op::put(key("fenced"), "x"))).wait().ok());
+  EXPECT_TRUE(p->release().wait().value());
+  EXPECT_EQ(holders(name), 0);
+  EXPECT_TRUE(eventually([&] { return core.expired(); }, 15s)) << "the released permit still holds its client";
+  EXPECT_FALSE(p->is_held());
+  EXPECT_FALSE(p->release().wait().value());
+  EXPECT_TRUE(p->guarded(Txn().then(Op::put(key("fenced"), "y"))).wait().status().is(Errc::kHoldLost));
+  EXPECT_TRUE(sem->acquire().wait().status().is(Errc::kClosed));
+  EXPECT_TRUE(sem->available_permits().wait().status().is(Errc::kClosed));
+  p.reset();
+  sem.reset();
 }
 
 TEST_F(SemaphoreTest, WaitingDoesNotKeepTheClientAlive) {

@@ -18,9 +18,10 @@
 //       fails with Errc::kMismatch naming both numbers (and writes nothing).
 //       To change N, delete NAME/permits while nobody uses the semaphore.
 //   NAME/holders/<lease hex>-<seq>        one key per acquisition (waiting or
-//       holding), bound to the session's lease. <seq> is a process-wide
-//       counter, so several permits of one object, or of several objects
-//       sharing a session, use distinct keys.
+//       holding), bound to the session's lease. <seq> counts the permit
+//       keys made on the session's client, so several permits of one
+//       object, or of several objects sharing a session (through any
+//       client), use distinct keys.
 //
 // Holders are the first N keys by create revision; the others wait in
 // create-revision order (FIFO grants). A key among the first N stays there

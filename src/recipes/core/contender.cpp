@@ -15,8 +15,9 @@ namespace {
 // One acquisition in flight. Every field after `mu` is guarded by it.
 class Acquisition : public std::enable_shared_from_this<Acquisition> {
  public:
-  Acquisition(ContendRequest request, Callback<std::optional<Hold>> done)
+  Acquisition(ContendRequest request, std::shared_ptr<ClientLink> link, Callback<std::optional<Hold>> done)
       : core_(std::move(request.core)),
+        link_(std::move(link)),
         driver_(std::move(request.driver)),
         slot_(std::move(request.slot)),
         options_(std::move(request.options)),
@@ -26,14 +27,14 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
   void start() {
     auto self = shared_from_this();
     if (!guard()) return;
-    CallAccess::start_inline(core_->session(), [self](Result<std::shared_ptr<Session>> s) {
+    CallAccess::start_inline(core_->session(link_), [self](Result<std::shared_ptr<Session>> s) {
       if (!s.ok()) return self->fail(std::move(s).status());
       self->with_session(*s);
     });
   }
 
  private:
-  Executor executor() const { return core_->client().executor(); }
+  Executor executor() const { return link_->executor(); }
   // A blocking caller's thread may run the first steps' RPCs itself.
   bool on_caller_thread() const { return options_.caller_waits && std::this_thread::get_id() == caller_thread_; }
 
@@ -88,13 +89,14 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
       key_ = key;
     }
     if (driver_->claims_key()) {
-      if (!KeyClaims::claim(key)) {
+      auto claims = KeyClaims::of(*s);
+      if (!claims->claim(key)) {
         return fail(Status(StatusCode::kFailedPrecondition,
                            "another recipe object of this process uses key " + key +
                                " (the same name on the same session); give it its own session"));
       }
       std::lock_guard lock(mu_);
-      claimed_ = true;
+      claims_ = std::move(claims);
     }
     auto fail = failer();
     keep(&Registrations::session_lost_sub, s->on_lost([fail](const Status& why) {
@@ -129,9 +131,9 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
     Txn txn = driver_->create(key, lease);
     const std::string scope = driver_->batch_scope();
     if (!scope.empty()) {
-      TxnBatcher::for_client(core_->client())->submit(std::move(txn), scope, on_caller_thread(), std::move(on_created));
+      TxnBatcher::of(link_->client())->submit(link_, std::move(txn), scope, on_caller_thread(), std::move(on_created));
     } else {
-      CallAccess::start_inline(CallAccess::caller_waits(core_->client().txn(std::move(txn)), on_caller_thread()),
+      CallAccess::start_inline(CallAccess::caller_waits(link_->client().txn(std::move(txn)), on_caller_thread()),
                                std::move(on_created));
     }
   }
@@ -142,7 +144,7 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
   bool renew_session() {
     std::shared_ptr<Session> old;
     std::string key;
-    bool claimed;
+    std::shared_ptr<KeyClaims> claims;
     Subscription old_loss;
     {
       std::lock_guard lock(mu_);
@@ -150,15 +152,15 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
       renewed_ = true;
       old = session_;
       key = key_;
-      claimed = std::exchange(claimed_, false);
+      claims = std::exchange(claims_, nullptr);
       // The old session's end (it closes once dropped) is not ours any more.
       old_loss = std::move(registrations_.session_lost_sub);
     }
     old_loss.reset();
     if (!core_->forget_session(old)) return false;
-    if (claimed) KeyClaims::unclaim(key);
+    if (claims) claims->unclaim(key);
     auto self = shared_from_this();
-    CallAccess::start_inline(core_->session(), [self](Result<std::shared_ptr<Session>> s) {
+    CallAccess::start_inline(core_->session(link_), [self](Result<std::shared_ptr<Session>> s) {
       if (!s.ok()) return self->fail(std::move(s).status());
       self->with_session(*s);
     });
@@ -174,7 +176,7 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
         // Timed out, cancelled or closed while the key was being created:
         // it must not stay behind and block the queue.
         lock.unlock();
-        if (c.rev != 0) remove_key(core_, key_, c.rev, "cleaning up a contender key");
+        if (c.rev != 0) remove_key(link_, core_, key_, c.rev, "cleaning up a contender key");
         return;
       }
       rev_ = c.rev;
@@ -199,7 +201,7 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
     }
     if (!key.empty()) return fail(Status(StatusCode::kAborted, "could not replace the stale key " + key));
     auto self = shared_from_this();
-    CallAccess::start_inline(core_->client().txn(delete_if_created_at(key_, stale_rev)), [self](Result<TxnResponse> d) {
+    CallAccess::start_inline(link_->client().txn(delete_if_created_at(key_, stale_rev)), [self](Result<TxnResponse> d) {
       if (!d.ok()) return self->fail(std::move(d).status());
       self->create();
     });
@@ -223,7 +225,7 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
       rev = rev_;
     }
     auto self = shared_from_this();
-    CallAccess::start_inline(CallAccess::caller_waits(core_->client().txn(driver_->read(key, rev)), on_caller_thread()),
+    CallAccess::start_inline(CallAccess::caller_waits(link_->client().txn(driver_->read(key, rev)), on_caller_thread()),
                              [self, rev](Result<TxnResponse> r) {
                                if (!r.ok()) {
                                  if (transient(r.status())) return self->retry_later([self] { self->read(); });
@@ -245,7 +247,7 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
     auto core = core_;
     auto driver = driver_;
     Watcher watcher = wait_for_change(
-        core_, w.key, std::move(w.options), from, std::move(w.relevant), std::move(w.recheck), [weak, core, driver] {
+        link_, w.key, std::move(w.options), from, std::move(w.relevant), std::move(w.recheck), [weak, core, driver] {
           core->metrics().add("etcd_recipes_" + driver->family() + "_wakeups_total", driver->labels(), 1);
           if (auto self = weak.lock()) self->read();
         });
@@ -285,9 +287,8 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
       spec.token = rev_;
       spec.lease = session_->lease_id();
       spec.session = session_;
-      spec.claimed = claimed_;
-      claimed_ = false;  // the hold carries the claim from here
-      state = std::make_shared<HoldState>(core_, std::move(spec), slot_);
+      spec.claims = std::exchange(claims_, nullptr);  // the hold carries the claim from here
+      state = std::make_shared<HoldState>(core_, link_, std::move(spec), slot_);
     }
     registrations.drop_all(executor());
     state->arm();
@@ -315,7 +316,7 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
     Registrations registrations;
     std::string key;
     int64_t rev;
-    bool claimed;
+    std::shared_ptr<KeyClaims> claims;
     {
       std::lock_guard lock(mu_);
       if (finished_) return;
@@ -323,21 +324,24 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
       registrations = std::move(registrations_);
       key = key_;
       rev = rev_;
-      claimed = std::exchange(claimed_, false);
+      claims = std::exchange(claims_, nullptr);
     }
     registrations.drop_all(executor());
     if (!result.ok()) result = core_->named(std::move(result).status());
-    auto complete = [slot = slot_, key, claimed, done = std::move(done_),
+    auto complete = [slot = slot_, key, claims, done = std::move(done_),
                      shared = std::make_shared<Result<std::optional<Hold>>>(std::move(result))] {
-      if (claimed) KeyClaims::unclaim(key);
+      if (claims) claims->unclaim(key);
       if (slot) slot->abandon();
       done(std::move(*shared));
     };
     if (rev == 0) return complete();
-    remove_key(core_, key, rev, "cleaning up a contender key", std::move(complete));
+    remove_key(link_, core_, key, rev, "cleaning up a contender key", std::move(complete));
   }
 
   const std::shared_ptr<RecipeCore> core_;
+  // Held for as long as the acquisition lives (it is work in flight), and
+  // handed to the hold it establishes.
+  const std::shared_ptr<ClientLink> link_;
   const std::shared_ptr<ContenderDriver> driver_;
   const std::shared_ptr<HolderSlot> slot_;
   const CallOptions options_;
@@ -348,7 +352,7 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
 
   mutable std::mutex mu_;
   bool finished_ = false;
-  bool claimed_ = false;
+  std::shared_ptr<KeyClaims> claims_;  // set while this acquisition claims its key
   bool stale_replaced_ = false;
   bool renewed_ = false;
   int transient_failures_ = 0;
@@ -362,39 +366,34 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
 
 void contend(ContendRequest request, Callback<std::optional<Hold>> done) {
   auto& core = request.core;
-  if (core->closed()) return done(core->closed_status());
+  auto link = core->link();
+  if (core->closed() || !link) return done(core->closed_status());
   if (request.slot) {
     if (Status st = request.slot->begin("acquire"); !st.ok()) return done(std::move(st));
   }
-  std::make_shared<Acquisition>(std::move(request), std::move(done))->start();
+  std::make_shared<Acquisition>(std::move(request), std::move(link), std::move(done))->start();
 }
 
 Call<Hold> acquire_call(std::shared_ptr<RecipeCore> core, std::shared_ptr<ContenderDriver> driver,
                         std::shared_ptr<HolderSlot> slot, Status input) {
-  const Executor ex = core->client().executor();
-  if (!input.ok()) return Call<Hold>::ready(std::move(input), ex);
-  return Call<Hold>(
-      [core, driver, slot](CallOptions options, Callback<Hold> done) {
-        contend(ContendRequest{core, driver, std::move(options), /*wait=*/true, slot},
-                [done = std::move(done)](Result<std::optional<Hold>> r) {
-                  // An acquisition that waits never declines.
-                  if (!r.ok()) return done(std::move(r).status());
-                  Hold hold = r->value_or(Hold());
-                  done(std::move(hold));
-                });
-      },
-      ex);
+  if (!input.ok()) return core->ready<Hold>(std::move(input));
+  return core->call<Hold>([core, driver, slot](CallOptions options, Callback<Hold> done) {
+    contend(ContendRequest{core, driver, std::move(options), /*wait=*/true, slot},
+            [done = std::move(done)](Result<std::optional<Hold>> r) {
+              // An acquisition that waits never declines.
+              if (!r.ok()) return done(std::move(r).status());
+              Hold hold = r->value_or(Hold());
+              done(std::move(hold));
+            });
+  });
 }
 
 Call<std::optional<Hold>> try_acquire_call(std::shared_ptr<RecipeCore> core, std::shared_ptr<ContenderDriver> driver,
                                            std::shared_ptr<HolderSlot> slot, Status input) {
-  const Executor ex = core->client().executor();
-  if (!input.ok()) return Call<std::optional<Hold>>::ready(std::move(input), ex);
-  return Call<std::optional<Hold>>(
-      [core, driver, slot](CallOptions options, Callback<std::optional<Hold>> done) {
-        contend(ContendRequest{core, driver, std::move(options), /*wait=*/false, slot}, std::move(done));
-      },
-      ex);
+  if (!input.ok()) return core->ready<std::optional<Hold>>(std::move(input));
+  return core->call<std::optional<Hold>>([core, driver, slot](CallOptions options, Callback<std::optional<Hold>> done) {
+    contend(ContendRequest{core, driver, std::move(options), /*wait=*/false, slot}, std::move(done));
+  });
 }
 
 }  // namespace etcd::recipes::detail

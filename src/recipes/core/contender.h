@@ -89,9 +89,9 @@ class ContenderDriver {
 
   // The contender key for a session.
   virtual std::string key(const Session& session) = 0;
-  // Claim the key in this process for the life of the acquisition and the
-  // hold (keys named only by the lease: two objects on one session would
-  // share one key).
+  // Claim the key (KeyClaims) for the life of the acquisition and the hold
+  // (keys named only by the lease: two objects on one session would share
+  // one key).
   virtual bool claims_key() const { return true; }
   // Creates `key` if absent, bound to `lease`, and reads what created()
   // needs — in one Txn.

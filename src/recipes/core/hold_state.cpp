@@ -20,20 +20,48 @@ Status hold_lost_status(const RecipeCore& core, const std::string& noun, const s
   return Status(StatusCode::kAborted, core.identity() + ": " + noun + " lost: " + why, Errc::kHoldLost);
 }
 
-HoldState::HoldState(std::shared_ptr<RecipeCore> core, HoldSpec spec, std::shared_ptr<HolderSlot> slot)
-    : core_(std::move(core)), spec_(std::move(spec)), claim_held_(spec_.claimed), slot_(std::move(slot)) {}
+HoldState::HoldState(std::shared_ptr<RecipeCore> core, std::shared_ptr<ClientLink> link, HoldSpec spec,
+                     std::shared_ptr<HolderSlot> slot)
+    : core_(std::move(core)),
+      session_(std::exchange(spec.session, nullptr)),
+      spec_(std::move(spec)),
+      claim_held_(spec_.claims != nullptr),
+      slot_(std::move(slot)),
+      link_(std::move(link)) {}
 
 HoldState::~HoldState() { drop_claim(); }
 
+std::shared_ptr<ClientLink> HoldState::link() const {
+  std::lock_guard lock(mu_);
+  return link_;
+}
+
+std::shared_ptr<Session> HoldState::session() const {
+  std::lock_guard lock(mu_);
+  return session_;
+}
+
+void HoldState::let_go() {
+  std::shared_ptr<Session> session;
+  std::shared_ptr<ClientLink> link;
+  {
+    std::lock_guard lock(mu_);
+    session = std::move(session_);
+    link = std::move(link_);
+  }
+  // In this order: a session is never the last to hold the client.
+  session.reset();
+}
+
 void HoldState::drop_claim() {
-  if (claim_held_.exchange(false)) KeyClaims::unclaim(spec_.key);
+  if (claim_held_.exchange(false)) spec_.claims->unclaim(spec_.key);
 }
 
 void HoldState::arm() {
   std::weak_ptr<HoldState> weak = shared_from_this();
   Subscription sub;
-  if (spec_.session) {
-    sub = spec_.session->on_lost([weak](const Status& why) {
+  if (auto session = this->session()) {
+    sub = session->on_lost([weak](const Status& why) {
       if (auto self = weak.lock()) self->lose(Status(why.code(), "its session ended: " + why.message(), why.reason()));
     });
   }
@@ -42,11 +70,14 @@ void HoldState::arm() {
     if (!ended_) std::swap(session_sub_, sub);
   }
   sub.reset();
-  if (!spec_.watch_key) return;
+  auto link = this->link();
+  if (!spec_.watch_key || !link) return;
   // The watch starts a moment later, from the key's creation: a deletion
   // meanwhile is replayed, so none is missed, and a short hold (an
-  // election's campaign + resign) costs no watch at all.
-  auto timer = std::make_shared<asio::steady_timer>(core_->client().executor(), kKeyWatchDelay);
+  // election's campaign + resign) costs no watch at all. The timer is owned
+  // by its handler only, so it goes with the client's event loop at the
+  // latest.
+  auto timer = std::make_shared<asio::steady_timer>(link->executor(), kKeyWatchDelay);
   timer->async_wait([weak, timer](const asio::error_code& ec) {
     auto self = weak.lock();
     if (ec || !self || !self->is_held()) return;
@@ -58,13 +89,15 @@ void HoldState::arm() {
 // revision. A watch error (a compaction, a stream that could not resume) is
 // settled by one read.
 void HoldState::watch_own_key(int64_t from) {
+  auto link = this->link();
+  if (!link) return;  // over
   std::weak_ptr<HoldState> weak = shared_from_this();
   // Gone: deleted, or re-created. (A put that keeps the create revision —
   // a downgrade, a semaphore's nudge, a proclaim — is ours.)
   const int64_t token = spec_.token;
   auto gone = [token](const KeyValue* kv) { return !kv || kv->create_revision != token; };
   Watcher w =
-      core_->client().watch(spec_.key, WatchOptions{.start_revision = from}, [weak, gone](Result<WatchResponse> r) {
+      link->client().watch(spec_.key, WatchOptions{.start_revision = from}, [weak, gone](Result<WatchResponse> r) {
         auto self = weak.lock();
         if (!self) return;
         if (r.ok()) {
@@ -74,8 +107,9 @@ void HoldState::watch_own_key(int64_t from) {
           }
           return;
         }
-        if (self->core_->closed()) return;
-        CallAccess::start_inline(self->core_->client().get(self->spec_.key), [weak, gone](Result<GetResponse> g) {
+        auto current = self->link();
+        if (self->core_->closed() || !current) return;
+        CallAccess::start_inline(current->client().get(self->spec_.key), [weak, gone](Result<GetResponse> g) {
           auto s = weak.lock();
           if (!s || !g.ok()) return;  // the session's lease still bounds the hold
           if (gone(g->first())) {
@@ -114,7 +148,7 @@ Subscription HoldState::on_lost(std::function<void(const Status&)> listener) {
   }
   // Lost already: the listener still hears of it.
   LostListeners::notify_one(
-      core_->client().executor(), [core = core_](Status s) { core->record_error(s); }, std::move(listener),
+      executor_or_system(link()), [core = core_](Status s) { core->record_error(s); }, std::move(listener),
       hold_lost_status(*core_, spec_.noun, "lost before this listener"));
   return Subscription();
 }
@@ -126,16 +160,17 @@ std::vector<Compare> HoldState::guard() const {
 }
 
 Call<TxnResponse> HoldState::guarded(Txn txn) {
-  auto& client = core_->client();
-  if (!is_held()) {
-    return Call<TxnResponse>::ready(Status(StatusCode::kFailedPrecondition,
-                                           core_->identity() + ": the " + spec_.noun + " is not held", Errc::kHoldLost),
-                                    client.executor());
+  auto link = this->link();
+  if (!link || !is_held()) {
+    return ready_call<TxnResponse>(std::move(link),
+                                   Status(StatusCode::kFailedPrecondition,
+                                          core_->identity() + ": the " + spec_.noun + " is not held", Errc::kHoldLost));
   }
   Txn outer;
   for (auto& c : guard()) outer.when(std::move(c));
   outer.then(Op::txn(std::move(txn)));
-  return then_call<TxnResponse>(client.txn(std::move(outer)), client.executor(),
+  auto call = link->client().txn(std::move(outer));
+  return then_call<TxnResponse>(std::move(call), std::move(link),
                                 [core = core_, noun = spec_.noun](Result<TxnResponse> r) -> Result<TxnResponse> {
                                   if (!r.ok()) return std::move(r).status();
                                   if (!r->succeeded) {
@@ -172,9 +207,12 @@ void HoldState::lose(const Status& why) {
   const Status status = hold_lost_status(*core_, spec_.noun, why.message());
   if (spec_.record_loss) core_->record_error(status);
   auto sink = [core = core_](Status s) { core->record_error(std::move(s)); };
-  listeners_.notify(core_->client().executor(), sink, status);
+  // Not over yet: the link lasts until a release (which still deletes the
+  // key, best effort) or the hold's end.
+  const Executor ex = executor_or_system(link());
+  listeners_.notify(ex, sink, status);
   listeners_.clear();  // heard once; a listener that captured its Hold must not keep it alive
-  if (slot_) slot_->lost_listeners().notify(core_->client().executor(), sink, status);
+  if (slot_) slot_->lost_listeners().notify(ex, sink, status);
 }
 
 bool HoldState::hand_over() {
@@ -192,6 +230,7 @@ bool HoldState::hand_over() {
   session_sub.reset();
   listeners_.clear();
   if (slot_) slot_->ended(this);
+  let_go();  // the HoldState that took the key over has its own
   return true;
 }
 
@@ -201,13 +240,14 @@ namespace {
 // owns it (cheaper than a Txn on etcd 3.4). prev_kv tells whether it was
 // still the key of this hold. Deleting our own key again is harmless, so a
 // transient failure is retried (three attempts in all).
-void delete_own_key(std::shared_ptr<RecipeCore> core, std::string key, int64_t token, bool caller_waits,
+void delete_own_key(std::shared_ptr<ClientLink> link, std::string key, int64_t token, bool caller_waits,
                     bool earlier_unknown, int attempt, Callback<bool> done) {
+  auto call = link->client().del(key, DeleteOptions{.prev_kv = true});
   CallAccess::start_inline(
-      CallAccess::caller_waits(core->client().del(key, DeleteOptions{.prev_kv = true}), caller_waits),
-      [core, key, token, earlier_unknown, attempt, done = std::move(done)](Result<DeleteResponse> r) mutable {
+      CallAccess::caller_waits(std::move(call), caller_waits),
+      [link, key, token, earlier_unknown, attempt, done = std::move(done)](Result<DeleteResponse> r) mutable {
         if (!r.ok() && attempt < 3 && transient(r.status())) {
-          return delete_own_key(std::move(core), std::move(key), token, false, true, attempt + 1, std::move(done));
+          return delete_own_key(std::move(link), std::move(key), token, false, true, attempt + 1, std::move(done));
         }
         if (!r.ok()) return done(std::move(r).status());
         bool was_ours = earlier_unknown && r->deleted == 0;  // an earlier attempt may have deleted it
@@ -222,10 +262,14 @@ void HoldState::release(bool caller_waits, Callback<bool> done) {
   bool was_lost;
   Subscription session_sub;
   Watcher key_watch;
+  std::shared_ptr<ClientLink> link;
   {
-    std::lock_guard lock(mu_);
-    if (ended_ && !lost_) return done(false);  // released or handed over already
-    if (lost_ && released_after_loss_) return done(false);
+    std::unique_lock lock(mu_);
+    if ((ended_ && !lost_) || (lost_ && released_after_loss_) || !link_) {
+      lock.unlock();
+      return done(false);  // released or handed over already
+    }
+    link = link_;
     if (lost_) released_after_loss_ = true;
     was_lost = lost_;
     end_locked(/*lost=*/false);
@@ -242,23 +286,25 @@ void HoldState::release(bool caller_waits, Callback<bool> done) {
   }
   if (slot_) slot_->releasing(this);
   auto self = shared_from_this();
-  delete_own_key(core_, spec_.key, spec_.token, caller_waits, false, 1,
-                 [self, was_lost, done = std::move(done)](Result<bool> r) {
+  delete_own_key(link, spec_.key, spec_.token, caller_waits, false, 1,
+                 [self, link, was_lost, done = std::move(done)](Result<bool> r) {
                    self->drop_claim();
                    if (self->slot_) self->slot_->ended(self.get());
                    if (!r.ok()) {
                      self->core_->record_error(r.status());
-                     return done(self->core_->named(std::move(r).status()));
+                     done(self->core_->named(std::move(r).status()));
+                   } else {
+                     done(*r && !was_lost);
                    }
-                   done(*r && !was_lost);
+                   self->let_go();  // the hold is over (`link` lasts until this continuation is done)
                  });
 }
 
 Call<bool> HoldState::release_call() {
   auto self = shared_from_this();
-  return Call<bool>(
-      [self](CallOptions options, Callback<bool> done) { self->release(options.caller_waits, std::move(done)); },
-      core_->client().executor());
+  return link_call<bool>(link(), [self](CallOptions options, Callback<bool> done) {
+    self->release(options.caller_waits, std::move(done));
+  });
 }
 
 // --- HolderSlot ----------------------------------------------------------

@@ -14,6 +14,11 @@
 //     reports false.
 // A hand-over (a rwlock downgrade) ends a hold like a release, without the
 // delete: the key lives on under another HoldState.
+//
+// A hold is work in flight: it keeps the recipe's link to the client (and
+// its session) until it has been released or handed over, and lets go of
+// both then. A Hold still in someone's hands after that answers without
+// the client: is_held() false, release() false, guarded() kHoldLost.
 #pragma once
 
 #include <atomic>
@@ -26,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "client_link.h"
 #include "etcd/recipes/hold.h"
 #include "etcd/recipes/recipe.h"
 #include "etcd/session.h"
@@ -37,12 +43,14 @@
 namespace etcd::recipes::detail {
 
 class HolderSlot;
+class KeyClaims;
 
 struct HoldSpec {
   std::string key{};
   int64_t token = 0;  // the key's create revision
   int64_t lease = 0;
-  // Keeps the lease alive for as long as the hold lives; its loss is ours.
+  // Keeps the lease alive for as long as the hold lasts; its loss is ours.
+  // (The HoldState takes it over: HoldState::session().)
   std::shared_ptr<Session> session{};
   // What guarded() and the loss check compare; by default the key's create
   // revision (a downgradable write hold also requires mod == create).
@@ -53,8 +61,9 @@ struct HoldSpec {
   // A loss is also recorded in the recipe's errors() (false where a loss
   // is routine and goes to listeners only, as a leader's term).
   bool record_loss = true;
-  // The key is claimed in this process (KeyClaims) until the hold ends.
-  bool claimed = false;
+  // Where the key is claimed (KeyClaims) until the hold ends; null: it is
+  // not.
+  std::shared_ptr<KeyClaims> claims{};
   // For messages and metrics: "lock", "permit", "leadership".
   std::string noun = "hold";
   // The metric family: etcd_recipes_<family>_{lost_total,hold_seconds}.
@@ -66,7 +75,8 @@ using LostListeners = ListenerSet<const Status&>;
 
 class HoldState : public std::enable_shared_from_this<HoldState> {
  public:
-  HoldState(std::shared_ptr<RecipeCore> core, HoldSpec spec, std::shared_ptr<HolderSlot> slot = nullptr);
+  HoldState(std::shared_ptr<RecipeCore> core, std::shared_ptr<ClientLink> link, HoldSpec spec,
+            std::shared_ptr<HolderSlot> slot = nullptr);
   ~HoldState();
 
   // Starts watching for loss. Call once, after construction.
@@ -74,6 +84,10 @@ class HoldState : public std::enable_shared_from_this<HoldState> {
 
   const HoldSpec& spec() const { return spec_; }
   const std::shared_ptr<RecipeCore>& core() const { return core_; }
+  // The link to the client and the session, until the hold has been
+  // released or handed over (null afterwards).
+  std::shared_ptr<ClientLink> link() const;
+  std::shared_ptr<Session> session() const;
   bool is_held() const;
   bool lost() const;
   std::stop_token stop_token() const;
@@ -104,14 +118,19 @@ class HoldState : public std::enable_shared_from_this<HoldState> {
   void watch_own_key(int64_t from);
 
   void drop_claim();
+  // Lets go of the link and the session: the hold is over.
+  void let_go();
 
   std::shared_ptr<RecipeCore> core_;
+  // Declared before spec_: taken out of the spec first.
+  std::shared_ptr<Session> session_;  // (mu_)
   const HoldSpec spec_;
   std::atomic<bool> claim_held_;
   std::shared_ptr<HolderSlot> slot_;
   const Clock::time_point since_ = Clock::now();
 
   mutable std::mutex mu_;
+  std::shared_ptr<ClientLink> link_;
   bool ended_ = false;
   bool lost_ = false;
   bool released_after_loss_ = false;

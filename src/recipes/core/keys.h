@@ -4,11 +4,14 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 
+#include "client/client_access.h"
 #include "etcd/call.h"
+#include "etcd/session.h"
 #include "etcd/status.h"
 
 namespace etcd::recipes::detail {
@@ -31,29 +34,31 @@ inline bool transient(const Status& st) {
 
 inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Keys claimed by recipe objects of this process. Two objects on one name
-// and one session would share a contender key and both believe they hold
-// it; the second claim fails instead.
+// Contender keys claimed by recipe objects. Such a key is named by its
+// session's lease only: two objects on one name and one session would share
+// it and both believe they hold it; the second claim fails instead. A
+// lease belongs to the one client its session was made on, so the claims
+// are that client's (a service of its core), whichever clients the
+// recipe objects use.
 class KeyClaims {
  public:
-  static bool claim(const std::string& key) {
-    std::lock_guard lock(mu());
-    return keys().insert(key).second;
+  static std::shared_ptr<KeyClaims> of(const Session& session) {
+    return etcd::detail::ClientAccess::service<KeyClaims>(session.client(),
+                                                          [] { return std::make_shared<KeyClaims>(); });
   }
-  static void unclaim(const std::string& key) {
-    std::lock_guard lock(mu());
-    keys().erase(key);
+
+  bool claim(const std::string& key) {
+    std::lock_guard lock(mu_);
+    return keys_.insert(key).second;
+  }
+  void unclaim(const std::string& key) {
+    std::lock_guard lock(mu_);
+    keys_.erase(key);
   }
 
  private:
-  static std::mutex& mu() {
-    static std::mutex m;
-    return m;
-  }
-  static std::set<std::string>& keys() {
-    static std::set<std::string> k;
-    return k;
-  }
+  std::mutex mu_;
+  std::set<std::string> keys_;
 };
 
 }  // namespace etcd::recipes::detail

@@ -82,24 +82,25 @@ std::vector<ViewEvent> apply_events(ViewMap& map, const std::vector<Event>& even
 }
 
 // Everything that runs in the background, kept alive by in-flight work. Its
-// steps run on `strand`; the view itself (map, revision, flags) is guarded by
-// `mu` so that readers on other threads see one consistent state.
+// steps run on the recipe's strand (that of `link`, while it runs); the view
+// itself (map, revision, flags) is guarded by `mu` so that readers on other
+// threads see one consistent state.
 struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
   Impl(std::shared_ptr<RecipeCore> c, std::string r, Options o, Handler h)
       : core(std::move(c)),
         range(std::move(r)),
         options(std::move(o)),
-        strand(asio::make_strand(options.executor.value_or(core->client().executor()))),
         waiters(std::make_shared<WaiterSet>(core)),
         handler_(std::move(h)) {}
 
   const std::shared_ptr<RecipeCore> core;
   const std::string range;
   const Options options;
-  const asio::strand<Executor> strand;
   const std::shared_ptr<WaiterSet> waiters;
 
   mutable std::mutex mu;
+  // From start() until the view stops: its link to the client.
+  std::shared_ptr<ClientLink> link;
   ViewMap map;  // written on the strand only
   int64_t revision = 0;
   bool started = false;
@@ -107,13 +108,21 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
   uint64_t pages = 0;
   uint64_t resyncs = 0;
 
+  // The link while the view runs; null before start() and once stopped.
+  std::shared_ptr<ClientLink> running() const {
+    std::lock_guard lock(mu);
+    return link;
+  }
+
   // --- on the strand
 
   void begin() {
-    if (core->closed()) return;
+    if (core->closed()) return stop();
     std::weak_ptr<Impl> weak = shared_from_this();
     close_sub_ = core->on_close([weak] {
-      if (auto self = weak.lock()) asio::post(self->strand, [self] { self->stop(); });
+      auto self = weak.lock();
+      if (!self) return;
+      if (auto l = self->running()) asio::post(l->strand(), [self] { self->stop(); });
     });
     load(++epoch_, Status());  // a core closed meanwhile makes every step stale
   }
@@ -128,6 +137,11 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
     close_sub_.reset();
     handler_ = nullptr;  // the owner's handler may keep the owner alive
     ViewMap().swap(loading_);
+    // Nothing of the client is left in use (steps still queued find the
+    // view stale): let go of it.
+    std::shared_ptr<ClientLink> gone;
+    std::lock_guard lock(mu);
+    gone = std::move(link);
   }
 
   void request_resync() {
@@ -138,14 +152,11 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
  private:
   bool stale(uint64_t e) const { return e != epoch_ || stopped_ || core->closed(); }
 
-  template <class T, class F>
-  void run(Call<T> call, F f) {
-    run_on_strand(shared_from_this(), std::move(call), std::move(f));
-  }
-
   void retry_later(uint64_t e, std::function<void()> step) {
+    auto l = running();
+    if (!l) return;
     retry_on_strand(
-        shared_from_this(), failures_, timer_, static_cast<int>(options.max_backoff.count()),
+        l->strand(), failures_, timer_, static_cast<int>(options.max_backoff.count()),
         [self = shared_from_this(), e] { return self->stale(e); }, std::move(step));
   }
 
@@ -162,13 +173,15 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
   }
 
   void read_page(uint64_t e) {
+    auto l = running();
+    if (!l) return;
     GetOptions page;
     if (!options.single_key) {
       page.range_end = prefix_range_end(range);
       page.limit = std::max<int64_t>(1, options.page_size);  // 0 would mean "no limit"
     }
     page.revision = load_rev_;
-    run(core->client().get(next_key_, page), [self = shared_from_this(), e](Result<GetResponse> r) {
+    run_on_strand(l->strand(), l->client().get(next_key_, page), [self = shared_from_this(), e](Result<GetResponse> r) {
       if (self->stale(e)) return;
       if (!r.ok()) return self->page_failed(e, r.status());
       self->failures_ = 0;
@@ -234,11 +247,13 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
   }
 
   void watch(uint64_t e, int64_t from) {
+    auto l = running();
+    if (!l) return;
     WatchOptions w;
     w.prefix = !options.single_key;
     w.start_revision = from;
-    w.executor = Executor(strand);
-    watch_ = core->client().watch(range, w, [self = shared_from_this(), e](Result<WatchResponse> r) {
+    w.executor = Executor(l->strand());
+    watch_ = l->client().watch(range, w, [self = shared_from_this(), e](Result<WatchResponse> r) {
       if (self->stale(e)) return;
       if (!r.ok()) return self->gap(r.status());
       self->on_response(e, *r);
@@ -335,37 +350,37 @@ PrefixView::PrefixView(std::shared_ptr<RecipeCore> core, std::string range, Opti
       impl_(std::make_shared<Impl>(std::move(core), std::move(range), std::move(options), std::move(handler))) {}
 
 PrefixView::~PrefixView() {
-  // Nobody can look at the view any more: stop its background work so it
-  // lets go of the client.
-  asio::post(impl_->strand, [impl = impl_] { impl->stop(); });
+  // Nobody can look at the view any more: stop its background work (if it
+  // runs) so it lets go of the client.
+  if (auto link = impl_->running()) asio::post(link->strand(), [impl = impl_] { impl->stop(); });
 }
 
 void PrefixView::start() {
   auto impl = impl_;
-  if (impl->core->closed()) return;
+  auto link = impl->core->link();
+  if (impl->core->closed() || !link) return;
   {
     std::lock_guard lock(impl->mu);
     if (impl->started) return;
     impl->started = true;
+    impl->link = link;
   }
-  asio::post(impl->strand, [impl] { impl->begin(); });
+  asio::post(link->strand(), [impl] { impl->begin(); });
 }
 
 Call<void> PrefixView::wait_initialized() {
   auto impl = impl_;
-  return Call<void>(
-      [impl](CallOptions options, Callback<void> done) {
-        if (impl->core->closed()) return done(impl->core->closed_status());
-        {
-          std::unique_lock lock(impl->mu);
-          if (!impl->started) {
-            lock.unlock();
-            return done(impl->core->named(Status(StatusCode::kFailedPrecondition, "not started (call start() first)")));
-          }
-        }
-        impl->waiters->add(options, std::move(done), "the first read of " + impl->range);
-      },
-      impl->core->client().executor());
+  return impl->core->call<void>([impl](CallOptions options, Callback<void> done) {
+    if (impl->core->closed()) return done(impl->core->closed_status());
+    {
+      std::unique_lock lock(impl->mu);
+      if (!impl->started) {
+        lock.unlock();
+        return done(impl->core->named(Status(StatusCode::kFailedPrecondition, "not started (call start() first)")));
+      }
+    }
+    impl->waiters->add(options, std::move(done), "the first read of " + impl->range);
+  });
 }
 
 bool PrefixView::initialized() const {
@@ -402,7 +417,7 @@ void PrefixView::read(const std::function<void(const ViewMap&, int64_t)>& f) con
 
 void PrefixView::resync() {
   auto impl = impl_;
-  asio::post(impl->strand, [impl] { impl->request_resync(); });
+  if (auto link = impl->running()) asio::post(link->strand(), [impl] { impl->request_resync(); });
 }
 
 uint64_t PrefixView::pages_read() const {

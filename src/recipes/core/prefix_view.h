@@ -4,8 +4,9 @@
 // It reads the range at one revision R, page by page (so a large prefix never
 // arrives as one huge response), then watches from R+1, so no change between
 // the read and the watch is lost. Changes reach the owner as batches, one per
-// revision (a Txn may change several keys at once), in revision order, on a
-// strand of the owner's executor: never on a gRPC thread, one at a time.
+// revision (a Txn may change several keys at once), in revision order, on
+// the recipe's strand (client_link.h: its listeners run there too): never
+// on a gRPC thread, one at a time.
 //
 // When the watch cannot continue without a gap (the revision it needs was
 // compacted while the client was cut off: Errc::kCompacted /
@@ -17,6 +18,8 @@
 // The view follows its owner's RecipeCore: it stops when the core is closed
 // (waiters of wait_initialized() end with Errc::kClosed), records failures
 // that are not transient on it, and retries every failed read with backoff.
+// While it runs (from start() until it stops) it is work in flight: it
+// holds the recipe's link to the client, and lets go of it when it stops.
 #pragma once
 
 #include <cstdint>
@@ -106,10 +109,6 @@ class PrefixView : public std::enable_shared_from_this<PrefixView> {
   using Handler = std::function<void(const ViewBatch&)>;
 
   struct Options {
-    // Where the handler runs; the view wraps it in a strand of its own, so
-    // batches never overlap. Passing the owner's strand also serializes them
-    // with the owner's own steps. Default: the client's executor.
-    std::optional<Executor> executor{};
     // Follow exactly one key (NodeCache) instead of a prefix.
     bool single_key = false;
     // Keys to keep (e.g. only direct children); others are never stored

@@ -48,13 +48,25 @@ Status check_input(std::string_view kind, const std::string& name, const RecipeO
 }  // namespace
 
 RecipeCore::RecipeCore(Client client, std::string kind, std::string name, RecipeOptions options, Status input)
-    : client_(std::move(client)),
-      name_(std::move(name)),
+    : name_(std::move(name)),
       identity_(kind + "[" + name_ + "]"),
       options_(std::move(options)),
       metrics_(options_.metrics ? options_.metrics : std::make_shared<NullMetrics>()),
-      input_(check_input(kind, name_, options_, std::move(input))) {
+      input_(check_input(kind, name_, options_, std::move(input))),
+      shared_session_(options_.session != nullptr),
+      link_(ClientLink::make(std::move(client))) {
+  weak_link_ = link_;
   if (options_.client_id.empty()) options_.client_id = default_client_id();
+}
+
+std::shared_ptr<ClientLink> RecipeCore::link() const {
+  if (auto link = open_link()) return link;
+  return weak_link_.lock();
+}
+
+std::shared_ptr<ClientLink> RecipeCore::open_link() const {
+  std::lock_guard lock(mu_);
+  return link_;
 }
 
 Status RecipeCore::usable() const {
@@ -63,18 +75,24 @@ Status RecipeCore::usable() const {
   return Status();
 }
 
-Call<std::shared_ptr<Session>> RecipeCore::session() {
+Call<std::shared_ptr<Session>> RecipeCore::session(std::shared_ptr<ClientLink> link) {
   auto self = shared_from_this();
+  const Executor ex = link->executor();
   return Call<std::shared_ptr<Session>>(
-      [self](CallOptions options, Callback<std::shared_ptr<Session>> done) {
+      [self, link](CallOptions options, Callback<std::shared_ptr<Session>> done) {
         std::shared_ptr<Session> session;
         {
-          std::lock_guard lock(self->mu_);
+          std::unique_lock lock(self->mu_);
+          // Closed: the sessions were let go of, and must not come back.
+          if (self->closed_) {
+            lock.unlock();
+            return done(self->closed_status());
+          }
           // A session this recipe made (itself or through the factory) that
           // was lost is replaced for the next acquisition (the lost hold
           // itself is never re-created); a fixed shared session stays the
           // user's to replace.
-          if (self->session_ && !self->options_.session && self->session_->state() == ConnectionState::kLost) {
+          if (self->session_ && !self->shared_session_ && self->session_->state() == ConnectionState::kLost) {
             self->session_.reset();
           }
           if (!self->session_) {
@@ -83,9 +101,13 @@ Call<std::shared_ptr<Session>> RecipeCore::session() {
             } else if (self->options_.session_factory) {
               self->session_ = self->options_.session_factory();
             } else {
-              self->session_ = Session::create(self->client_, SessionOptions{.ttl = self->options_.session_ttl});
+              // A borrowed handle: the session must never be what closes the
+              // client (the link keeps it open for as long as work needs it).
+              self->session_ = Session::create(etcd::detail::ClientAccess::borrow(link->client()),
+                                               SessionOptions{.ttl = self->options_.session_ttl});
             }
             if (!self->session_) {
+              lock.unlock();
               return done(self->named(Status(StatusCode::kFailedPrecondition, "the session factory gave no session")));
             }
             // The recipe's connection state follows its session's.
@@ -101,11 +123,11 @@ Call<std::shared_ptr<Session>> RecipeCore::session() {
           done(session);
         });
       },
-      client_.executor());
+      ex);
 }
 
 bool RecipeCore::forget_session(const std::shared_ptr<Session>& s) {
-  if (options_.session) return false;
+  if (shared_session_) return false;
   std::lock_guard lock(mu_);
   if (session_ == s) session_.reset();
   return true;
@@ -118,8 +140,9 @@ void RecipeCore::record_error(Status status) {
     if (errors_.size() == kMaxRecordedErrors) errors_.erase(errors_.begin());
     errors_.push_back(named_status);
   }
-  // An error listener that throws is not recorded again (no loop).
-  error_listeners_.notify(client_.executor(), nullptr, named_status);
+  // An error listener that throws is not recorded again (no loop). Once
+  // the client is gone, there is no executor to run them on: recorded only.
+  if (auto l = link()) error_listeners_.notify(l->executor(), nullptr, named_status);
 }
 
 ThrowSink RecipeCore::throw_sink() {
@@ -190,8 +213,32 @@ void RecipeCore::close() {
   auto close_action = std::move(close_action_);
   close_action_ = nullptr;
   if (close_action) close_action();
-  std::lock_guard lock(mu_);
-  start_action_ = nullptr;
+  // What the wakers and the action started holds the link it needs; the
+  // recipe itself lets go of the client: its link, its sessions and what
+  // could make one (a factory or a shared session may hold a Client).
+  std::shared_ptr<ClientLink> link;
+  std::shared_ptr<Session> session;
+  std::shared_ptr<Session> shared_session;
+  std::function<std::shared_ptr<Session>()> factory;
+  Subscription session_state_sub;
+  std::function<void()> start_action;
+  {
+    std::lock_guard lock(mu_);
+    start_action = std::move(start_action_);
+    start_action_ = nullptr;
+    session_state_sub = std::move(session_state_sub_);
+    session = std::move(session_);
+    shared_session = std::move(options_.session);
+    factory = std::move(options_.session_factory);
+    options_.session_factory = nullptr;
+    link = std::move(link_);
+  }
+  // In this order: the sessions are never the last to hold the client.
+  session_state_sub.reset();
+  session.reset();
+  shared_session.reset();
+  factory = nullptr;
+  link.reset();
 }
 
 Subscription RecipeCore::on_close(std::function<void()> waker) {

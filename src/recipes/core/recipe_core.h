@@ -1,6 +1,12 @@
 // The shared part of every recipe (internal), kept alive by its in-flight
-// work: identity, client id, the input check, the session, recorded errors
-// and the connection state with listeners, metrics, and the close gate.
+// work: identity, client id, the input check, the link to the client, the
+// session, recorded errors and the connection state with listeners,
+// metrics, and the close gate.
+//
+// The client is reached only through the recipe's ClientLink
+// (client_link.h): the core keeps it until close(), work in flight keeps
+// copies, and a closed recipe whose work is done holds no share of the
+// client, however long the object lives on.
 #pragma once
 
 #include <functional>
@@ -9,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "client_link.h"
 #include "etcd/client.h"
 #include "etcd/connection.h"
 #include "etcd/recipes/metrics.h"
@@ -25,12 +32,14 @@ class RecipeCore : public std::enable_shared_from_this<RecipeCore> {
   // the session TTL, which every recipe checks here).
   RecipeCore(Client client, std::string kind, std::string name, RecipeOptions options, Status input = Status());
 
-  Client& client() { return client_; }
+  // The link to the client: the recipe's own until close(), afterwards
+  // the one that work still in flight holds; null once that is done.
+  // Whoever uses the client holds the link for as long as it does.
+  std::shared_ptr<ClientLink> link() const;
   const std::string& name() const { return name_; }
   const std::string& identity() const { return identity_; }
   const std::string& client_id() const { return options_.client_id; }
   Metrics& metrics() { return *metrics_; }
-  const RecipeOptions& options() const { return options_; }
 
   // The result of the input checks (named), or OK.
   const Status& input() const { return input_; }
@@ -38,8 +47,24 @@ class RecipeCore : public std::enable_shared_from_this<RecipeCore> {
   // any I/O.
   Status usable() const;
 
-  // The session (shared or own), created on first use and started.
-  Call<std::shared_ptr<Session>> session();
+  // A Call of this recipe. Made while the recipe is open, it keeps the
+  // link until it is consumed and completes on the client's executor;
+  // made after close(), it completes on asio's system executor (the client
+  // may be gone by the time it is consumed). `start` answers closed
+  // itself, as the recipe's operations do through usable().
+  template <class T>
+  Call<T> call(typename Call<T>::Starter start) const {
+    return link_call<T>(open_link(), std::move(start));
+  }
+  // A Call of this recipe that answers `result`.
+  template <class T>
+  Call<T> ready(Result<T> result) const {
+    return ready_call<T>(open_link(), std::move(result));
+  }
+
+  // The session (shared or own), created on first use through `link` and
+  // started.
+  Call<std::shared_ptr<Session>> session(std::shared_ptr<ClientLink> link);
   // `s` turned out to be gone (its lease was not found) before the session
   // itself noticed: the next session() makes a new one. False for a fixed
   // shared session, which is the user's to replace.
@@ -67,7 +92,8 @@ class RecipeCore : public std::enable_shared_from_this<RecipeCore> {
   // Shutdown gate.
   bool closed() const;
   // Marks closed, runs every registered waker (parked waiters finish with
-  // kClosed), then the close action. Idempotent.
+  // kClosed), then the close action; then lets go of the link and the
+  // sessions (the work just started holds what it needs). Idempotent.
   void close();
   // Registers a waker for a parked waiter; the Subscription unregisters it.
   Subscription on_close(std::function<void()> waker);
@@ -76,7 +102,9 @@ class RecipeCore : public std::enable_shared_from_this<RecipeCore> {
   Status named(Status status) const;
 
  private:
-  Client client_;
+  std::shared_ptr<ClientLink> open_link() const;
+
+  std::weak_ptr<ClientLink> weak_link_;  // set once, by the constructor
   std::string name_;
   std::string identity_;
   RecipeOptions options_;
@@ -87,7 +115,10 @@ class RecipeCore : public std::enable_shared_from_this<RecipeCore> {
   ListenerSet<const Status&> error_listeners_;
   ListenerSet<ConnectionState> state_listeners_;
 
+  const bool shared_session_;  // options_.session was given
+
   mutable std::mutex mu_;
+  std::shared_ptr<ClientLink> link_;  // until close()
   std::shared_ptr<Session> session_;
   std::vector<Status> errors_;
   uint64_t next_id_ = 1;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
+#include <asio/strand.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -16,24 +17,22 @@ namespace etcd::recipes::detail {
 
 using etcd::detail::CallAccess;
 
-// Runs `call`; `f` gets its result on `self->strand` (every step of the
-// object runs on its strand).
-template <class Self, class T, class F>
-void run_on_strand(const std::shared_ptr<Self>& self, Call<T> call, F f) {
-  CallAccess::start_inline(std::move(call), [self, f = std::move(f)](Result<T> r) {
-    asio::post(self->strand, [f, r = std::move(r)]() mutable { f(std::move(r)); });
+// Runs `call`; `f` gets its result on `strand`.
+template <class T, class F>
+void run_on_strand(asio::strand<Executor> strand, Call<T> call, F f) {
+  CallAccess::start_inline(std::move(call), [strand = std::move(strand), f = std::move(f)](Result<T> r) {
+    asio::post(strand, [f, r = std::move(r)]() mutable { f(std::move(r)); });
   });
 }
 
-// Runs `step` on `self->strand` after a backoff of 50 ms per failure so far
+// Runs `step` on `strand` after a backoff of 50 ms per failure so far
 // (counted in `failures`, at most `max_ms`), unless `stale()` says a later
 // event made it obsolete or the timer, kept in `slot`, was cancelled.
-template <class Self>
-void retry_on_strand(const std::shared_ptr<Self>& self, int& failures, std::shared_ptr<asio::steady_timer>& slot,
-                     int max_ms, std::function<bool()> stale, std::function<void()> step) {
+inline void retry_on_strand(const asio::strand<Executor>& strand, int& failures,
+                            std::shared_ptr<asio::steady_timer>& slot, int max_ms, std::function<bool()> stale,
+                            std::function<void()> step) {
   ++failures;
-  auto timer =
-      std::make_shared<asio::steady_timer>(self->strand, std::chrono::milliseconds(std::min(max_ms, 50 * failures)));
+  auto timer = std::make_shared<asio::steady_timer>(strand, std::chrono::milliseconds(std::min(max_ms, 50 * failures)));
   slot = timer;
   timer->async_wait([timer, stale = std::move(stale), step = std::move(step)](const asio::error_code& ec) {
     if (ec || stale()) return;

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <map>
 
 namespace etcd::recipes::detail {
 
@@ -30,29 +29,18 @@ bool caused_by_one_member(const Status& st) {
 
 }  // namespace
 
-std::shared_ptr<TxnBatcher> TxnBatcher::for_client(const Client& client) {
-  static std::mutex mu;
-  // Keyed by the client's core: a live batcher holds its Client, so the
-  // address cannot be reused while its entry can still be locked.
-  static std::map<const void*, std::weak_ptr<TxnBatcher>> batchers;
-  std::lock_guard lock(mu);
-  std::erase_if(batchers, [](const auto& entry) { return entry.second.expired(); });
-  auto& slot = batchers[etcd::detail::ClientAccess::core(client).get()];
-  auto batcher = slot.lock();
-  if (!batcher) {
-    batcher = std::make_shared<TxnBatcher>(client);
-    slot = batcher;
-  }
-  return batcher;
+std::shared_ptr<TxnBatcher> TxnBatcher::of(const Client& client) {
+  return etcd::detail::ClientAccess::service<TxnBatcher>(client, [] { return std::make_shared<TxnBatcher>(); });
 }
 
 bool TxnBatcher::nests(const std::string& a, const std::string& b) { return a.starts_with(b) || b.starts_with(a); }
 
-void TxnBatcher::submit(Txn txn, std::string scope, bool caller_waits, Callback<TxnResponse> done) {
+void TxnBatcher::submit(std::shared_ptr<ClientLink> link, Txn txn, std::string scope, bool caller_waits,
+                        Callback<TxnResponse> done) {
   std::vector<Item> batch;
   {
     std::lock_guard lock(mu_);
-    queue_.push_back(Item{std::move(txn), std::move(scope), std::move(done)});
+    queue_.push_back(Item{std::move(link), std::move(txn), std::move(scope), std::move(done)});
     if (in_flight_ >= kMaxBatchesInFlight) return;  // a completion sends it
     ++in_flight_;
     take_batch(batch);
@@ -80,10 +68,11 @@ void TxnBatcher::send(std::vector<Item> batch, bool caller_waits) {
   if (batch.size() == 1) return send_alone(std::move(batch.front()), caller_waits);
   Txn combined;
   for (const auto& item : batch) combined.then(Op::txn(item.txn));
+  auto call = batch.front().link->client().txn(std::move(combined));
   auto shared = std::make_shared<std::vector<Item>>(std::move(batch));
-  CallAccess::start_inline(
-      client_.txn(std::move(combined)),
-      [self = shared_from_this(), shared](Result<TxnResponse> r) { self->finish_batch(*shared, std::move(r)); });
+  CallAccess::start_inline(std::move(call), [self = shared_from_this(), shared](Result<TxnResponse> r) {
+    self->finish_batch(*shared, std::move(r));
+  });
 }
 
 void TxnBatcher::finish_batch(std::vector<Item>& batch, Result<TxnResponse> r) {
@@ -97,7 +86,7 @@ void TxnBatcher::finish_batch(std::vector<Item>& batch, Result<TxnResponse> r) {
     auto remaining = std::make_shared<std::atomic<std::size_t>>(batch.size());
     for (auto& item : batch) {
       auto done = std::move(item.done);
-      CallAccess::start_inline(client_.txn(std::move(item.txn)),
+      CallAccess::start_inline(item.link->client().txn(std::move(item.txn)),
                                [self = shared_from_this(), done, remaining](Result<TxnResponse> alone) {
                                  done(std::move(alone));
                                  if (remaining->fetch_sub(1) == 1) self->send_next();
@@ -119,7 +108,7 @@ void TxnBatcher::finish_batch(std::vector<Item>& batch, Result<TxnResponse> r) {
 }
 
 void TxnBatcher::send_alone(Item item, bool caller_waits) {
-  CallAccess::start_inline(CallAccess::caller_waits(client_.txn(std::move(item.txn)), caller_waits),
+  CallAccess::start_inline(CallAccess::caller_waits(item.link->client().txn(std::move(item.txn)), caller_waits),
                            [self = shared_from_this(), done = std::move(item.done)](Result<TxnResponse> r) {
                              self->send_next();
                              done(std::move(r));

@@ -24,6 +24,12 @@
 //   transactions are create-if-absent and safe to retry.
 // - A server with a smaller --max-txn-ops refuses large batches; the
 //   batcher then halves its batch size for the rest of its life.
+//
+// One batcher per client, kept in the client's core (a service, see
+// ClientAccess::service) and destroyed with it. So it must not own the
+// client: each queued transaction carries its caller's link to the client
+// (client_link.h), which keeps the client alive exactly while there is
+// something to send, and a batch goes out through its first member's.
 #pragma once
 
 #include <deque>
@@ -32,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "client_link.h"
 #include "etcd/client.h"
 #include "etcd/txn.h"
 
@@ -46,20 +53,21 @@ class TxnBatcher : public std::enable_shared_from_this<TxnBatcher> {
   static constexpr int kMaxBatchesInFlight = 2;
 
   // The batcher of `client`, shared by every recipe on it.
-  static std::shared_ptr<TxnBatcher> for_client(const Client& client);
+  static std::shared_ptr<TxnBatcher> of(const Client& client);
 
-  explicit TxnBatcher(Client client) : client_(std::move(client)) {}
-
-  // Runs `txn`, alone or nested in a batch. `scope` is the key prefix the
+  // Runs `txn` through `link` (to this batcher's client), alone or nested
+  // in a batch. `scope` is the key prefix the
   // transaction reads and writes. `caller_waits`: the submitting thread
   // blocks for the answer anyway, so a transaction sent alone right away
   // may run its RPC on it. `done` runs on whatever thread completed the RPC
   // (library-internal continuations only) with the transaction's own
   // responses and the batch's header.
-  void submit(Txn txn, std::string scope, bool caller_waits, Callback<TxnResponse> done);
+  void submit(std::shared_ptr<ClientLink> link, Txn txn, std::string scope, bool caller_waits,
+              Callback<TxnResponse> done);
 
  private:
   struct Item {
+    std::shared_ptr<ClientLink> link;
     Txn txn;
     std::string scope;
     Callback<TxnResponse> done;
@@ -74,7 +82,6 @@ class TxnBatcher : public std::enable_shared_from_this<TxnBatcher> {
   void send_next();
   void finish_batch(std::vector<Item>& batch, Result<TxnResponse> r);
 
-  Client client_;
   mutable std::mutex mu_;
   std::deque<Item> queue_;
   int in_flight_ = 0;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "client_link.h"
 #include "etcd/call.h"
 #include "recipe_core.h"
 
@@ -23,14 +24,19 @@ namespace etcd::recipes::detail {
 // Callers parked until a condition holds (leadership, initialization). Each
 // waiter ends exactly once: when the condition holds, by its deadline or
 // stop token, when the recipe closes (Errc::kClosed), or with a failure.
+// A parked waiter is work in flight: it holds the recipe's link to the
+// client until it ends.
 class WaiterSet : public std::enable_shared_from_this<WaiterSet> {
  public:
   explicit WaiterSet(std::shared_ptr<RecipeCore> core) : core_(std::move(core)) {}
 
   // Completes `done` at once if the condition holds, otherwise parks it.
   void add(const CallOptions& options, Callback<void> done, std::string what) {
+    auto link = core_->link();
+    if (!link) return done(core_->closed_status());  // closed, and its work is done
     auto w = std::make_shared<Waiter>();
     w->done = std::move(done);
+    w->link = link;
     {
       std::lock_guard lock(mu_);
       if (ready_) {
@@ -44,12 +50,12 @@ class WaiterSet : public std::enable_shared_from_this<WaiterSet> {
     std::weak_ptr<Waiter> ww = w;
     if (options.stop.stop_requested()) return finish(w, Cancelled(what + " cancelled"));
     if (options.deadline) {
-      auto timer = std::make_shared<asio::steady_timer>(core_->client().executor(), *options.deadline);
+      auto timer = std::make_shared<asio::steady_timer>(link->executor(), *options.deadline);
       timer->async_wait([self, ww, what](const asio::error_code& ec) {
         if (auto wp = ww.lock(); wp && !ec) self->finish(wp, DeadlineExceeded("timed out waiting for " + what));
       });
       keep(
-          w, [&] { w->timer = timer; }, [&] { asio::post(core_->client().executor(), [timer] { timer->cancel(); }); });
+          w, [&] { w->timer = timer; }, [&] { asio::post(link->executor(), [timer] { timer->cancel(); }); });
     }
     if (options.stop.stop_possible()) {
       // Stored only once registered: the callback may run inside the registration.
@@ -58,7 +64,7 @@ class WaiterSet : public std::enable_shared_from_this<WaiterSet> {
                          if (auto wp = ww.lock()) self->finish(wp, Cancelled(what + " cancelled"));
                        }));
       keep(
-          w, [&] { w->stop_cb = stop_cb; }, [&] { self->drop_later(stop_cb); });
+          w, [&] { w->stop_cb = stop_cb; }, [&] { drop_later(link, stop_cb); });
     }
     auto close_sub = core_->on_close([self, ww] {
       if (auto wp = ww.lock()) self->finish(wp, self->core_->closed_status());
@@ -92,6 +98,7 @@ class WaiterSet : public std::enable_shared_from_this<WaiterSet> {
  private:
   struct Waiter {
     Callback<void> done;
+    std::shared_ptr<ClientLink> link;
     bool finished = false;  // guarded by WaiterSet::mu_
     std::shared_ptr<asio::steady_timer> timer;
     std::shared_ptr<std::optional<std::stop_callback<std::function<void()>>>> stop_cb;
@@ -111,14 +118,16 @@ class WaiterSet : public std::enable_shared_from_this<WaiterSet> {
   }
 
   // A stop callback is never destroyed on the thread that may be running it.
-  void drop_later(std::shared_ptr<std::optional<std::stop_callback<std::function<void()>>>> stop_cb) {
-    if (stop_cb) asio::post(core_->client().executor(), [stop_cb] { stop_cb->reset(); });
+  static void drop_later(const std::shared_ptr<ClientLink>& link,
+                         std::shared_ptr<std::optional<std::stop_callback<std::function<void()>>>> stop_cb) {
+    if (stop_cb) asio::post(link->executor(), [stop_cb] { stop_cb->reset(); });
   }
 
   void finish(const std::shared_ptr<Waiter>& w, Result<void> result, bool listed = true) {
     std::shared_ptr<asio::steady_timer> timer;
     std::shared_ptr<std::optional<std::stop_callback<std::function<void()>>>> stop_cb;
     Subscription close_sub;
+    std::shared_ptr<ClientLink> link;
     {
       std::lock_guard lock(mu_);
       if (w->finished) return;
@@ -127,10 +136,11 @@ class WaiterSet : public std::enable_shared_from_this<WaiterSet> {
       timer = std::move(w->timer);
       stop_cb = std::move(w->stop_cb);
       close_sub = std::move(w->close_sub);
+      link = std::move(w->link);
     }
     close_sub.reset();
-    if (timer) asio::post(core_->client().executor(), [timer] { timer->cancel(); });
-    drop_later(std::move(stop_cb));
+    if (timer) asio::post(link->executor(), [timer] { timer->cancel(); });
+    drop_later(link, std::move(stop_cb));
     auto done = std::move(w->done);
     done(std::move(result));
   }

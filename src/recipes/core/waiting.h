@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "client/client_access.h"
+#include "client_link.h"
 #include "etcd/call.h"
 #include "etcd/client.h"
 #include "etcd/connection.h"
@@ -48,14 +49,14 @@ inline Txn delete_if_created_at(const std::string& key, int64_t rev) {
   return txn;
 }
 
-// Deletes `key` if it is still the one created at `rev` (fire and forget).
-// A failure is recorded on `core` as "<what>: <message>"; `then` runs
-// either way, once the delete completed.
-inline void remove_key(const std::shared_ptr<RecipeCore>& core, const std::string& key, int64_t rev, std::string what,
-                       std::function<void()> then = {}) {
+// Deletes `key` if it is still the one created at `rev` (fire and forget,
+// holding `link` until done). A failure is recorded on `core` as "<what>:
+// <message>"; `then` runs either way, once the delete completed.
+inline void remove_key(const std::shared_ptr<ClientLink>& link, const std::shared_ptr<RecipeCore>& core,
+                       const std::string& key, int64_t rev, std::string what, std::function<void()> then = {}) {
   etcd::detail::CallAccess::start_inline(
-      core->client().txn(delete_if_created_at(key, rev)),
-      [core, what = std::move(what), then = std::move(then)](Result<TxnResponse> r) {
+      link->client().txn(delete_if_created_at(key, rev)),
+      [link, core, what = std::move(what), then = std::move(then)](Result<TxnResponse> r) {
         if (!r.ok()) {
           core->record_error(Status(r.status().code(), what + ": " + r.status().message(), r.status().reason()));
         }
@@ -142,7 +143,10 @@ inline Recheck key_changed(std::string key, int64_t from, bool puts) {
 // re-created on a new stream continues where it stopped and reports its
 // creation again; the read is then done again, which is harmless.) The read
 // is not a wake-up; only `wake` is.
-inline Watcher wait_for_change(const std::shared_ptr<RecipeCore>& core, const std::string& key, WatchOptions options,
+//
+// The watch's handler lives in the client's watch hub: it knows the link
+// only weakly (the waiter holds it while it waits), never making a cycle.
+inline Watcher wait_for_change(const std::shared_ptr<ClientLink>& link, const std::string& key, WatchOptions options,
                                int64_t from, std::function<bool(const WatchResponse&)> relevant, Recheck recheck,
                                std::function<void()> wake) {
   struct Wait {
@@ -156,15 +160,15 @@ inline Watcher wait_for_change(const std::shared_ptr<RecipeCore>& core, const st
   wait->wake = std::move(wake);
   options.start_revision = 0;  // from its creation
   options.notify_created = true;
-  std::weak_ptr<RecipeCore> weak_core = core;
-  return core->client().watch(
+  std::weak_ptr<ClientLink> weak_link = link;
+  return link->client().watch(
       key, std::move(options),
-      [wait, weak_core, from, relevant = std::move(relevant), recheck = std::move(recheck)](Result<WatchResponse> r) {
+      [wait, weak_link, from, relevant = std::move(relevant), recheck = std::move(recheck)](Result<WatchResponse> r) {
         if (r.ok() && r->created) {
           if (r->header.revision < from || wait->fired.load()) return;  // nothing happened since the read
-          auto c = weak_core.lock();
-          if (!c) return;
-          etcd::detail::CallAccess::start_inline(c->client().get(recheck.key, recheck.options),
+          auto l = weak_link.lock();
+          if (!l) return;
+          etcd::detail::CallAccess::start_inline(l->client().get(recheck.key, recheck.options),
                                                  [wait, changed = recheck.changed](Result<GetResponse> g) {
                                                    // A failed read cannot rule the change out: look again.
                                                    if (!g.ok() || changed(*g)) wait->fire();

@@ -132,10 +132,8 @@ void Candidate::resign(std::function<void(ResignOutcome)> done, bool caller_wait
   {
     std::lock_guard lock(mu_);
     campaign_wanted_ = false;
-    if (retry_timer_) {
-      retry_timer_->cancel();
-      retry_timer_.reset();
-    }
+    if (auto timer = retry_timer_.lock()) timer->cancel();
+    retry_timer_.reset();
     if (campaigning_) {
       resign_waiters_.push_back(std::move(done));
       stop = campaign_stop_;
@@ -165,16 +163,19 @@ void Candidate::resign(std::function<void(ResignOutcome)> done, bool caller_wait
 }
 
 void Candidate::retry_later() {
-  int n;
+  // Called from a campaign's outcome: the campaign (work in flight) holds
+  // the link.
+  auto link = core->link();
+  if (!link) return;
   std::shared_ptr<asio::steady_timer> timer;
   {
     std::lock_guard lock(mu_);
-    n = ++failures_;
-    timer = retry_timer_ = std::make_shared<asio::steady_timer>(core->client().executor(),
-                                                                std::chrono::milliseconds(std::min(1000, 50 * n)));
+    const int n = ++failures_;
+    timer = std::make_shared<asio::steady_timer>(link->executor(), std::chrono::milliseconds(std::min(1000, 50 * n)));
+    retry_timer_ = timer;
   }
   std::weak_ptr<Candidate> weak = weak_from_this();
-  timer->async_wait([weak](const asio::error_code& ec) {
+  timer->async_wait([weak, timer](const asio::error_code& ec) {
     if (ec) return;
     if (auto self = weak.lock()) self->campaign();
   });
@@ -192,14 +193,15 @@ void Candidate::wound_down() {
 
 Call<void> Candidate::proclaim(std::string value) {
   Hold hold = slot->current();
-  if (!hold.is_held()) {
-    return Call<void>::ready(
-        core->named(Status(StatusCode::kFailedPrecondition, "not the leader; nothing was written", Errc::kHoldLost)),
-        core->client().executor());
+  auto state = HoldAccess::state(hold);
+  auto link = state ? state->link() : nullptr;
+  if (!hold.is_held() || !link) {
+    return core->ready<void>(
+        core->named(Status(StatusCode::kFailedPrecondition, "not the leader; nothing was written", Errc::kHoldLost)));
   }
   PutOptions keep_lease;
   keep_lease.ignore_lease = true;
-  return map_call<void>(hold.guarded(Txn().then(Op::put(hold.key(), value, keep_lease))), core->client().executor(),
+  return map_call<void>(hold.guarded(Txn().then(Op::put(hold.key(), value, keep_lease))), std::move(link),
                         [proposal = proposal_, value](const TxnResponse&) {
                           // Later campaigns propose it too.
                           std::lock_guard lock(proposal->mu);

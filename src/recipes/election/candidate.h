@@ -85,7 +85,9 @@ class Candidate : public std::enable_shared_from_this<Candidate> {
   bool campaign_wanted_ = false;
   std::vector<std::function<void(ResignOutcome)>> resign_waiters_;
   int failures_ = 0;
-  std::shared_ptr<asio::steady_timer> retry_timer_;
+  // The pending retry, to cancel it. Owned by its handler only: a timer
+  // never outlives the client's event loop.
+  std::weak_ptr<asio::steady_timer> retry_timer_;
   Subscription lost_sub_;
 };
 

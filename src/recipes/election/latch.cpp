@@ -6,7 +6,6 @@
 #include "participants.h"
 
 #include <asio/post.hpp>
-#include <asio/strand.hpp>
 
 namespace etcd::recipes {
 
@@ -17,8 +16,7 @@ class LatchState : public std::enable_shared_from_this<LatchState> {
   LatchState(Client client, std::string name, std::string value, RecipeOptions options)
       : core(std::make_shared<RecipeCore>(std::move(client), "LeaderLatch", std::move(name), std::move(options))),
         candidate(std::make_shared<Candidate>(core, std::move(value))),
-        waiters(std::make_shared<WaiterSet>(core)),
-        strand(asio::make_strand(core->client().executor())) {}
+        waiters(std::make_shared<WaiterSet>(core)) {}
 
   void init() {
     std::weak_ptr<LatchState> weak = shared_from_this();
@@ -36,8 +34,7 @@ class LatchState : public std::enable_shared_from_this<LatchState> {
   const std::shared_ptr<RecipeCore> core;
   const std::shared_ptr<Candidate> candidate;
   const std::shared_ptr<WaiterSet> waiters;
-  // Listeners run here, one at a time and in order.
-  const asio::strand<Executor> strand;
+  // Listeners run on the recipe's strand, one at a time and in order.
   ListenerSet<int64_t> is_leader;
   ListenerSet<const Status&> not_leader;
 
@@ -58,8 +55,10 @@ class LatchState : public std::enable_shared_from_this<LatchState> {
       failure.reset();
       this_start = ++starts;
     }
+    auto link = core->link();
+    if (!link) return;  // closed
     std::weak_ptr<LatchState> weak = shared_from_this();
-    asio::post(core->client().executor(), [weak, this_start] {
+    asio::post(link->executor(), [weak, this_start] {
       if (auto self = weak.lock()) self->campaign_if_started(this_start, /*caller_waits=*/false);
     });
   }
@@ -72,15 +71,17 @@ class LatchState : public std::enable_shared_from_this<LatchState> {
     candidate->campaign(caller_waits);
   }
 
+  // The events below come from work in flight (a campaign, a hold), which
+  // holds the link: it is there for the listeners.
   void on_elected(const Hold& term) {
     // Listeners first: one registered after a waiter woke up must not hear
     // of this term.
-    is_leader.notify(strand, core->throw_sink(), term.token());
+    if (auto link = core->link()) is_leader.notify(link->strand(), core->throw_sink(), term.token());
     waiters->set_ready(true);
   }
   void on_lost(const Status& why) {
     waiters->set_ready(false);
-    not_leader.notify(strand, core->throw_sink(), why);
+    if (auto link = core->link()) not_leader.notify(link->strand(), core->throw_sink(), why);
     bool again;
     {
       std::lock_guard lock(mu);
@@ -106,7 +107,9 @@ class LatchState : public std::enable_shared_from_this<LatchState> {
         [self, reported, done = std::move(done)](Candidate::ResignOutcome outcome) {
           if (outcome.was_leader) {
             self->waiters->set_ready(false);
-            self->not_leader.notify(self->strand, self->core->throw_sink(), reported);
+            if (auto link = self->core->link()) {
+              self->not_leader.notify(link->strand(), self->core->throw_sink(), reported);
+            }
           }
           if (done) done(outcome.intact);
         },
@@ -134,26 +137,24 @@ LeaderLatch::LeaderLatch(Client client, std::string name, std::string value, Rec
 
 Call<void> LeaderLatch::await_leadership() {
   auto s = state_;
-  return Call<void>(
-      [s](CallOptions options, Callback<void> done) {
-        if (Status st = s->core->usable(); !st.ok()) return done(std::move(st));
-        {
-          std::unique_lock lock(s->mu);
-          if (s->failure) {
-            Status why = *s->failure;
-            lock.unlock();
-            return done(why);
-          }
-          if (!s->started) {
-            lock.unlock();
-            return done(s->core->named(Status(StatusCode::kFailedPrecondition, "not started (call start() first)")));
-          }
-        }
-        s->waiters->add(options, std::move(done), "leadership");
-        // Already campaigning or leading: nothing happens.
-        if (options.caller_waits) s->campaign_if_started(0, /*caller_waits=*/true);
-      },
-      s->core->client().executor());
+  return s->core->call<void>([s](CallOptions options, Callback<void> done) {
+    if (Status st = s->core->usable(); !st.ok()) return done(std::move(st));
+    {
+      std::unique_lock lock(s->mu);
+      if (s->failure) {
+        Status why = *s->failure;
+        lock.unlock();
+        return done(why);
+      }
+      if (!s->started) {
+        lock.unlock();
+        return done(s->core->named(Status(StatusCode::kFailedPrecondition, "not started (call start() first)")));
+      }
+    }
+    s->waiters->add(options, std::move(done), "leadership");
+    // Already campaigning or leading: nothing happens.
+    if (options.caller_waits) s->campaign_if_started(0, /*caller_waits=*/true);
+  });
 }
 
 bool LeaderLatch::await_until_steady(Deadline deadline) {
@@ -175,17 +176,16 @@ Call<void> LeaderLatch::proclaim(std::string value) { return state_->candidate->
 
 Call<bool> LeaderLatch::resign() {
   auto s = state_;
-  return Call<bool>(
-      [s](CallOptions options, Callback<bool> done) { s->resign(Status(), std::move(done), options.caller_waits); },
-      s->core->client().executor());
+  return s->core->call<bool>(
+      [s](CallOptions options, Callback<bool> done) { s->resign(Status(), std::move(done), options.caller_waits); });
 }
 
 Call<std::vector<Participant>> LeaderLatch::participants() {
-  return detail::read_participants(state_->core->client(), state_->core->input(), state_->candidate->prefix);
+  return detail::read_participants(*state_->core, state_->candidate->prefix);
 }
 
 Call<std::optional<LeaderInfo>> LeaderLatch::leader() {
-  return detail::read_leader(state_->core->client(), state_->core->input(), state_->candidate->prefix);
+  return detail::read_leader(*state_->core, state_->candidate->prefix);
 }
 
 }  // namespace etcd::recipes

@@ -8,7 +8,6 @@
 #include "participants.h"
 
 #include <asio/post.hpp>
-#include <asio/strand.hpp>
 
 namespace etcd::recipes {
 
@@ -20,16 +19,14 @@ class ObserverState : public std::enable_shared_from_this<ObserverState> {
       : core(std::make_shared<RecipeCore>(std::move(client), "LeaderObserver", name, std::move(options))),
         input_status(core->input()),
         prefix(name + "/"),
-        strand(asio::make_strand(core->client().executor())),
         labels(election_labels(name)) {}
 
   // Called once, right after construction: the view's handler refers back
-  // to this state weakly (the view lives inside it).
+  // to this state weakly (the view lives inside it). Its batches and this
+  // observer's listeners share the recipe's strand.
   void attach() {
-    PrefixView::Options options;
-    options.executor = Executor(strand);
     std::weak_ptr<ObserverState> weak = shared_from_this();
-    view = PrefixView::create(core, prefix, options, [weak](const ViewBatch& batch) {
+    view = PrefixView::create(core, prefix, PrefixView::Options(), [weak](const ViewBatch& batch) {
       if (auto self = weak.lock()) self->on_batch(batch);
     });
   }
@@ -37,7 +34,6 @@ class ObserverState : public std::enable_shared_from_this<ObserverState> {
   const std::shared_ptr<RecipeCore> core;
   const Status input_status;
   const std::string prefix;
-  const asio::strand<Executor> strand;
   const Labels labels;
   std::shared_ptr<PrefixView> view;  // set by attach()
   ListenerSet<const std::optional<LeaderInfo>&> listeners;
@@ -54,8 +50,10 @@ class ObserverState : public std::enable_shared_from_this<ObserverState> {
       if (started) return;
       started = true;
     }
+    auto link = core->link();
+    if (!link) return;
     std::weak_ptr<RecipeCore> weak = core;
-    auto sub = core->client().on_state_change([weak](ConnectionState state) {
+    auto sub = link->client().on_state_change([weak](ConnectionState state) {
       if (auto c = weak.lock()) c->set_state(state);
     });
     {
@@ -96,7 +94,8 @@ class ObserverState : public std::enable_shared_from_this<ObserverState> {
       initialized = true;
     }
     if (!first_time) core->metrics().add("etcd_recipes_leader_changes_total", labels, 1);
-    listeners.notify(strand, core->throw_sink(), leader);
+    // On the strand, from the running view (work in flight): the link is there.
+    if (auto link = core->link()) listeners.notify(link->strand(), core->throw_sink(), leader);
   }
 };
 
@@ -115,7 +114,7 @@ LeaderObserver::LeaderObserver(Client client, std::string name, RecipeOptions op
 
 Call<void> LeaderObserver::wait_initialized() {
   auto s = state_;
-  if (!s->input_status.ok()) return Call<void>::ready(s->input_status, s->core->client().executor());
+  if (!s->input_status.ok()) return s->core->ready<void>(s->input_status);
   return s->view->wait_initialized();
 }
 
@@ -134,11 +133,9 @@ Subscription LeaderObserver::on_change(std::function<void(const std::optional<Le
 }
 
 Call<std::vector<Participant>> LeaderObserver::participants() {
-  return detail::read_participants(state_->core->client(), state_->input_status, state_->prefix);
+  return detail::read_participants(*state_->core, state_->prefix);
 }
 
-Call<std::optional<LeaderInfo>> LeaderObserver::leader() {
-  return detail::read_leader(state_->core->client(), state_->input_status, state_->prefix);
-}
+Call<std::optional<LeaderInfo>> LeaderObserver::leader() { return detail::read_leader(*state_->core, state_->prefix); }
 
 }  // namespace etcd::recipes

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../core/calls.h"
+#include "../core/recipe_core.h"
 #include "etcd/client.h"
 #include "etcd/recipes/election.h"
 #include "etcd/recipes/metrics.h"
@@ -15,27 +16,31 @@ namespace etcd::recipes::detail {
 
 inline Labels election_labels(const std::string& name) { return {{"election", name}}; }
 
-// Every candidate under `prefix`, the leader first.
-inline Call<std::vector<Participant>> read_participants(Client& client, const Status& input, std::string prefix) {
-  if (!input.ok()) return Call<std::vector<Participant>>::ready(input, client.executor());
+// Every candidate under `prefix`, the leader first. Refused (before any
+// I/O) for bad input and once `core` is closed.
+inline Call<std::vector<Participant>> read_participants(const RecipeCore& core, std::string prefix) {
+  auto link = core.link();
+  if (Status st = core.usable(); !st.ok() || !link) {
+    return core.ready<std::vector<Participant>>(st.ok() ? core.closed_status() : st);
+  }
   GetOptions options;
   options.prefix = true;
   options.sort_order = SortOrder::kAscend;
   options.sort_target = SortTarget::kCreate;
-  return map_call<std::vector<Participant>>(client.get(std::move(prefix), options), client.executor(),
-                                            [](const GetResponse& r) {
-                                              std::vector<Participant> out;
-                                              for (const auto& kv : r.kvs) {
-                                                Participant p;
-                                                p.key = kv.key;
-                                                p.value = kv.value;
-                                                p.term = kv.create_revision;
-                                                p.lease = kv.lease;
-                                                p.leader = out.empty();
-                                                out.push_back(std::move(p));
-                                              }
-                                              return out;
-                                            });
+  auto call = link->client().get(std::move(prefix), options);
+  return map_call<std::vector<Participant>>(std::move(call), std::move(link), [](const GetResponse& r) {
+    std::vector<Participant> out;
+    for (const auto& kv : r.kvs) {
+      Participant p;
+      p.key = kv.key;
+      p.value = kv.value;
+      p.term = kv.create_revision;
+      p.lease = kv.lease;
+      p.leader = out.empty();
+      out.push_back(std::move(p));
+    }
+    return out;
+  });
 }
 
 inline LeaderInfo leader_info(const KeyValue& kv) {
@@ -47,15 +52,20 @@ inline LeaderInfo leader_info(const KeyValue& kv) {
   return info;
 }
 
-// The key with the lowest create revision under `prefix`, if any.
-inline Call<std::optional<LeaderInfo>> read_leader(Client& client, const Status& input, std::string prefix) {
-  if (!input.ok()) return Call<std::optional<LeaderInfo>>::ready(input, client.executor());
+// The key with the lowest create revision under `prefix`, if any. Refused
+// (before any I/O) for bad input and once `core` is closed.
+inline Call<std::optional<LeaderInfo>> read_leader(const RecipeCore& core, std::string prefix) {
+  auto link = core.link();
+  if (Status st = core.usable(); !st.ok() || !link) {
+    return core.ready<std::optional<LeaderInfo>>(st.ok() ? core.closed_status() : st);
+  }
   GetOptions options;
   options.prefix = true;
   options.limit = 1;
   options.sort_order = SortOrder::kAscend;
   options.sort_target = SortTarget::kCreate;
-  return map_call<std::optional<LeaderInfo>>(client.get(std::move(prefix), options), client.executor(),
+  auto call = link->client().get(std::move(prefix), options);
+  return map_call<std::optional<LeaderInfo>>(std::move(call), std::move(link),
                                              [](const GetResponse& r) -> std::optional<LeaderInfo> {
                                                if (r.kvs.empty()) return std::nullopt;
                                                return leader_info(r.kvs.front());

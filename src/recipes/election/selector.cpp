@@ -145,10 +145,12 @@ class SelectorState : public std::enable_shared_from_this<SelectorState> {
   ListenerSet<TermEnd, const Status&> term_end;
 
   mutable std::mutex mu;
-  std::optional<TermEnd> end;                   // (mu) why the current term's stop was requested
-  Status end_status;                            // (mu)
-  int throws_in_a_row = 0;                      // (mu)
-  std::shared_ptr<asio::steady_timer> backoff;  // (mu)
+  std::optional<TermEnd> end;  // (mu) why the current term's stop was requested
+  Status end_status;           // (mu)
+  int throws_in_a_row = 0;     // (mu)
+  // (mu) The backoff before queueing again, to cancel it. Owned by its
+  // handler only: a timer never outlives the client's event loop.
+  std::weak_ptr<asio::steady_timer> backoff;
 
   std::optional<TermEnd> end_reason() const {
     std::lock_guard lock(mu);
@@ -220,7 +222,9 @@ class SelectorState : public std::enable_shared_from_this<SelectorState> {
       why = Status(StatusCode::kAborted, "the leadership callback threw: " + failure);
       core->record_error(why);
     }
-    if (ran) term_end.notify(core->client().executor(), core->throw_sink(), how, why);
+    // The term's hold (work in flight) keeps the link until it is released,
+    // below.
+    if (auto link = core->link(); ran && link) term_end.notify(link->executor(), core->throw_sink(), how, why);
     core->metrics().add("etcd_recipes_election_terms_total", {{"election", core->name()}, {"end", describe(how)}}, 1);
     auto self = shared_from_this();
     candidate->resign([self](Candidate::ResignOutcome) {
@@ -238,15 +242,18 @@ class SelectorState : public std::enable_shared_from_this<SelectorState> {
       std::lock_guard lock(mu);
       if (throws_in_a_row == 0) {
         timer.reset();
-      } else {
+      } else if (auto link = core->link()) {
         const int shift = std::min(throws_in_a_row - 1, 7);
         const auto delay = std::min(std::chrono::milliseconds(5000), std::chrono::milliseconds(50) * (1 << shift));
-        timer = backoff = std::make_shared<asio::steady_timer>(core->client().executor(), delay);
+        timer = std::make_shared<asio::steady_timer>(link->executor(), delay);
+        backoff = timer;
+      } else {
+        return;  // closed, and its work is done
       }
     }
     if (!timer) return (void)requeue();
     std::weak_ptr<SelectorState> weak = shared_from_this();
-    timer->async_wait([weak](const asio::error_code& ec) {
+    timer->async_wait([weak, timer](const asio::error_code& ec) {
       if (auto self = weak.lock(); self && !ec && self->started.load()) (void)self->requeue();
     });
   }
@@ -274,7 +281,7 @@ class SelectorState : public std::enable_shared_from_this<SelectorState> {
 
   void cancel_backoff() {
     std::lock_guard lock(mu);
-    if (backoff) backoff->cancel();
+    if (auto timer = backoff.lock()) timer->cancel();
     backoff.reset();
   }
 };
@@ -343,11 +350,11 @@ Subscription LeaderSelector::on_term_end(std::function<void(TermEnd, const Statu
 }
 
 Call<std::vector<Participant>> LeaderSelector::participants() {
-  return detail::read_participants(state_->core->client(), state_->core->input(), state_->candidate->prefix);
+  return detail::read_participants(*state_->core, state_->candidate->prefix);
 }
 
 Call<std::optional<LeaderInfo>> LeaderSelector::leader() {
-  return detail::read_leader(state_->core->client(), state_->core->input(), state_->candidate->prefix);
+  return detail::read_leader(*state_->core, state_->candidate->prefix);
 }
 
 }  // namespace etcd::recipes

@@ -50,9 +50,8 @@ Call<std::optional<Hold>> DistributedMutex::try_acquire() {
 
 Call<bool> DistributedMutex::release() {
   auto slot = driver_->slot;
-  return Call<bool>(
-      [slot](CallOptions options, Callback<bool> done) { slot->release(options.caller_waits, std::move(done)); },
-      driver_->core->client().executor());
+  return driver_->core->call<bool>(
+      [slot](CallOptions options, Callback<bool> done) { slot->release(options.caller_waits, std::move(done)); });
 }
 
 }  // namespace etcd::recipes

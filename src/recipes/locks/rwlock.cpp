@@ -168,18 +168,18 @@ namespace {
 // revision (its place in the queue); the put changes its mod revision,
 // which marks it as downgraded and wakes the readers that wait for it
 // (writers ignore puts). Idempotent, so retried when its outcome is unknown.
-void downgrade_attempt(std::shared_ptr<RwShared> shared, std::shared_ptr<HoldState> write, int attempt,
-                       Callback<void> done) {
+void downgrade_attempt(std::shared_ptr<ClientLink> link, std::shared_ptr<RwShared> shared,
+                       std::shared_ptr<HoldState> write, int attempt, Callback<void> done) {
   const auto& key = write->spec().key;
   Txn put;
   put.when(Compare::create_revision(key) == write->spec().token)
       .then(Op::put(key, shared->core->client_id(), PutOptions{.lease = write->spec().lease}));
+  auto call = link->client().txn(std::move(put));
   etcd::detail::CallAccess::start_inline(
-      shared->core->client().txn(std::move(put)),
-      [shared, write, attempt, done = std::move(done)](Result<TxnResponse> r) mutable {
+      std::move(call), [link, shared, write, attempt, done = std::move(done)](Result<TxnResponse> r) mutable {
         auto& core = shared->core;
         if (!r.ok() && attempt < 3 && retryable(r.status())) {
-          return downgrade_attempt(std::move(shared), std::move(write), attempt + 1, std::move(done));
+          return downgrade_attempt(std::move(link), std::move(shared), std::move(write), attempt + 1, std::move(done));
         }
         {
           std::lock_guard lock(shared->mu);
@@ -208,9 +208,9 @@ void downgrade_attempt(std::shared_ptr<RwShared> shared, std::shared_ptr<HoldSta
         read_spec.key = write->spec().key;
         read_spec.token = write->spec().token;
         read_spec.lease = write->spec().lease;
-        read_spec.session = write->spec().session;
-        read_spec.claimed = write->spec().claimed;
-        auto read = std::make_shared<HoldState>(core, std::move(read_spec), reader->slot);
+        read_spec.session = write->session();
+        read_spec.claims = write->spec().claims;
+        auto read = std::make_shared<HoldState>(core, link, std::move(read_spec), reader->slot);
         // The read side holds before the write side lets go: no moment in
         // which this object would admit another acquisition.
         reader->slot->held(HoldAccess::make(read));
@@ -245,17 +245,15 @@ Call<std::optional<Hold>> DistributedReadWriteLock::LockView::try_acquire() {
 
 Call<bool> DistributedReadWriteLock::LockView::release() {
   auto side = side_;
-  return Call<bool>(
-      [side](CallOptions options, Callback<bool> done) {
-        if (side->mode == Mode::kWrite) {
-          std::lock_guard lock(side->shared->mu);
-          if (side->shared->downgrading) {
-            return done(side->core->named(Status(StatusCode::kFailedPrecondition, "a downgrade is in progress")));
-          }
-        }
-        side->slot->release(options.caller_waits, std::move(done));
-      },
-      side->core->client().executor());
+  return side->core->call<bool>([side](CallOptions options, Callback<bool> done) {
+    if (side->mode == Mode::kWrite) {
+      std::lock_guard lock(side->shared->mu);
+      if (side->shared->downgrading) {
+        return done(side->core->named(Status(StatusCode::kFailedPrecondition, "a downgrade is in progress")));
+      }
+    }
+    side->slot->release(options.caller_waits, std::move(done));
+  });
 }
 
 // --- DistributedReadWriteLock -------------------------------------------------
@@ -309,29 +307,27 @@ DistributedReadWriteLock& DistributedReadWriteLock::operator=(DistributedReadWri
 
 Call<void> DistributedReadWriteLock::downgrade() {
   auto side = write_.side_;
-  return Call<void>(
-      [side](CallOptions, Callback<void> done) {
-        auto& shared = side->shared;
-        auto state = detail::HoldAccess::state(side->slot->current());
-        if (!state) {
-          return done(
-              side->core->named(Status(StatusCode::kFailedPrecondition, "downgrade: the write lock is not held")));
-        }
-        if (state->lost()) {
-          return done(
-              side->core->named(Status(StatusCode::kAborted, "downgrade: the write hold was lost", Errc::kHoldLost)));
-        }
-        {
-          std::lock_guard lock(shared->mu);
-          if (shared->downgrading) {
-            return done(side->core->named(
-                Status(StatusCode::kFailedPrecondition, "downgrade: a downgrade is already in progress")));
-          }
-          shared->downgrading = true;
-        }
-        detail::downgrade_attempt(shared, state, 1, std::move(done));
-      },
-      side->core->client().executor());
+  return side->core->call<void>([side](CallOptions, Callback<void> done) {
+    auto& shared = side->shared;
+    auto state = detail::HoldAccess::state(side->slot->current());
+    auto link = state ? state->link() : nullptr;
+    if (!state || !link) {
+      return done(side->core->named(Status(StatusCode::kFailedPrecondition, "downgrade: the write lock is not held")));
+    }
+    if (state->lost()) {
+      return done(
+          side->core->named(Status(StatusCode::kAborted, "downgrade: the write hold was lost", Errc::kHoldLost)));
+    }
+    {
+      std::lock_guard lock(shared->mu);
+      if (shared->downgrading) {
+        return done(side->core->named(
+            Status(StatusCode::kFailedPrecondition, "downgrade: a downgrade is already in progress")));
+      }
+      shared->downgrading = true;
+    }
+    detail::downgrade_attempt(std::move(link), shared, state, 1, std::move(done));
+  });
 }
 
 }  // namespace etcd::recipes

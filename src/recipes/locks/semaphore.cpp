@@ -16,9 +16,22 @@ namespace detail {
 
 namespace {
 
-// Distinguishes the keys of several permits on one session (one object or
-// several objects sharing a session).
-std::atomic<uint64_t> next_permit_seq{0};
+// Numbers the permit keys of one client (holders/<lease>-<n>): several
+// permits on one session, from one object or from several objects sharing
+// the session, need distinct keys. A lease belongs to the one client its
+// session was made on, so numbering per client (a service of its core)
+// makes every key of that lease unique, whichever clients the semaphores
+// use.
+struct PermitNumbers {
+  std::atomic<uint64_t> last{0};
+
+  static uint64_t next(const Session& session) {
+    return etcd::detail::ClientAccess::service<PermitNumbers>(session.client(),
+                                                              [] { return std::make_shared<PermitNumbers>(); })
+               ->last.fetch_add(1) +
+           1;
+  }
+};
 
 Status check_permits(int permits) {
   if (permits < 1) return InvalidArgument("permits must be at least 1, got " + std::to_string(permits));
@@ -46,7 +59,7 @@ class SemaphoreDriver : public ContenderDriver {
   const std::string holders;
 
   std::string key(const Session& s) override {
-    return holders + lease_hex(s.lease_id()) + "-" + std::to_string(++next_permit_seq);
+    return holders + lease_hex(s.lease_id()) + "-" + std::to_string(PermitNumbers::next(s));
   }
   bool claims_key() const override { return false; }  // unique by its sequence number
   std::string batch_scope() const override { return scope; }
@@ -137,7 +150,8 @@ class SemaphoreDriver : public ContenderDriver {
   void held(const std::shared_ptr<HoldState>& hold, const Verdict& v) override {
     if (!v.waiters_behind) return;
     core->metrics().add("etcd_recipes_semaphore_nudges_total", labels_, 1);
-    nudge(core, hold->spec().key, hold->spec().token, hold->spec().lease, 1);
+    if (auto link = hold->link())
+      nudge(std::move(link), core, hold->spec().key, hold->spec().token, hold->spec().lease, 1);
   }
 
   const std::string& family() const override { return family_; }
@@ -188,20 +202,21 @@ class SemaphoreDriver : public ContenderDriver {
   // A put that keeps the key's create revision and lease. Guarded, so it
   // never re-creates a released key; idempotent, so retried when its
   // outcome is unknown.
-  static void nudge(std::shared_ptr<RecipeCore> core, std::string key, int64_t rev, int64_t lease, int attempt) {
+  static void nudge(std::shared_ptr<ClientLink> link, std::shared_ptr<RecipeCore> core, std::string key, int64_t rev,
+                    int64_t lease, int attempt) {
     Txn txn;
     txn.when(Compare::create_revision(key) == rev).then(Op::put(key, core->client_id(), PutOptions{.lease = lease}));
-    CallAccess::start_inline(
-        core->client().txn(std::move(txn)), [core, key, rev, lease, attempt](Result<TxnResponse> r) mutable {
-          if (!r.ok() && attempt < 3 && retryable(r.status())) {
-            return nudge(std::move(core), std::move(key), rev, lease, attempt + 1);
-          }
-          if (!r.ok()) {
-            core->record_error(Status(r.status().code(),
-                                      "telling the next waiter (it waits until we release): " + r.status().message(),
-                                      r.status().reason()));
-          }
-        });
+    auto call = link->client().txn(std::move(txn));
+    CallAccess::start_inline(std::move(call), [link, core, key, rev, lease, attempt](Result<TxnResponse> r) mutable {
+      if (!r.ok() && attempt < 3 && retryable(r.status())) {
+        return nudge(std::move(link), std::move(core), std::move(key), rev, lease, attempt + 1);
+      }
+      if (!r.ok()) {
+        core->record_error(Status(r.status().code(),
+                                  "telling the next waiter (it waits until we release): " + r.status().message(),
+                                  r.status().reason()));
+      }
+    });
   }
 
   const std::string family_ = "semaphore";
@@ -230,18 +245,18 @@ Call<std::optional<Hold>> DistributedSemaphore::try_acquire() {
 
 Call<int> DistributedSemaphore::available_permits() {
   auto& core = driver_->core;
-  if (!core->input().ok()) return Call<int>::ready(core->input(), core->client().executor());
+  auto link = core->link();
+  if (Status st = core->usable(); !st.ok() || !link) return core->ready<int>(st.ok() ? core->closed_status() : st);
   auto d = driver_;
-  return detail::then_call<int>(
-      core->client().txn(
-          Txn().then({Op::get(d->permits_key), Op::get(d->holders, GetOptions{.prefix = true, .count_only = true})})),
-      core->client().executor(), [d](Result<TxnResponse> r) -> Result<int> {
-        if (!r.ok()) return d->core->named(std::move(r).status());
-        const auto* stored = r->responses[0].get().first();
-        if (stored && stored->value != d->n_text) return d->core->named(d->mismatch(stored->value));
-        const int64_t used = r->responses[1].get().count;
-        return static_cast<int>(std::max<int64_t>(0, d->n - used));
-      });
+  auto call = link->client().txn(
+      Txn().then({Op::get(d->permits_key), Op::get(d->holders, GetOptions{.prefix = true, .count_only = true})}));
+  return detail::then_call<int>(std::move(call), std::move(link), [d](Result<TxnResponse> r) -> Result<int> {
+    if (!r.ok()) return d->core->named(std::move(r).status());
+    const auto* stored = r->responses[0].get().first();
+    if (stored && stored->value != d->n_text) return d->core->named(d->mismatch(stored->value));
+    const int64_t used = r->responses[1].get().count;
+    return static_cast<int>(std::max<int64_t>(0, d->n - used));
+  });
 }
 
 Hold DistributedSemaphore::acquire_blocking() { return acquire().wait().value(); }
