@@ -7,21 +7,6 @@
 namespace etcd::test {
 namespace {
 
-class ThreeMemberTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    cluster_ = etcd::testing::EtcdCluster::start_three();
-    cluster_->wait_for_leader(10s);
-  }
-  int member_index_of(const std::string& endpoint) const {
-    for (int i = 0; i < cluster_->size(); ++i) {
-      if (cluster_->endpoint(i) == endpoint) return i;
-    }
-    return -1;
-  }
-  std::unique_ptr<etcd::testing::EtcdCluster> cluster_;
-};
-
 TEST_F(ThreeMemberTest, ClientKeepsWorkingWhenItsMemberIsKilled) {
   ClientOptions o;
   o.endpoints = cluster_->endpoints();

@@ -18,36 +18,8 @@ namespace {
 
 using Ms = std::chrono::milliseconds;
 
-long long ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration_cast<Ms>(b - a).count(); }
-
-void report(const std::string& name, long long value_ms) {
-  std::cout << "[ timing   ] " << name << " = " << value_ms << " ms" << std::endl;
-  ::testing::Test::RecordProperty(name, std::to_string(value_ms));
-}
-
-class FastFailoverTest : public ::testing::Test {
+class FastFailoverTest : public ThreeMemberTest {
  protected:
-  void SetUp() override {
-    cluster_ = etcd::testing::EtcdCluster::start_three();
-    cluster_->wait_for_leader(10s);
-  }
-  void TearDown() override {
-    if (HasFailure()) {
-      for (int i = 0; i < cluster_->size(); ++i) {
-        std::cerr << "--- member " << i << " log tail:\n" << cluster_->log_tail(i, 15) << "\n";
-      }
-    }
-  }
-  // Every endpoint, with member `first` first (so a new client talks to it).
-  ClientOptions options_starting_at(int first) const {
-    ClientOptions o;
-    o.endpoints.push_back(cluster_->endpoint(first));
-    for (int i = 0; i < cluster_->size(); ++i) {
-      if (i != first) o.endpoints.push_back(cluster_->endpoint(i));
-    }
-    return o;
-  }
-
   // Sequential writes through a client on the leader or on a follower; the
   // leader is SIGKILLed. Checks that writes go on within a check interval
   // (plus slack) of the cluster's new leader, instead of one stranded write
@@ -119,9 +91,9 @@ class FastFailoverTest : public ::testing::Test {
     }
     const std::string what = std::string(fault == Fault::kKill ? "leader_kill" : "leader_pause") +
                              (via_leader ? ".via_leader" : ".via_follower");
-    report(what + ".new_leader_after_fault", ms_between(kill_at, elected));
-    report(what + ".longest_gap", gap);
-    report(what + ".recovered_after_new_leader", ms_between(elected, first_ok_after));
+    report_timing(what + ".new_leader_after_fault", ms_between(kill_at, elected));
+    report_timing(what + ".longest_gap", gap);
+    report_timing(what + ".recovered_after_new_leader", ms_between(elected, first_ok_after));
     // The new leader is seen by polling (20 ms); a stranded write is given
     // up within 1.5 check intervals of the term change, or, on a member that
     // stopped answering, once its check went unanswered.
@@ -131,8 +103,6 @@ class FastFailoverTest : public ::testing::Test {
     EXPECT_LE(ms_between(elected, first_ok_after), allowed) << "writes resumed long after the cluster had a new leader";
     EXPECT_LE(gap, ms_between(kill_at, elected) + allowed + 100);
   }
-
-  std::unique_ptr<etcd::testing::EtcdCluster> cluster_;
 };
 
 TEST_F(FastFailoverTest, WritesThroughTheDyingLeaderResumeRightAfterTheElection) {
@@ -189,8 +159,8 @@ TEST_F(FastFailoverTest, ResignWhileTheEtcdLeaderIsPausedLetsTheNextCandidateLea
   resigner.join();
   cluster_->resume(leader);
   ASSERT_TRUE(led) << "the waiting candidate never led";
-  report("paused_leader.next_candidate_led_after_pause", ms_between(paused_at, led_at));
-  report("paused_leader.resign_returned_after_pause", ms_between(paused_at, resign_returned));
+  report_timing("paused_leader.next_candidate_led_after_pause", ms_between(paused_at, led_at));
+  report_timing("paused_leader.resign_returned_after_pause", ms_between(paused_at, resign_returned));
   EXPECT_TRUE(resigned.ok()) << resigned.status().to_string();
   // An election (1-2 timeouts, 250 ms here) plus one check interval and one
   // check timeout, with slack for a loaded machine; the delete's deadline

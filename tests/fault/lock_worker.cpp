@@ -198,7 +198,8 @@ int main(int argc, char** argv) {
 
     // The write is attempted even after a reported loss: it must be refused.
     const std::string log_key = args.name + "-log/" + std::to_string(token);
-    auto written = mutex.hold().guarded(etcd::Txn().then(etcd::Op::put(log_key, args.worker + " " + std::to_string(token))))
+    auto written = mutex.hold()
+                       .guarded(etcd::Txn().then(etcd::Op::put(log_key, args.worker + " " + std::to_string(token))))
                        .timeout(10s)
                        .wait();
     const int64_t write_ns = mono_ns();

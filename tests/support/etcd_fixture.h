@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <iostream>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -108,5 +109,48 @@ class SingleMemberTest : public ::testing::Test {
   std::string prefix_;
   std::unique_ptr<Client> client_;
 };
+
+// A fresh 3-member cluster per test (members get killed and paused); the
+// members' log tails are printed when a test failed.
+class ThreeMemberTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cluster_ = etcd::testing::EtcdCluster::start_three();
+    cluster_->wait_for_leader(10s);
+  }
+  void TearDown() override {
+    if (HasFailure()) {
+      for (int i = 0; i < cluster_->size(); ++i) {
+        std::cerr << "--- member " << i << " log tail:\n" << cluster_->log_tail(i, 15) << "\n";
+      }
+    }
+  }
+  int member_index_of(const std::string& endpoint) const {
+    for (int i = 0; i < cluster_->size(); ++i) {
+      if (cluster_->endpoint(i) == endpoint) return i;
+    }
+    return -1;
+  }
+  // Every endpoint, with member `first` first (so a new client talks to it).
+  ClientOptions options_starting_at(int first) const {
+    ClientOptions o;
+    o.endpoints.push_back(cluster_->endpoint(first));
+    for (int i = 0; i < cluster_->size(); ++i) {
+      if (i != first) o.endpoints.push_back(cluster_->endpoint(i));
+    }
+    return o;
+  }
+  std::unique_ptr<etcd::testing::EtcdCluster> cluster_;
+};
+
+inline long long ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
+}
+
+// A measured duration: printed, and recorded in the test's XML output.
+inline void report_timing(const std::string& name, long long value_ms) {
+  std::cout << "[ timing   ] " << name << " = " << value_ms << " ms" << std::endl;
+  ::testing::Test::RecordProperty(name, std::to_string(value_ms));
+}
 
 }  // namespace etcd::test
