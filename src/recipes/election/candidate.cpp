@@ -138,8 +138,10 @@ void Candidate::resign(std::function<void(ResignOutcome)> done, bool caller_wait
       resign_waiters_.push_back(std::move(done));
       stop = campaign_stop_;
     } else {
+      // A lost term still in the slot is cleaned up too: its hold (and the
+      // client link it keeps) must not outlive the candidate's close.
       hold = slot->current();
-      if (hold.is_held()) releasing_ = true;
+      if (HoldAccess::state(hold)) releasing_ = true;
     }
     lost_sub_.reset();
   }
@@ -147,10 +149,12 @@ void Candidate::resign(std::function<void(ResignOutcome)> done, bool caller_wait
     stop->request_stop();  // the engine removes our key, then reports
     return;
   }
-  if (!hold.is_held()) return done(ResignOutcome{});
-  core->metrics().set("etcd_recipes_election_leader", driver_->labels(), 0);
+  const auto state = HoldAccess::state(hold);
+  if (!state) return done(ResignOutcome{});
+  const bool was_leader = hold.is_held();
+  if (was_leader) core->metrics().set("etcd_recipes_election_leader", driver_->labels(), 0);
   std::weak_ptr<Candidate> weak = weak_from_this();
-  HoldAccess::state(hold)->release(caller_waits, [weak, done = std::move(done)](Result<bool> r) {
+  state->release(caller_waits, [weak, was_leader, done = std::move(done)](Result<bool> r) {
     if (auto self = weak.lock()) {
       {
         std::lock_guard lock(self->mu_);
@@ -158,7 +162,7 @@ void Candidate::resign(std::function<void(ResignOutcome)> done, bool caller_wait
       }
       self->wound_down();
     }
-    done(ResignOutcome{.was_leader = true, .intact = r.ok() && *r});
+    done(ResignOutcome{.was_leader = was_leader, .intact = was_leader && r.ok() && *r});
   });
 }
 
