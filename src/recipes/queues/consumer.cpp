@@ -87,6 +87,7 @@ void QueueConsumer::admit(const std::shared_ptr<Taker>& t, const CallOptions& o)
   if (t->finished) return;  // cancelled inside the registration
   if (!view_started_) {
     view_started_ = true;
+    viewing_ = true;
     view_->start();
   }
   parked_.push_back(t);
@@ -123,12 +124,45 @@ void QueueConsumer::finish(const std::shared_ptr<Taker>& t, Result<std::optional
 
 // --- the view (on the strand) -----------------------------------------------------
 
+void QueueConsumer::announce(int64_t revision, std::vector<std::pair<std::string, std::string>> items) {
+  auto link = core_->link();
+  if (!link) return;
+  asio::post(link->strand(),
+             [self = shared_from_this(), revision, items = std::move(items)] { self->on_announce(revision, items); });
+}
+
+void QueueConsumer::on_announce(int64_t revision, const std::vector<std::pair<std::string, std::string>>& items) {
+  // Once the view reached that revision, it reported the items (or their
+  // removal) itself.
+  if (!initialized_ || view_->revision() >= revision) return;
+  for (const auto& [key, value] : items) {
+    order_.insert(revision, key);
+    own_.insert_or_assign(
+        key,
+        ViewEntry{.value = value, .create_revision = revision, .mod_revision = revision, .version = 1, .lease = 0});
+  }
+  pump();
+}
+
 void QueueConsumer::on_batch(const ViewBatch& batch) {
   order_.apply(batch);
   for (const auto& ev : batch.events) {
     // Whatever we knew of a key that changed is out of date.
     stale_.erase(ev.key);
+    own_.erase(ev.key);
     if (ev.type != ViewEvent::Type::kAdded) poison_.erase(ev.key);
+    if (ev.type == ViewEvent::Type::kAdded && taken_ahead_.count(ev.key)) {
+      order_.erase(ev.entry.create_revision, ev.key);
+    } else if (ev.type == ViewEvent::Type::kRemoved) {
+      taken_ahead_.erase(ev.key);
+    }
+  }
+  if (batch.kind == ViewBatch::Kind::kResynced) {
+    // After a gap the view reports what is there now: announced items it
+    // did not report are gone, and the removals still awaited never come.
+    for (const auto& [key, entry] : own_) order_.erase(entry.create_revision, key);
+    own_.clear();
+    taken_ahead_.clear();
   }
   if (batch.kind == ViewBatch::Kind::kInitialized) initialized_ = true;
   core_->metrics().set("etcd_recipes_queue_depth", labels_, static_cast<double>(order_.size()));
@@ -174,7 +208,11 @@ std::optional<QueueConsumer::Pick> QueueConsumer::next_item() {
     const std::string& key = pos.second;
     if (busy_.count(key) || stale_.count(key) || poison_.count(key)) continue;
     auto entry = view_->get(key);
-    if (!entry) continue;
+    if (!entry) {
+      auto own = own_.find(key);
+      if (own == own_.end()) continue;
+      entry = own->second;
+    }
     candidates.push_back(Pick{pos, std::move(*entry)});
     if (candidates.size() >= want) break;
   }
@@ -208,13 +246,34 @@ void QueueConsumer::claim(const std::shared_ptr<Taker>& t, Pick pick) {
 }
 
 void QueueConsumer::send_take(const std::shared_ptr<Taker>& t, Pick pick, std::shared_ptr<void> decoded, bool again) {
-  const std::string& key = pick.position.second;
+  const std::string key = pick.position.second;  // a copy: `pick` moves into the continuation
+  auto link = t->link;
+  if (!check_ && !again) {
+    // Untyped, the common case: a plain delete. Of several consumers that
+    // delete the same key, exactly one is told it deleted it (and gets the
+    // value that was there); cheaper for etcd than a Txn.
+    run_on_strand(link->strand(), link->client().del(key, DeleteOptions{.prev_kv = true}),
+                  [self = shared_from_this(), t, pick = std::move(pick)](Result<DeleteResponse> d) mutable {
+                    Result<TxnResponse> r = [&]() -> Result<TxnResponse> {
+                      if (!d.ok()) return std::move(d).status();
+                      TxnResponse as_txn;
+                      as_txn.header = d->header;
+                      as_txn.succeeded = d->deleted > 0;
+                      if (as_txn.succeeded) as_txn.responses.push_back(OpResponse{std::move(*d)});
+                      return as_txn;
+                    }();
+                    self->on_take(t, pick, nullptr, false, std::move(r));
+                  });
+    return;
+  }
+  // Typed (the value was decoded before the take: only that value may be
+  // taken), or sent again after an unknown outcome (a resent delete must
+  // not take what another consumer could get): guarded by the revision.
   Txn txn;
   txn.when(Compare::mod_revision(key) == pick.entry.mod_revision).then(Op::del(key, DeleteOptions{.prev_kv = true}));
   // Sent again after an unknown outcome: whether the item is still there
   // tells a conflict from a possible loss.
   if (again) txn.otherwise(Op::get(key, GetOptions{.keys_only = true}));
-  auto link = t->link;
   run_on_strand(
       link->strand(), link->client().txn(std::move(txn)),
       [self = shared_from_this(), t, pick = std::move(pick), decoded = std::move(decoded),
@@ -234,9 +293,13 @@ void QueueConsumer::on_take(const std::shared_ptr<Taker>& t, const Pick& pick, s
   if (r.ok() && r->succeeded) {
     failures_ = 0;
     order_.erase(pick.position.first, key);
+    if (own_.erase(key)) taken_ahead_.insert(key);
     const auto& del = r->responses.at(0).del();
-    TakenItem item{key, del.prev_kvs.empty() ? pick.entry.value : del.prev_kvs.front().value,
-                   pick.entry.create_revision, std::move(decoded)};
+    TakenItem item{key, pick.entry.value, pick.entry.create_revision, std::move(decoded)};
+    if (!del.prev_kvs.empty()) {
+      item.value = del.prev_kvs.front().value;
+      item.revision = del.prev_kvs.front().create_revision;
+    }
     if (contended_ > 0) --contended_;
     core_->metrics().add("etcd_recipes_queue_dequeued_total", labels_, 1);
     finish(t, std::optional<TakenItem>(std::move(item)));

@@ -7,9 +7,11 @@
 #pragma once
 
 #include <asio/steady_timer.hpp>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -32,8 +34,8 @@ class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
  public:
   // After a failed take, the next takes pick at random among the first
   // kSpread items (instead of the head) for kContendedTakes takes.
-  static constexpr size_t kSpread = 8;
-  static constexpr int kContendedTakes = 16;
+  static constexpr size_t kSpread = 16;
+  static constexpr int kContendedTakes = 64;
 
   QueueConsumer(std::shared_ptr<RecipeCore> core, std::string items, Labels labels, TakeCheck check);
   // Called once, right after construction (the view's handler refers back
@@ -45,6 +47,12 @@ class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
 
   // The close action: drops what waits on the strand.
   void stop();
+
+  // Items this object's producer just committed at `revision`: taken like
+  // the view's own (the view reports them a little later). Only while the
+  // view runs (wants_announcements()).
+  bool wants_announcements() const { return viewing_.load(); }
+  void announce(int64_t revision, std::vector<std::pair<std::string, std::string>> items);
 
   Subscription on_poison(std::function<void(const std::string&, const Status&)> listener) {
     return poison_listeners_.add(std::move(listener));
@@ -88,6 +96,7 @@ class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
   void repark(const std::shared_ptr<Taker>& t);
   void check_empty(const std::shared_ptr<Taker>& t);
   void pump_later();
+  void on_announce(int64_t revision, const std::vector<std::pair<std::string, std::string>>& items);
 
   const std::shared_ptr<RecipeCore> core_;
   const std::string items_;
@@ -96,6 +105,8 @@ class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
   std::shared_ptr<PrefixView> view_;  // set by attach()
   ListenerSet<const std::string&, const Status&> poison_listeners_;
 
+  std::atomic<bool> viewing_{false};
+
   // --- on the strand
   bool view_started_ = false;
   bool initialized_ = false;
@@ -103,6 +114,11 @@ class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
   std::set<std::string> busy_;    // a take of ours is in flight
   std::set<std::string> stale_;   // our take failed: skipped until the view reports a change
   std::set<std::string> poison_;  // the check refused it (kDecodeFailed): skipped until it changes
+  // Announced by our producer, not reported by the view yet.
+  std::map<std::string, ViewEntry, std::less<>> own_;
+  // Taken by us before the view reported them: the view's addition must
+  // not bring them back (until its removal comes).
+  std::set<std::string> taken_ahead_;
   std::deque<std::shared_ptr<Taker>> parked_;
   // Try-only takers waiting for the view to reach a revision.
   std::vector<std::pair<int64_t, std::shared_ptr<Taker>>> at_revision_;
