@@ -1,6 +1,7 @@
 // DistributedQueue and TypedQueue against a real etcd member.
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <future>
 #include <map>
 #include <mutex>
@@ -198,6 +199,78 @@ TEST_F(QueueTest, EachItemGoesToExactlyOneOfEightRacingConsumers) {
   std::cout << "[ info     ] " << kItems << " items, 8 consumers on 7 objects: " << conflicts
             << " failed takes (conflicts)" << std::endl;
   RecordProperty("take_conflicts", std::to_string(conflicts));
+}
+
+// The cost of an item when N consumer objects (as N processes would) each
+// keep one dequeue parked: printed for the docs, exactly-once checked.
+// Items arrive one at a time (every object goes for each one) or 32 per
+// Txn (objects spread over the batch after a conflict).
+TEST_F(QueueTest, CostPerItemWithNConsumerObjects) {
+  for (int batch : {1, 32}) {
+    for (int n : {1, 2, 4, 8}) {
+      const std::string name = key("cost-" + std::to_string(batch) + "-" + std::to_string(n));
+      constexpr int kItems = 192;
+      RecipeOptions opts;
+      auto metrics = metrics_of(opts);
+      std::vector<std::unique_ptr<DistributedQueue>> objects;
+      for (int i = 0; i < n; ++i) objects.push_back(std::make_unique<DistributedQueue>(client(), name, opts));
+      std::mutex mu;
+      std::set<std::string> got;
+      std::atomic<int> total{0};
+      std::atomic<bool> stop{false};
+      std::vector<std::thread> consumers;
+      for (auto& q : objects) {
+        (void)q->try_dequeue().wait().value();  // the view runs before the items come
+        consumers.emplace_back([&, q = q.get()] {
+          while (!stop.load()) {
+            auto v = q->dequeue_for(100ms);
+            if (!v) continue;
+            std::lock_guard lock(mu);
+            EXPECT_TRUE(got.insert(*v).second) << *v << " twice";
+            ++total;
+          }
+        });
+      }
+      DistributedQueue producer(client(), name);
+      const auto rpcs = client().stats().rpcs_started;
+      for (int i = 0; i < kItems; i += batch) {
+        std::vector<std::string> values;
+        for (int j = i; j < i + batch; ++j) values.push_back(std::to_string(j));
+        (void)producer.enqueue_all(values).wait().value();
+      }
+      EXPECT_TRUE(eventually([&] { return total.load() >= kItems; }, 30s));
+      const auto sent = client().stats().rpcs_started - rpcs;
+      stop = true;
+      for (auto& t : consumers) t.join();
+      const double conflicts = metrics->value("etcd_recipes_queue_take_conflicts_total", {{"queue", name}});
+      std::printf("[ cost     ] %2d items per Txn, %d consumer objects: %.2f failed takes and %.2f RPCs per item\n",
+                  batch, n, conflicts / kItems, static_cast<double>(sent) / kItems);
+      RecordProperty("failed_takes_per_item_" + std::to_string(batch) + "_" + std::to_string(n),
+                     std::to_string(conflicts / kItems));
+      EXPECT_EQ(total.load(), kItems);
+      if (n == 1) {
+        EXPECT_EQ(conflicts, 0) << "a lone consumer never conflicts";
+      }
+    }
+  }
+}
+
+// An object that enqueues and dequeues takes its own items before its
+// watch reports them; the watch's late report brings no item back.
+TEST_F(QueueTest, AnObjectTakesItsOwnItemsAheadOfItsWatchWithoutPhantoms) {
+  const std::string name = key("own");
+  RecipeOptions opts;
+  auto metrics = metrics_of(opts);
+  DistributedQueue q(client(), name, opts);
+  EXPECT_EQ(q.try_dequeue().wait().value(), std::nullopt);  // starts the view
+  for (int i = 0; i < 100; ++i) {
+    (void)q.enqueue(std::to_string(i)).wait().value();
+    ASSERT_EQ(q.dequeue().timeout(10s).wait().value(), std::to_string(i));
+  }
+  EXPECT_EQ(q.try_dequeue().wait().value(), std::nullopt);
+  EXPECT_EQ(q.dequeue_for(300ms), std::nullopt) << "no phantom item";
+  EXPECT_EQ(metrics->value("etcd_recipes_queue_take_conflicts_total", {{"queue", name}}), 0);
+  EXPECT_EQ(metrics->value("etcd_recipes_queue_dequeued_total", {{"queue", name}}), 100);
 }
 
 TEST_F(QueueTest, ConsumersOfOneObjectShareOneWatchAndGetDistinctItems) {
