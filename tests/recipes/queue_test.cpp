@@ -77,6 +77,9 @@ TEST_F(QueueTest, KeyLayoutAndFifoOrderForOneConsumer) {
   for (const auto& v : sent) EXPECT_EQ(q.dequeue().timeout(10s).wait().value(), v);
   EXPECT_EQ(q.size().wait().value(), 0);
   EXPECT_EQ(q.try_dequeue().wait().value(), std::nullopt);
+  // A clean close() removes the producer key.
+  q.close();
+  EXPECT_TRUE(eventually([&] { return client().get(name + "/producers/", {.prefix = true}).wait()->kvs.empty(); }));
 }
 
 // Order is the commit order, not the key order: items of a producer whose
@@ -445,6 +448,11 @@ TEST_F(QueueTest, ARetriedEnqueueNeverDuplicatesEvenIfTheItemWasTakenMeanwhile) 
   int puts = 0;
   for (const auto& e : history(name, from)) puts += e.type == Event::Type::kPut;
   EXPECT_EQ(puts, 1) << "the item was created once";
+  // After an unknown outcome, close() leaves the producer key: a stale
+  // attempt guarded by its absence could otherwise still apply.
+  producer.close();
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(client().get(name + "/producers/", {.prefix = true}).wait()->kvs.size(), 1u);
 }
 
 }  // namespace

@@ -204,7 +204,11 @@ void QueueProducer::on_result(const std::shared_ptr<Batch>& batch, Result<TxnRes
     return fail(batch, outcome_unknown(Status(StatusCode::kUnavailable, "the producer key " + key_ + " was deleted")));
   }
   const Status& st = r.status();
-  if (st.is(Errc::kOutcomeUnknown)) batch->maybe_applied = true;
+  if (st.is(Errc::kOutcomeUnknown)) {
+    batch->maybe_applied = true;
+    std::lock_guard lock(mu_);
+    ever_unknown_ = true;
+  }
   if (transient(st)) return retry_later(batch, st);
   fail(batch, batch->maybe_applied ? outcome_unknown(st) : st);
 }
@@ -223,6 +227,26 @@ void QueueProducer::retry_later(std::shared_ptr<Batch> batch, Status why) {
   // it the executor) alive until then.
   auto timer = std::make_shared<asio::steady_timer>(batch->link->executor(), backoff);
   timer->async_wait([self = shared_from_this(), batch, timer](const asio::error_code&) { self->send(batch); });
+}
+
+void QueueProducer::close() {
+  int64_t guard;
+  {
+    std::lock_guard lock(mu_);
+    if (sending_ || ever_unknown_ || guard_ == 0) return;
+    guard = guard_;
+  }
+  auto link = core_->link();
+  if (!link) return;
+  Txn txn;
+  txn.when(Compare::mod_revision(key_) == guard).then(Op::del(key_));
+  // The callback keeps the link: the delete is work close() started.
+  CallAccess::start_inline(link->client().txn(std::move(txn)), [link, core = core_, key = key_](Result<TxnResponse> r) {
+    if (!r.ok()) {
+      core->record_error(Status(r.status().code(), "deleting the producer key " + key + ": " + r.status().message(),
+                                r.status().reason()));
+    }
+  });
 }
 
 void QueueProducer::complete(const std::shared_ptr<Batch>& batch, int64_t revision) {

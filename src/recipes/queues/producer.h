@@ -51,6 +51,12 @@ class QueueProducer : public std::enable_shared_from_this<QueueProducer> {
   // Creates `values` at the tail, in order, in one Txn (see the file comment).
   void enqueue(std::vector<std::string> values, const CallOptions& options, Callback<Enqueued> done);
 
+  // At close(): deletes the producer key if that is safe — no enqueue in
+  // flight and none that ever ended with an unknown outcome (a stale
+  // attempt of one, guarded by the key's absence, could otherwise still
+  // apply) — guarded by the revision of our last enqueue. Fire and forget.
+  void close();
+
   const std::string& id() const { return id_; }
   const std::string& key() const { return key_; }
 
@@ -96,6 +102,8 @@ class QueueProducer : public std::enable_shared_from_this<QueueProducer> {
   uint64_t next_seq_ = 1;
   // The producer key's mod revision after our last enqueue (0: none yet).
   int64_t guard_ = 0;
+  // An attempt ended with Errc::kOutcomeUnknown at some point.
+  bool ever_unknown_ = false;
 };
 
 }  // namespace etcd::recipes::detail

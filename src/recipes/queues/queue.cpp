@@ -22,16 +22,16 @@ class QueueState {
         consumer(std::make_shared<QueueConsumer>(core, items, labels, std::move(check))) {
     consumer->attach();
     std::weak_ptr<QueueConsumer> weak = consumer;
-    producer->set_announce(
-        QueueProducer::Announce{.wanted =
-                                    [weak] {
-                                      auto c = weak.lock();
-                                      return c && c->wants_announcements();
-                                    },
-                                .committed =
-                                    [weak](int64_t revision, std::vector<std::pair<std::string, std::string>> committed) {
-                                      if (auto c = weak.lock()) c->announce(revision, std::move(committed));
-                                    }});
+    producer->set_announce(QueueProducer::Announce{
+        .wanted =
+            [weak] {
+              auto c = weak.lock();
+              return c && c->wants_announcements();
+            },
+        .committed =
+            [weak](int64_t revision, std::vector<std::pair<std::string, std::string>> committed) {
+              if (auto c = weak.lock()) c->announce(revision, std::move(committed));
+            }});
   }
 
   const std::shared_ptr<RecipeCore> core;
@@ -44,7 +44,10 @@ class QueueState {
 QueueBase::QueueBase(Client client, const char* kind, std::string name, RecipeOptions options, TakeCheck check)
     : state_(std::make_shared<QueueState>(std::move(client), kind, std::move(name), std::move(options),
                                           std::move(check))) {
-  state_->core->set_close_action([consumer = state_->consumer] { consumer->stop(); });
+  state_->core->set_close_action([consumer = state_->consumer, producer = state_->producer] {
+    consumer->stop();
+    producer->close();
+  });
   bind_recipe(state_->core);
 }
 
