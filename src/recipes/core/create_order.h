@@ -53,10 +53,6 @@ class CreateOrder {
     }
   }
 
-  // Places a key the owner knows exists before the view reports it (its
-  // own write); the view's later addition is then a no-op.
-  void insert(int64_t create_revision, const std::string& key) { order_.emplace(create_revision, key); }
-
   // Drops a key the owner knows is gone (its own successful delete) before
   // the view reports it; the view's later removal is then a no-op.
   void erase(int64_t create_revision, const std::string& key) { order_.erase(Position(create_revision, key)); }

@@ -49,6 +49,8 @@ void QueueConsumer::stop() {
   asio::post(link->strand(), [self = shared_from_this()] {
     if (self->retry_timer_) self->retry_timer_->cancel();
     self->retry_timer_.reset();
+    if (self->jitter_timer_) self->jitter_timer_->cancel();
+    self->jitter_timer_.reset();
     self->at_revision_.clear();
   });
   // Listeners may hold what holds this recipe.
@@ -87,7 +89,6 @@ void QueueConsumer::admit(const std::shared_ptr<Taker>& t, const CallOptions& o)
   if (t->finished) return;  // cancelled inside the registration
   if (!view_started_) {
     view_started_ = true;
-    viewing_ = true;
     view_->start();
   }
   parked_.push_back(t);
@@ -124,45 +125,12 @@ void QueueConsumer::finish(const std::shared_ptr<Taker>& t, Result<std::optional
 
 // --- the view (on the strand) -----------------------------------------------------
 
-void QueueConsumer::announce(int64_t revision, std::vector<std::pair<std::string, std::string>> items) {
-  auto link = core_->link();
-  if (!link) return;
-  asio::post(link->strand(),
-             [self = shared_from_this(), revision, items = std::move(items)] { self->on_announce(revision, items); });
-}
-
-void QueueConsumer::on_announce(int64_t revision, const std::vector<std::pair<std::string, std::string>>& items) {
-  // Once the view reached that revision, it reported the items (or their
-  // removal) itself.
-  if (!initialized_ || view_->revision() >= revision) return;
-  for (const auto& [key, value] : items) {
-    order_.insert(revision, key);
-    own_.insert_or_assign(
-        key,
-        ViewEntry{.value = value, .create_revision = revision, .mod_revision = revision, .version = 1, .lease = 0});
-  }
-  pump();
-}
-
 void QueueConsumer::on_batch(const ViewBatch& batch) {
   order_.apply(batch);
   for (const auto& ev : batch.events) {
     // Whatever we knew of a key that changed is out of date.
     stale_.erase(ev.key);
-    own_.erase(ev.key);
     if (ev.type != ViewEvent::Type::kAdded) poison_.erase(ev.key);
-    if (ev.type == ViewEvent::Type::kAdded && taken_ahead_.count(ev.key)) {
-      order_.erase(ev.entry.create_revision, ev.key);
-    } else if (ev.type == ViewEvent::Type::kRemoved) {
-      taken_ahead_.erase(ev.key);
-    }
-  }
-  if (batch.kind == ViewBatch::Kind::kResynced) {
-    // After a gap the view reports what is there now: announced items it
-    // did not report are gone, and the removals still awaited never come.
-    for (const auto& [key, entry] : own_) order_.erase(entry.create_revision, key);
-    own_.clear();
-    taken_ahead_.clear();
   }
   if (batch.kind == ViewBatch::Kind::kInitialized) initialized_ = true;
   core_->metrics().set("etcd_recipes_queue_depth", labels_, static_cast<double>(order_.size()));
@@ -177,6 +145,9 @@ void QueueConsumer::on_batch(const ViewBatch& batch) {
 
 void QueueConsumer::pump() {
   if (!initialized_) return;
+  // Nothing is decided while a random wait runs (a try would otherwise
+  // find the queue empty beside an item).
+  if (jitter()) return;
   // Parked takers get distinct items, in the order they called.
   while (!parked_.empty()) {
     auto pick = next_item();
@@ -199,6 +170,38 @@ void QueueConsumer::pump() {
   }
 }
 
+size_t QueueConsumer::available(size_t cap) const {
+  size_t n = 0;
+  for (const auto& pos : order_) {
+    const std::string& key = pos.second;
+    if (busy_.count(key) || stale_.count(key) || poison_.count(key)) continue;
+    if (++n >= cap) break;
+  }
+  return n;
+}
+
+bool QueueConsumer::jitter() {
+  if (jitter_timer_) return true;
+  if (jitter_passed_ || contended_ == 0 || parked_.empty()) return false;
+  const size_t n = available(kSpread);
+  if (n == 0 || n >= kSpread) return false;
+  auto link = core_->link();
+  if (!link) return false;
+  std::uniform_real_distribution<double> wait_ms(0, kJitterRtts * rtt_ms_);
+  auto timer = std::make_shared<asio::steady_timer>(
+      link->strand(), std::chrono::microseconds(static_cast<int64_t>(wait_ms(rng_) * 1000)));
+  jitter_timer_ = timer;
+  timer->async_wait([self = shared_from_this(), timer](const asio::error_code& ec) {
+    if (self->jitter_timer_ != timer) return;
+    self->jitter_timer_.reset();
+    if (ec) return;
+    self->jitter_passed_ = true;
+    self->pump();
+    self->jitter_passed_ = false;
+  });
+  return true;
+}
+
 std::optional<QueueConsumer::Pick> QueueConsumer::next_item() {
   // The head, or after a conflict any of the first kSpread items: racing
   // consumers of other objects then rarely go for the same one.
@@ -208,11 +211,7 @@ std::optional<QueueConsumer::Pick> QueueConsumer::next_item() {
     const std::string& key = pos.second;
     if (busy_.count(key) || stale_.count(key) || poison_.count(key)) continue;
     auto entry = view_->get(key);
-    if (!entry) {
-      auto own = own_.find(key);
-      if (own == own_.end()) continue;
-      entry = own->second;
-    }
+    if (!entry) continue;
     candidates.push_back(Pick{pos, std::move(*entry)});
     if (candidates.size() >= want) break;
   }
@@ -248,12 +247,14 @@ void QueueConsumer::claim(const std::shared_ptr<Taker>& t, Pick pick) {
 void QueueConsumer::send_take(const std::shared_ptr<Taker>& t, Pick pick, std::shared_ptr<void> decoded, bool again) {
   const std::string key = pick.position.second;  // a copy: `pick` moves into the continuation
   auto link = t->link;
+  const auto sent = Clock::now();
   if (!check_ && !again) {
     // Untyped, the common case: a plain delete. Of several consumers that
     // delete the same key, exactly one is told it deleted it (and gets the
     // value that was there); cheaper for etcd than a Txn.
     run_on_strand(link->strand(), link->client().del(key, DeleteOptions{.prev_kv = true}),
-                  [self = shared_from_this(), t, pick = std::move(pick)](Result<DeleteResponse> d) mutable {
+                  [self = shared_from_this(), t, pick = std::move(pick), sent](Result<DeleteResponse> d) mutable {
+                    self->observe_rtt(sent);
                     Result<TxnResponse> r = [&]() -> Result<TxnResponse> {
                       if (!d.ok()) return std::move(d).status();
                       TxnResponse as_txn;
@@ -274,10 +275,12 @@ void QueueConsumer::send_take(const std::shared_ptr<Taker>& t, Pick pick, std::s
   // Sent again after an unknown outcome: whether the item is still there
   // tells a conflict from a possible loss.
   if (again) txn.otherwise(Op::get(key, GetOptions{.keys_only = true}));
-  run_on_strand(
-      link->strand(), link->client().txn(std::move(txn)),
-      [self = shared_from_this(), t, pick = std::move(pick), decoded = std::move(decoded),
-       again](Result<TxnResponse> r) mutable { self->on_take(t, pick, std::move(decoded), again, std::move(r)); });
+  run_on_strand(link->strand(), link->client().txn(std::move(txn)),
+                [self = shared_from_this(), t, pick = std::move(pick), decoded = std::move(decoded), again,
+                 sent](Result<TxnResponse> r) mutable {
+                  self->observe_rtt(sent);
+                  self->on_take(t, pick, std::move(decoded), again, std::move(r));
+                });
 }
 
 void QueueConsumer::on_take(const std::shared_ptr<Taker>& t, const Pick& pick, std::shared_ptr<void> decoded,
@@ -293,7 +296,6 @@ void QueueConsumer::on_take(const std::shared_ptr<Taker>& t, const Pick& pick, s
   if (r.ok() && r->succeeded) {
     failures_ = 0;
     order_.erase(pick.position.first, key);
-    if (own_.erase(key)) taken_ahead_.insert(key);
     const auto& del = r->responses.at(0).del();
     TakenItem item{key, pick.entry.value, pick.entry.create_revision, std::move(decoded)};
     if (!del.prev_kvs.empty()) {

@@ -6,6 +6,7 @@
 // include/etcd/recipes/queue.h.
 #pragma once
 
+#include <algorithm>
 #include <asio/steady_timer.hpp>
 #include <atomic>
 #include <cstdint>
@@ -33,9 +34,14 @@ namespace etcd::recipes::detail {
 class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
  public:
   // After a failed take, the next takes pick at random among the first
-  // kSpread items (instead of the head) for kContendedTakes takes.
-  static constexpr size_t kSpread = 16;
+  // kSpread items (instead of the head) for kContendedTakes takes; and
+  // while fewer than kSpread items are there to pick from, an object waits
+  // a random moment (up to kJitterRtts take round trips) before it goes for
+  // an item, so that it mostly sees another object's take before sending a
+  // take that would fail.
+  static constexpr size_t kSpread = 32;
   static constexpr int kContendedTakes = 64;
+  static constexpr double kJitterRtts = 3;
 
   QueueConsumer(std::shared_ptr<RecipeCore> core, std::string items, Labels labels, TakeCheck check);
   // Called once, right after construction (the view's handler refers back
@@ -47,12 +53,6 @@ class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
 
   // The close action: drops what waits on the strand.
   void stop();
-
-  // Items this object's producer just committed at `revision`: taken like
-  // the view's own (the view reports them a little later). Only while the
-  // view runs (wants_announcements()).
-  bool wants_announcements() const { return viewing_.load(); }
-  void announce(int64_t revision, std::vector<std::pair<std::string, std::string>> items);
 
   Subscription on_poison(std::function<void(const std::string&, const Status&)> listener) {
     return poison_listeners_.add(std::move(listener));
@@ -96,7 +96,15 @@ class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
   void repark(const std::shared_ptr<Taker>& t);
   void check_empty(const std::shared_ptr<Taker>& t);
   void pump_later();
-  void on_announce(int64_t revision, const std::vector<std::pair<std::string, std::string>>& items);
+  void observe_rtt(Clock::time_point sent) {
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - sent).count();
+    rtt_ms_ = std::clamp(0.8 * rtt_ms_ + 0.2 * ms, 0.2, 20.0);
+  }
+  // Items that could be taken now, counting up to `cap`.
+  size_t available(size_t cap) const;
+  // In contended mode with few items: starts the random wait (true: the
+  // takes wait for it).
+  bool jitter();
 
   const std::shared_ptr<RecipeCore> core_;
   const std::string items_;
@@ -105,8 +113,6 @@ class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
   std::shared_ptr<PrefixView> view_;  // set by attach()
   ListenerSet<const std::string&, const Status&> poison_listeners_;
 
-  std::atomic<bool> viewing_{false};
-
   // --- on the strand
   bool view_started_ = false;
   bool initialized_ = false;
@@ -114,17 +120,15 @@ class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
   std::set<std::string> busy_;    // a take of ours is in flight
   std::set<std::string> stale_;   // our take failed: skipped until the view reports a change
   std::set<std::string> poison_;  // the check refused it (kDecodeFailed): skipped until it changes
-  // Announced by our producer, not reported by the view yet.
-  std::map<std::string, ViewEntry, std::less<>> own_;
-  // Taken by us before the view reported them: the view's addition must
-  // not bring them back (until its removal comes).
-  std::set<std::string> taken_ahead_;
   std::deque<std::shared_ptr<Taker>> parked_;
   // Try-only takers waiting for the view to reach a revision.
   std::vector<std::pair<int64_t, std::shared_ptr<Taker>>> at_revision_;
   int contended_ = 0;
   int failures_ = 0;  // transient take failures in a row
   std::shared_ptr<asio::steady_timer> retry_timer_;
+  std::shared_ptr<asio::steady_timer> jitter_timer_;
+  bool jitter_passed_ = false;  // the pump that the jitter timer runs
+  double rtt_ms_ = 1;           // moving average of a take's round trip
   std::minstd_rand rng_;
 };
 

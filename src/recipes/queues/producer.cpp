@@ -158,14 +158,6 @@ void QueueProducer::on_result(const std::shared_ptr<Batch>& batch, Result<TxnRes
       std::lock_guard lock(mu_);
       guard_ = r->header.revision;
     }
-    if (announce_.wanted && announce_.wanted()) {
-      std::vector<std::pair<std::string, std::string>> items;
-      for (size_t c = 0; c < batch->callers.size(); ++c) {
-        for (size_t i = 0; i < batch->keys[c].size(); ++i)
-          items.emplace_back(batch->keys[c][i], batch->callers[c].values[i]);
-      }
-      announce_.committed(r->header.revision, std::move(items));
-    }
     return complete(batch, r->header.revision);
   }
   if (r.ok()) {

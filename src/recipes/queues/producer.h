@@ -39,15 +39,6 @@ class QueueProducer : public std::enable_shared_from_this<QueueProducer> {
   // drawn at random.
   QueueProducer(std::shared_ptr<RecipeCore> core, std::string items, std::string producers, Labels labels);
 
-  // Told of each batch this producer committed (its revision, keys and
-  // values), if `wanted()` says so: the object's own consumers can then
-  // take its items before their watch reports them.
-  struct Announce {
-    std::function<bool()> wanted;
-    std::function<void(int64_t revision, std::vector<std::pair<std::string, std::string>> items)> committed;
-  };
-  void set_announce(Announce announce) { announce_ = std::move(announce); }
-
   // Creates `values` at the tail, in order, in one Txn (see the file comment).
   void enqueue(std::vector<std::string> values, const CallOptions& options, Callback<Enqueued> done);
 
@@ -94,7 +85,6 @@ class QueueProducer : public std::enable_shared_from_this<QueueProducer> {
   const std::string id_;
   const std::string key_;
   const Labels labels_;
-  Announce announce_;  // set once, before any enqueue
 
   std::mutex mu_;
   std::deque<Caller> pending_;

@@ -21,17 +21,6 @@ class QueueState {
         producer(std::make_shared<QueueProducer>(core, items, name + "/producers/", labels)),
         consumer(std::make_shared<QueueConsumer>(core, items, labels, std::move(check))) {
     consumer->attach();
-    std::weak_ptr<QueueConsumer> weak = consumer;
-    producer->set_announce(QueueProducer::Announce{
-        .wanted =
-            [weak] {
-              auto c = weak.lock();
-              return c && c->wants_announcements();
-            },
-        .committed =
-            [weak](int64_t revision, std::vector<std::pair<std::string, std::string>> committed) {
-              if (auto c = weak.lock()) c->announce(revision, std::move(committed));
-            }});
   }
 
   const std::shared_ptr<RecipeCore> core;
