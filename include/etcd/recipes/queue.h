@@ -107,9 +107,9 @@
 // object skips that item from then on (other objects report it once each).
 // The item stays in the queue until someone removes it (`etcdctl del KEY`)
 // or takes it with an untyped DistributedQueue. on_poison() listeners hear
-// of each such item. Any other error of the
-// codec (a schema registry that is down) fails that dequeue and leaves the
-// item available.
+// of each such item. Any other error of the codec (a schema registry that
+// is down) fails the dequeues that meet the item then, and leaves it
+// available to later ones.
 //
 // Lifecycle (recipe.h): the constructor does no I/O; a bad name is
 // Errc::kBadArgument from start() and every operation, before any write.

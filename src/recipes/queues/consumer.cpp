@@ -206,18 +206,19 @@ std::optional<QueueConsumer::Pick> QueueConsumer::next_item() {
   // The head, or after a conflict any of the first kSpread items: racing
   // consumers of other objects then rarely go for the same one.
   const size_t want = contended_ > 0 ? kSpread : 1;
-  std::vector<Pick> candidates;
+  std::vector<const CreateOrder::Position*> candidates;
   for (const auto& pos : order_) {
     const std::string& key = pos.second;
     if (busy_.count(key) || stale_.count(key) || poison_.count(key)) continue;
-    auto entry = view_->get(key);
-    if (!entry) continue;
-    candidates.push_back(Pick{pos, std::move(*entry)});
+    candidates.push_back(&pos);
     if (candidates.size() >= want) break;
   }
   if (candidates.empty()) return std::nullopt;
-  const size_t i = candidates.size() == 1 ? 0 : rng_() % candidates.size();
-  return std::move(candidates[i]);
+  const auto* chosen = candidates[candidates.size() == 1 ? 0 : rng_() % candidates.size()];
+  // The index follows the view on this strand: the view has every key of it.
+  auto entry = view_->get(chosen->second);
+  if (!entry) return std::nullopt;
+  return Pick{*chosen, std::move(*entry)};
 }
 
 void QueueConsumer::claim(const std::shared_ptr<Taker>& t, Pick pick) {
