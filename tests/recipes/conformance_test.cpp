@@ -28,6 +28,7 @@
 #include "client/client_access.h"
 #include "etcd/recipes/election.h"
 #include "etcd/recipes/mutex.h"
+#include "etcd/recipes/queue.h"
 #include "etcd/recipes/rwlock.h"
 #include "etcd/recipes/semaphore.h"
 #include "support/etcd_fixture.h"
@@ -37,6 +38,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using recipes::DistributedMutex;
+using recipes::DistributedQueue;
 using recipes::DistributedReadWriteLock;
 using recipes::DistributedSemaphore;
 using recipes::Hold;
@@ -45,6 +47,7 @@ using recipes::LeaderObserver;
 using recipes::LeaderSelector;
 using recipes::LeaderTerm;
 using recipes::RecipeOptions;
+using recipes::TypedQueue;
 
 template <class T>
 Call<void> as_void(Call<T> call, Executor ex) {
@@ -223,6 +226,44 @@ struct ObserverAdapter {
   }
 };
 
+// Queues: a dequeue waits while the queue is empty (nothing to block with);
+// prepare() gives it an item where it must succeed.
+template <class Q>
+struct QueueAdapterOf {
+  using Recipe = Q;
+  static Recipe make(Client c, std::string name, RecipeOptions o) { return Recipe(c, std::move(name), std::move(o)); }
+  static Call<void> operation(Recipe& r, Client& c) { return as_void(r.dequeue(), c.executor()); }
+  static std::any block(Client&, const std::string&) { return {}; }
+  static void prepare(Client& c, const std::string& name) { (void)c.put(name + "/items/x", "7").wait().value(); }
+  static bool timed_wait(Recipe& r, std::chrono::milliseconds d) { return r.dequeue_for(d).has_value(); }
+};
+
+struct QueueAdapter : QueueAdapterOf<DistributedQueue> {
+  // Its only listeners are those of every recipe (errors, connection
+  // state), which it has no event of its own to trigger.
+  static constexpr bool kListens = false;
+  static std::any listen(Recipe&, std::function<void()>, Client&) { return {}; }
+};
+
+struct TypedQueueAdapter : QueueAdapterOf<TypedQueue<int64_t>> {
+  // on_poison: a value that does not decode, met by a take.
+  static std::any listen(Recipe& r, std::function<void()> fn, Client& c) {
+    auto sub = std::make_shared<Subscription>(r.on_poison([fn](const std::string&, const Status&) { fn(); }));
+    (void)c.put(r.name() + "/items/poison", "not a number").wait().value();
+    (void)r.try_dequeue().wait();
+    return sub;
+  }
+};
+
+template <class A>
+constexpr bool listens() {
+  if constexpr (requires { A::kListens; }) {
+    return A::kListens;
+  } else {
+    return true;
+  }
+}
+
 template <class A>
 constexpr bool parks() {
   if constexpr (requires { A::kParks; }) {
@@ -269,13 +310,13 @@ class Conformance : public SingleMemberTest {
 
 using Recipes = ::testing::Types<MutexAdapter, RwSideAdapter<DistributedReadWriteLock::Mode::kRead>,
                                  RwSideAdapter<DistributedReadWriteLock::Mode::kWrite>, SemaphoreAdapter, LatchAdapter,
-                                 SelectorAdapter, ObserverAdapter>;
+                                 SelectorAdapter, ObserverAdapter, QueueAdapter, TypedQueueAdapter>;
 class Names {
  public:
   template <class T>
   static std::string GetName(int i) {
-    static const char* names[] = {"Mutex",       "RwRead",         "RwWrite",       "Semaphore",
-                                  "LeaderLatch", "LeaderSelector", "LeaderObserver"};
+    static const char* names[] = {"Mutex",          "RwRead",         "RwWrite",          "Semaphore", "LeaderLatch",
+                                  "LeaderSelector", "LeaderObserver", "DistributedQueue", "TypedQueue"};
     return names[i];
   }
 };
@@ -365,6 +406,7 @@ TYPED_TEST(Conformance, BlockingHelpersGiveFalseOnTimeoutAndThrowOtherwise) {
 }
 
 TYPED_TEST(Conformance, ListenersRunOnTheClientsExecutorAndAThrowIsRecorded) {
+  if constexpr (!listens<TypeParam>()) GTEST_SKIP() << "no listener of its own";
   auto r = TypeParam::make(this->client(), this->key("listen"), RecipeOptions());
   ListenerProbe probe;
   auto ran = probe.ran.get_future();
@@ -402,6 +444,7 @@ TYPED_TEST(Conformance, AClosedRecipeKeptAliveLetsGoOfItsClient) {
     Client c(this->options());
     core = etcd::detail::ClientAccess::core(c);
     r.emplace(TypeParam::make(c, this->key("kept"), RecipeOptions()));
+    if constexpr (requires { TypeParam::prepare(c, this->key("kept")); }) TypeParam::prepare(c, this->key("kept"));
     r->start();
     auto st = TypeParam::operation(*r, c).timeout(10s).wait().status();
     EXPECT_TRUE(st.ok()) << st.to_string();

@@ -148,6 +148,7 @@ Metric go(std::string name, std::string unit, std::string base, int order) {
     go("go_mutex_cycle_seq", "cycles/s", "put_seq", 112),
     go("go_mutex_cycle_many", "cycles/s", "put_pipelined", 113),
     go("go_elect_cycle_seq", "cycles/s", "put_seq", 114),
+    go("go_queue_cycle_seq", "cycles/s", "put_seq", 115),
 });
 [[maybe_unused]] const bool kComparisons =
     add_comparison({"put_seq_vs_go", "put_seq", "go_put_seq"}) &&

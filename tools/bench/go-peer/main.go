@@ -20,6 +20,7 @@ import (
 
 	"go.etcd.io/etcd/clientv3"
 	"go.etcd.io/etcd/clientv3/concurrency"
+	recipe "go.etcd.io/etcd/contrib/recipes"
 )
 
 // Must match the C++ bench so that both clients send identical requests.
@@ -151,6 +152,28 @@ func run(endpoints []string, d time.Duration) (map[string]float64, error) {
 	// lock_cycle_many: one Mutex per goroutine, each on its own name, all on
 	// the one session. A Mutex is not safe for concurrent use, but worker i
 	// only ever uses mutexes[i].
+	// etcd's contrib/recipes Queue: Enqueue is one create-if-absent Txn
+	// under prefix/<unix nanos>; Dequeue reads the oldest key (a Get sorted
+	// by create revision) and deletes it with a Txn guarded by its mod
+	// revision.
+	queue := recipe.NewQueue(cli, keyPrefix+"queue")
+	queueCycle := func() error {
+		if err := queue.Enqueue(value); err != nil {
+			return err
+		}
+		got, err := queue.Dequeue()
+		if err != nil {
+			return err
+		}
+		if got != value {
+			return fmt.Errorf("dequeued %q", got)
+		}
+		return nil
+	}
+	if out["go_queue_cycle_seq"], err = sequential(d, queueCycle); err != nil {
+		return nil, fmt.Errorf("go_queue_cycle_seq: %w", err)
+	}
+
 	mutexes := make([]*concurrency.Mutex, manyLocks)
 	for i := range mutexes {
 		mutexes[i] = concurrency.NewMutex(session, fmt.Sprintf("%smany/%d", keyPrefix, i))

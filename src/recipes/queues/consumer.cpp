@@ -1,0 +1,397 @@
+#include "consumer.h"
+
+#include <algorithm>
+#include <asio/post.hpp>
+
+#include "../core/keys.h"
+#include "../core/strand_steps.h"
+
+namespace etcd::recipes::detail {
+
+namespace {
+constexpr int kMaxBackoffMs = 1000;
+}
+
+QueueConsumer::QueueConsumer(std::shared_ptr<RecipeCore> core, std::string items, Labels labels, TakeCheck check)
+    : core_(std::move(core)),
+      items_(std::move(items)),
+      labels_(std::move(labels)),
+      check_(std::move(check)),
+      rng_(std::random_device{}()) {}
+
+void QueueConsumer::attach() {
+  std::weak_ptr<QueueConsumer> weak = shared_from_this();
+  view_ = PrefixView::create(core_, items_, PrefixView::Options(), [weak](const ViewBatch& batch) {
+    if (auto self = weak.lock()) self->on_batch(batch);
+  });
+}
+
+void QueueConsumer::take(bool try_only, const CallOptions& options, Callback<std::optional<TakenItem>> done) {
+  if (Status st = core_->usable(); !st.ok()) return done(st);
+  auto link = core_->link();
+  if (!link) return done(core_->closed_status());
+  if (options.stop.stop_requested()) return done(core_->named(Cancelled("dequeue cancelled")));
+  auto t = std::make_shared<Taker>();
+  t->try_only = try_only;
+  t->done = std::move(done);
+  t->link = link;
+  t->since = Clock::now();
+  CallOptions o = options;
+  // A try does not wait for items, but it may wait for the first read of
+  // the view: bounded like any call.
+  if (try_only && !o.deadline) o.deadline = Clock::now() + link->client().options().default_timeout;
+  asio::post(link->strand(), [self = shared_from_this(), t, o] { self->admit(t, o); });
+}
+
+void QueueConsumer::stop() {
+  auto link = core_->link();
+  if (!link) return;
+  asio::post(link->strand(), [self = shared_from_this()] {
+    if (self->retry_timer_) self->retry_timer_->cancel();
+    self->retry_timer_.reset();
+    if (self->jitter_timer_) self->jitter_timer_->cancel();
+    self->jitter_timer_.reset();
+    self->at_revision_.clear();
+  });
+  // Listeners may hold what holds this recipe.
+  poison_listeners_.clear();
+}
+
+// --- takers (on the strand) ----------------------------------------------------
+
+void QueueConsumer::admit(const std::shared_ptr<Taker>& t, const CallOptions& o) {
+  if (core_->closed()) return finish(t, core_->closed_status());
+  auto self = shared_from_this();
+  std::weak_ptr<Taker> weak = t;
+  const auto strand = t->link->strand();
+  if (o.deadline) {
+    t->timer = std::make_shared<asio::steady_timer>(strand, *o.deadline);
+    t->timer->async_wait([self, weak](const asio::error_code& ec) {
+      if (ec) return;
+      if (auto tp = weak.lock()) self->expire(tp, DeadlineExceeded("timed out waiting for an item"));
+    });
+  }
+  if (o.stop.stop_possible()) {
+    // Stored only once registered: the callback may run inside the registration.
+    auto cb = std::make_shared<std::optional<std::stop_callback<std::function<void()>>>>();
+    cb->emplace(o.stop, std::function<void()>([self, weak, strand] {
+                  asio::post(strand, [self, weak] {
+                    if (auto tp = weak.lock()) self->expire(tp, Cancelled("dequeue cancelled"));
+                  });
+                }));
+    t->stop_cb = cb;
+  }
+  t->close_sub = core_->on_close([self, weak, strand] {
+    asio::post(strand, [self, weak] {
+      if (auto tp = weak.lock()) self->expire(tp, self->core_->closed_status());
+    });
+  });
+  if (t->finished) return;  // cancelled inside the registration
+  if (!view_started_) {
+    view_started_ = true;
+    view_->start();
+  }
+  parked_.push_back(t);
+  pump();
+}
+
+void QueueConsumer::expire(const std::shared_ptr<Taker>& t, Status why) {
+  if (t->finished) return;
+  if (t->claiming) {
+    if (!t->end) t->end = std::move(why);
+    return;
+  }
+  finish(t, core_->named(std::move(why)));
+}
+
+void QueueConsumer::finish(const std::shared_ptr<Taker>& t, Result<std::optional<TakenItem>> result) {
+  if (t->finished) return;
+  t->finished = true;
+  std::erase(parked_, t);
+  std::erase_if(at_revision_, [&](const auto& p) { return p.second == t; });
+  if (t->timer) t->timer->cancel();
+  t->timer.reset();
+  t->close_sub.reset();
+  auto stop_cb = std::move(t->stop_cb);
+  auto link = std::move(t->link);
+  if (result.ok() && *result) {
+    core_->metrics().observe("etcd_recipes_queue_wait_seconds", labels_, seconds_since(t->since));
+  }
+  auto done = std::move(t->done);
+  done(std::move(result));
+  // A stop callback is never destroyed on the thread that may be running it.
+  if (stop_cb && link) asio::post(link->executor(), [stop_cb] { stop_cb->reset(); });
+}
+
+// --- the view (on the strand) -----------------------------------------------------
+
+void QueueConsumer::on_batch(const ViewBatch& batch) {
+  order_.apply(batch);
+  for (const auto& ev : batch.events) {
+    // Whatever we knew of a key that changed is out of date.
+    stale_.erase(ev.key);
+    if (ev.type != ViewEvent::Type::kAdded) poison_.erase(ev.key);
+  }
+  if (batch.kind == ViewBatch::Kind::kInitialized) initialized_ = true;
+  core_->metrics().set("etcd_recipes_queue_depth", labels_, static_cast<double>(order_.size()));
+  // Try-only takers waiting for the view to see what their read saw.
+  std::erase_if(at_revision_, [&](const auto& p) {
+    if (p.first > batch.revision) return false;
+    p.second->emptiness = 3;
+    return true;
+  });
+  pump();
+}
+
+void QueueConsumer::pump() {
+  if (!initialized_) return;
+  // Nothing is decided while a random wait runs (a try would otherwise
+  // find the queue empty beside an item).
+  if (jitter()) return;
+  // Parked takers get distinct items, in the order they called.
+  while (!parked_.empty()) {
+    auto pick = next_item();
+    if (!pick) break;
+    auto t = parked_.front();
+    parked_.pop_front();
+    claim(t, std::move(*pick));
+  }
+  // Tries with nothing to take: find out whether the queue is empty.
+  std::vector<std::shared_ptr<Taker>> tries;
+  for (const auto& t : parked_) {
+    if (t->try_only) tries.push_back(t);
+  }
+  for (const auto& t : tries) {
+    if (t->emptiness == 0) {
+      check_empty(t);
+    } else if (t->emptiness == 3) {
+      finish(t, std::optional<TakenItem>());
+    }
+  }
+}
+
+size_t QueueConsumer::available(size_t cap) const {
+  size_t n = 0;
+  for (const auto& pos : order_) {
+    const std::string& key = pos.second;
+    if (busy_.count(key) || stale_.count(key) || poison_.count(key)) continue;
+    if (++n >= cap) break;
+  }
+  return n;
+}
+
+bool QueueConsumer::jitter() {
+  if (jitter_timer_) return true;
+  if (jitter_passed_ || contended_ == 0 || parked_.empty()) return false;
+  const size_t n = available(kSpread);
+  if (n == 0 || n >= kSpread) return false;
+  auto link = core_->link();
+  if (!link) return false;
+  std::uniform_real_distribution<double> wait_ms(0, kJitterRtts * rtt_ms_);
+  auto timer = std::make_shared<asio::steady_timer>(
+      link->strand(), std::chrono::microseconds(static_cast<int64_t>(wait_ms(rng_) * 1000)));
+  jitter_timer_ = timer;
+  timer->async_wait([self = shared_from_this(), timer](const asio::error_code& ec) {
+    if (self->jitter_timer_ != timer) return;
+    self->jitter_timer_.reset();
+    if (ec) return;
+    self->jitter_passed_ = true;
+    self->pump();
+    self->jitter_passed_ = false;
+  });
+  return true;
+}
+
+std::optional<QueueConsumer::Pick> QueueConsumer::next_item() {
+  // The head, or after a conflict any of the first kSpread items: racing
+  // consumers of other objects then rarely go for the same one.
+  const size_t want = contended_ > 0 ? kSpread : 1;
+  std::vector<const CreateOrder::Position*> candidates;
+  for (const auto& pos : order_) {
+    const std::string& key = pos.second;
+    if (busy_.count(key) || stale_.count(key) || poison_.count(key)) continue;
+    candidates.push_back(&pos);
+    if (candidates.size() >= want) break;
+  }
+  if (candidates.empty()) return std::nullopt;
+  const auto* chosen = candidates[candidates.size() == 1 ? 0 : rng_() % candidates.size()];
+  // The index follows the view on this strand: the view has every key of it.
+  auto entry = view_->get(chosen->second);
+  if (!entry) return std::nullopt;
+  return Pick{*chosen, std::move(*entry)};
+}
+
+void QueueConsumer::claim(const std::shared_ptr<Taker>& t, Pick pick) {
+  const std::string& key = pick.position.second;
+  std::shared_ptr<void> decoded;
+  if (check_) {
+    // Decoded before the take: a value that does not decode stays in the
+    // queue (never deleted and then found unusable).
+    auto r = check_(key, pick.entry.value);
+    if (!r.ok()) {
+      Status st = r.status();
+      if (st.is(Errc::kDecodeFailed)) {
+        poison_.insert(key);
+        core_->metrics().add("etcd_recipes_queue_poison_total", labels_, 1);
+        core_->record_error(st);
+        poison_listeners_.notify(t->link->strand(), core_->throw_sink(), key, st);
+      }
+      return finish(t, core_->named(std::move(st)));
+    }
+    decoded = std::move(*r);
+  }
+  busy_.insert(key);
+  t->claiming = true;
+  send_take(t, std::move(pick), std::move(decoded), false);
+}
+
+void QueueConsumer::send_take(const std::shared_ptr<Taker>& t, Pick pick, std::shared_ptr<void> decoded, bool again) {
+  const std::string key = pick.position.second;  // a copy: `pick` moves into the continuation
+  auto link = t->link;
+  const auto sent = Clock::now();
+  if (!check_ && !again) {
+    // Untyped, the common case: a plain delete. Of several consumers that
+    // delete the same key, exactly one is told it deleted it (and gets the
+    // value that was there); cheaper for etcd than a Txn.
+    run_on_strand(link->strand(), link->client().del(key, DeleteOptions{.prev_kv = true}),
+                  [self = shared_from_this(), t, pick = std::move(pick), sent](Result<DeleteResponse> d) mutable {
+                    self->observe_rtt(sent);
+                    Result<TxnResponse> r = [&]() -> Result<TxnResponse> {
+                      if (!d.ok()) return std::move(d).status();
+                      TxnResponse as_txn;
+                      as_txn.header = d->header;
+                      as_txn.succeeded = d->deleted > 0;
+                      if (as_txn.succeeded) as_txn.responses.push_back(OpResponse{std::move(*d)});
+                      return as_txn;
+                    }();
+                    self->on_take(t, pick, nullptr, false, std::move(r));
+                  });
+    return;
+  }
+  // Typed (the value was decoded before the take: only that value may be
+  // taken), or sent again after an unknown outcome (a resent delete must
+  // not take what another consumer could get): guarded by the revision.
+  Txn txn;
+  txn.when(Compare::mod_revision(key) == pick.entry.mod_revision).then(Op::del(key, DeleteOptions{.prev_kv = true}));
+  // Sent again after an unknown outcome: whether the item is still there
+  // tells a conflict from a possible loss.
+  if (again) txn.otherwise(Op::get(key, GetOptions{.keys_only = true}));
+  run_on_strand(link->strand(), link->client().txn(std::move(txn)),
+                [self = shared_from_this(), t, pick = std::move(pick), decoded = std::move(decoded), again,
+                 sent](Result<TxnResponse> r) mutable {
+                  self->observe_rtt(sent);
+                  self->on_take(t, pick, std::move(decoded), again, std::move(r));
+                });
+}
+
+void QueueConsumer::on_take(const std::shared_ptr<Taker>& t, const Pick& pick, std::shared_ptr<void> decoded,
+                            bool again, Result<TxnResponse> r) {
+  const std::string& key = pick.position.second;
+  if (!r.ok() && r.status().is(Errc::kOutcomeUnknown) && !again) {
+    // The guarded delete may or may not have applied: send it once more
+    // (still guarded, so it deletes nothing that another consumer got).
+    return send_take(t, pick, std::move(decoded), true);
+  }
+  busy_.erase(key);
+  t->claiming = false;
+  if (r.ok() && r->succeeded) {
+    failures_ = 0;
+    order_.erase(pick.position.first, key);
+    const auto& del = r->responses.at(0).del();
+    TakenItem item{key, pick.entry.value, pick.entry.create_revision, std::move(decoded)};
+    if (!del.prev_kvs.empty()) {
+      item.value = del.prev_kvs.front().value;
+      item.revision = del.prev_kvs.front().create_revision;
+    }
+    if (contended_ > 0) --contended_;
+    core_->metrics().add("etcd_recipes_queue_dequeued_total", labels_, 1);
+    finish(t, std::optional<TakenItem>(std::move(item)));
+    return pump();
+  }
+  const bool unknown_again = again && !r.ok() && r.status().is(Errc::kOutcomeUnknown);
+  const bool gone_after_unknown = again && r.ok() && r->responses.at(0).get().kvs.empty();
+  if (unknown_again || gone_after_unknown) {
+    // Our first delete may have taken it without anyone receiving it.
+    core_->metrics().add("etcd_recipes_queue_lost_total", labels_, 1);
+    core_->record_error(Status(StatusCode::kUnavailable,
+                               "the take of " + key +
+                                   " had an unknown outcome and the item is gone: if that take deleted it, the item "
+                                   "is lost",
+                               Errc::kOutcomeUnknown));
+  }
+  if (r.ok() || unknown_again) {
+    // Another consumer took it (or it changed) first: skip it until the
+    // view says what became of it.
+    if (order_.contains(pick.position.first, key)) stale_.insert(key);
+    if (r.ok()) {
+      core_->metrics().add("etcd_recipes_queue_take_conflicts_total", labels_, 1);
+      contended_ = kContendedTakes;
+    }
+    return repark(t);
+  }
+  const Status& st = r.status();
+  if (transient(st)) {
+    ++failures_;
+    if (t->end) return repark(t);
+    parked_.push_front(t);
+    return pump_later();
+  }
+  finish(t, core_->named(st));
+  pump();
+}
+
+void QueueConsumer::repark(const std::shared_ptr<Taker>& t) {
+  if (t->end) {
+    Status why = std::move(*t->end);
+    t->end.reset();
+    finish(t, core_->named(std::move(why)));
+  } else {
+    parked_.push_front(t);
+  }
+  pump();
+}
+
+void QueueConsumer::pump_later() {
+  if (retry_timer_) return;  // one pending already
+  auto link = core_->link();
+  if (!link) return;
+  auto timer = std::make_shared<asio::steady_timer>(link->strand(),
+                                                    std::chrono::milliseconds(std::min(kMaxBackoffMs, 50 * failures_)));
+  retry_timer_ = timer;
+  timer->async_wait([self = shared_from_this(), timer](const asio::error_code& ec) {
+    if (self->retry_timer_ == timer) self->retry_timer_.reset();
+    if (!ec) self->pump();
+  });
+}
+
+void QueueConsumer::check_empty(const std::shared_ptr<Taker>& t) {
+  t->emptiness = 1;
+  // The newest item's create revision (and, by the count, whether there is
+  // any): if the view has seen that revision, it knows every item there is.
+  const GetOptions newest{.prefix = true,
+                          .limit = 1,
+                          .sort_order = SortOrder::kDescend,
+                          .sort_target = SortTarget::kCreate,
+                          .keys_only = true};
+  auto link = t->link;
+  run_on_strand(link->strand(), link->client().get(items_, newest),
+                [self = shared_from_this(), t](Result<GetResponse> r) {
+                  if (t->finished) return;
+                  if (!r.ok()) {
+                    if (t->claiming) {
+                      t->emptiness = 0;
+                      return;
+                    }
+                    return self->finish(t, self->core_->named(std::move(r).status()));
+                  }
+                  if (r->kvs.empty() || self->view_->revision() >= r->kvs.front().create_revision) {
+                    t->emptiness = 3;
+                  } else {
+                    t->emptiness = 2;
+                    self->at_revision_.emplace_back(r->kvs.front().create_revision, t);
+                  }
+                  if (!t->claiming) self->pump();
+                });
+}
+
+}  // namespace etcd::recipes::detail

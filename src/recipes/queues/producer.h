@@ -1,0 +1,99 @@
+// The enqueue side of a queue (internal): items created under one producer
+// key's guard, one Txn at a time per queue object, the callers that came
+// meanwhile grouped into the next Txn. Why the guard makes a retried
+// enqueue safe: include/etcd/recipes/queue.h.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../core/client_link.h"
+#include "../core/recipe_core.h"
+#include "etcd/call.h"
+#include "etcd/recipes/queue.h"
+#include "etcd/txn.h"
+
+namespace etcd::recipes::detail {
+
+// 16 lower-case hex digits: fixed width, so that the byte order of keys
+// (and of Compare::value) is the numeric order.
+std::string hex16(uint64_t n);
+// The number written by hex16, if `text` is one.
+std::optional<uint64_t> parse_hex16(std::string_view text);
+
+class QueueProducer : public std::enable_shared_from_this<QueueProducer> {
+ public:
+  // Items per Txn when callers are grouped (an enqueue_all is never split,
+  // and may be larger on its own: the server's --max-txn-ops decides).
+  static constexpr size_t kMaxGroupedItems = 100;
+
+  // `items`: NAME/items/; `producers`: NAME/producers/. The producer id is
+  // drawn at random.
+  QueueProducer(std::shared_ptr<RecipeCore> core, std::string items, std::string producers, Labels labels);
+
+  // Creates `values` at the tail, in order, in one Txn (see the file comment).
+  void enqueue(std::vector<std::string> values, const CallOptions& options, Callback<Enqueued> done);
+
+  // At close(): deletes the producer key if that is safe — no enqueue in
+  // flight and none that ever ended with an unknown outcome (a stale
+  // attempt of one, guarded by the key's absence, could otherwise still
+  // apply) — guarded by the revision of our last enqueue. Fire and forget.
+  void close();
+
+  const std::string& id() const { return id_; }
+  const std::string& key() const { return key_; }
+
+ private:
+  struct Caller {
+    std::vector<std::string> values;
+    Callback<Enqueued> done;
+    std::optional<Deadline> deadline;
+    std::stop_token stop;
+    std::shared_ptr<ClientLink> link;
+  };
+  struct Batch {
+    std::vector<Caller> callers;
+    std::vector<std::vector<std::string>> keys;  // per caller
+    uint64_t first_seq = 0;
+    uint64_t last_seq = 0;
+    // An attempt ended with Errc::kOutcomeUnknown: it may have applied.
+    bool maybe_applied = false;
+    int attempts = 0;
+    std::optional<Deadline> deadline;  // the earliest of the callers'
+    std::shared_ptr<ClientLink> link;
+  };
+
+  // Under mu_: the next batch from pending_, or none (and sending_ off).
+  std::shared_ptr<Batch> next_batch_locked(std::vector<Caller>& refused);
+  void send_next();
+  void send(std::shared_ptr<Batch> batch);
+  void on_result(const std::shared_ptr<Batch>& batch, Result<TxnResponse> r);
+  void retry_later(std::shared_ptr<Batch> batch, Status why);
+  void complete(const std::shared_ptr<Batch>& batch, int64_t revision);
+  void fail(const std::shared_ptr<Batch>& batch, const Status& why);
+
+  const std::shared_ptr<RecipeCore> core_;
+  const std::string items_;
+  const std::string id_;
+  const std::string key_;
+  const Labels labels_;
+
+  std::mutex mu_;
+  std::deque<Caller> pending_;
+  bool sending_ = false;
+  uint64_t next_seq_ = 1;
+  // The producer key's mod revision after our last enqueue (0: none yet).
+  int64_t guard_ = 0;
+  // An attempt ended with Errc::kOutcomeUnknown at some point.
+  bool ever_unknown_ = false;
+};
+
+}  // namespace etcd::recipes::detail

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# End-to-end test of `etcd-recipes queue push`, `pop` and `size`.
+#
+#   bash tests/cli/queue_test.sh PATH/TO/etcd-recipes
+#
+# Starts a private etcd (ETCD_BINARY, default: etcd on PATH or /usr/bin/etcd)
+# on free loopback ports in a temporary directory, runs the tool against it,
+# and removes everything on exit. Prints one PASS/FAIL line per check and
+# "N passed, M failed" at the end; exits 1 if anything failed, 77 if etcd
+# cannot be started.
+
+# Checks are eval strings evaluated later: expansions in single quotes are intended.
+# shellcheck disable=SC2016
+
+set -u
+
+BIN=${1:?usage: queue_test.sh PATH/TO/etcd-recipes}
+if [[ ! -x $BIN ]]; then
+  echo "not an executable: $BIN" >&2
+  exit 2
+fi
+BIN=$(realpath "$BIN")
+TEST_NAME=queue-test
+POLL_INTERVAL=0.05
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+start_etcd_or_skip
+
+# --- usage --------------------------------------------------------------------------
+
+for args in "queue" "queue push" "queue push q" "queue push q/ x" "queue pop" "queue pop q --timeout bogus" \
+  "queue pop q --count 0" "queue pop q --no-wait --timeout 1s" "queue size"; do
+  # shellcheck disable=SC2086  # word splitting intended
+  run $args
+  check "usage error exits 2: etcd-recipes $args" eval '((RC == 2)) && [[ -n $ERR ]]'
+done
+run queue pop --help
+check "queue pop --help documents exit 3" eval '((RC == 0)) && [[ $OUT == *"no item within --timeout"* ]]'
+
+# --- push, size, pop ---------------------------------------------------------------
+
+run queue size t/q
+check "size of an empty queue is 0" eval '((RC == 0)) && [[ $OUT == 0 ]]'
+run queue push t/q one two
+check "push prints the revision" eval '((RC == 0)) && [[ $OUT =~ ^[1-9][0-9]*$ ]]'
+printf 'three' >"$WORK/in"
+run queue push t/q - <"$WORK/in"
+check "push - reads the value from standard input" eval '((RC == 0))'
+run queue size t/q
+check "size counts the items" eval '((RC == 0)) && [[ $OUT == 3 ]]'
+run queue pop t/q
+check "pop takes the oldest item" eval '((RC == 0)) && [[ $OUT == one ]]'
+run queue pop t/q -n 2
+check "pop -n 2 takes the next two in order" eval '((RC == 0)) && [[ $OUT == "two"$'"'"'\n'"'"'"three" ]]'
+run queue pop t/q --timeout 300ms
+check "pop --timeout on an empty queue exits 3" eval '((RC == 3)) && [[ -z $OUT && $ERR == *"no item within 300ms"* ]]'
+run queue pop t/q --no-wait
+check "pop --no-wait on an empty queue exits 3 at once" eval '((RC == 3)) && [[ $ERR == *"the queue is empty"* ]]'
+run queue push t/q now
+run queue pop t/q --no-wait
+check "pop --no-wait takes an item that is there" eval '((RC == 0)) && [[ $OUT == now ]]'
+
+# -w json: keys and values base64.
+run -w json queue push t/q "a b"
+check "push -w json gives the revision and the keys" \
+  eval '((RC == 0)) && [[ $OUT =~ ^\{\"keys\":\[\"[A-Za-z0-9+/=]+\"\],\"revision\":[0-9]+\}$ ]]'
+run -w json queue pop t/q
+check "pop -w json gives the value in base64" eval '((RC == 0)) && [[ $OUT == "{\"value\":\"YSBi\"}" ]]'
+
+# A parked pop is woken by a push from another process.
+spawn popper queue pop t/q --timeout 20s
+popper=$PID
+sleep 0.3
+check "pop waits while the queue is empty" alive "$popper"
+run queue push t/q later
+finish "$popper" popper
+check "a waiting pop gets the pushed item" eval '((RC == 0)) && [[ $OUT == later ]]'
+
+# Each item to exactly one of several concurrent pops.
+pids=()
+for i in 1 2 3 4; do
+  spawn "p$i" queue pop t/race -n 5 --timeout 30s
+  pids+=("$PID")
+done
+# shellcheck disable=SC2046  # one value per number
+run queue push t/race $(seq 1 20)
+rcs=""
+for i in 1 2 3 4; do
+  finish "${pids[$((i - 1))]}" "p$i"
+  rcs+="$RC "
+done
+got=$(cat "$WORK"/p?.out | sort -n | tr '\n' ' ')
+check "4 concurrent pops share 20 items, each exactly once" \
+  eval '[[ $rcs == "0 0 0 0 " && $got == "$(seq 1 20 | tr "\n" " ")" ]]'
+
+# An unreachable etcd: exit 1, not a wait.
+timeout -k 5 60 "$BIN" --endpoints 127.0.0.1:1 --timeout 500ms queue pop t/q --timeout 10s >"$WORK/out" 2>"$WORK/err"
+RC=$?
+OUT=$(cat "$WORK/out")
+ERR=$(cat "$WORK/err")
+check "pop against an unreachable etcd exits 1" eval '((RC == 1))'
+
+run queue size t/q
+check "nothing is left in the queue" eval '((RC == 0)) && [[ $OUT == 0 ]]'
+
+echo "$passed passed, $failed failed"
+((failed == 0))
