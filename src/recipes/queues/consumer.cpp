@@ -12,11 +12,13 @@ namespace {
 constexpr int kMaxBackoffMs = 1000;
 }
 
-QueueConsumer::QueueConsumer(std::shared_ptr<RecipeCore> core, std::string items, Labels labels, TakeCheck check)
+QueueConsumer::QueueConsumer(std::shared_ptr<RecipeCore> core, std::string items, Labels labels, TakeCheck check,
+                             CreateOrder::Rank rank)
     : core_(std::move(core)),
       items_(std::move(items)),
       labels_(std::move(labels)),
       check_(std::move(check)),
+      order_(std::move(rank)),
       rng_(std::random_device{}()) {}
 
 void QueueConsumer::attach() {

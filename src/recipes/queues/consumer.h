@@ -43,7 +43,10 @@ class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
   static constexpr int kContendedTakes = 64;
   static constexpr double kJitterRtts = 3;
 
-  QueueConsumer(std::shared_ptr<RecipeCore> core, std::string items, Labels labels, TakeCheck check);
+  // `rank`: the order of the items before commit order (the priority
+  // queue's priority); none for plain commit order.
+  QueueConsumer(std::shared_ptr<RecipeCore> core, std::string items, Labels labels, TakeCheck check,
+                CreateOrder::Rank rank = nullptr);
   // Called once, right after construction (the view's handler refers back
   // to this object weakly).
   void attach();
