@@ -236,8 +236,13 @@ TEST_F(PriorityQueueTest, EachItemGoesToExactlyOneOfEightRacingConsumers) {
       }
     });
   }
-  DistributedPriorityQueue producer_a(client(), name);
-  DistributedPriorityQueue producer_b(*clients[0], name);
+  // Producers each guard their own key: racing consumers and the other
+  // producer never make an enqueue go out again.
+  RecipeOptions producer_opts;
+  auto producer_metrics = std::make_shared<recipes::PrometheusMetrics>();
+  producer_opts.metrics = producer_metrics;
+  DistributedPriorityQueue producer_a(client(), name, producer_opts);
+  DistributedPriorityQueue producer_b(*clients[0], name, producer_opts);
   std::thread pa([&] {
     for (int i = 0; i < kItems / 2; ++i) (void)producer_a.enqueue("a" + std::to_string(i), i % 7).wait().value();
   });
@@ -258,6 +263,8 @@ TEST_F(PriorityQueueTest, EachItemGoesToExactlyOneOfEightRacingConsumers) {
   for (const auto& [v, n] : received) EXPECT_EQ(n, 1) << v << " delivered " << n << " times";
   EXPECT_EQ(total.load(), kItems);
   EXPECT_EQ(items(name), 0);
+  EXPECT_EQ(producer_metrics->value("etcd_recipes_queue_enqueued_total", {{"queue", name}}), kItems);
+  EXPECT_EQ(producer_metrics->value("etcd_recipes_queue_enqueue_retries_total", {{"queue", name}}), 0);
 }
 
 // A typed priority queue decodes before it takes: a poison value is an
