@@ -28,6 +28,7 @@
 #include "client/client_access.h"
 #include "etcd/recipes/election.h"
 #include "etcd/recipes/mutex.h"
+#include "etcd/recipes/priority_queue.h"
 #include "etcd/recipes/queue.h"
 #include "etcd/recipes/rwlock.h"
 #include "etcd/recipes/semaphore.h"
@@ -39,6 +40,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using recipes::DistributedMutex;
+using recipes::DistributedPriorityQueue;
 using recipes::DistributedQueue;
 using recipes::DistributedReadWriteLock;
 using recipes::DistributedSemaphore;
@@ -48,6 +50,7 @@ using recipes::LeaderObserver;
 using recipes::LeaderSelector;
 using recipes::LeaderTerm;
 using recipes::RecipeOptions;
+using recipes::TypedPriorityQueue;
 using recipes::TypedQueue;
 
 template <class T>
@@ -239,14 +242,18 @@ struct QueueAdapterOf {
   static bool timed_wait(Recipe& r, std::chrono::milliseconds d) { return r.dequeue_for(d).has_value(); }
 };
 
-struct QueueAdapter : QueueAdapterOf<DistributedQueue> {
+template <class Q>
+struct UntypedQueueAdapterOf : QueueAdapterOf<Q> {
+  using Recipe = Q;
   // Its only listeners are those of every recipe (errors, connection
   // state), which it has no event of its own to trigger.
   static constexpr bool kListens = false;
   static std::any listen(Recipe&, std::function<void()>, Client&) { return {}; }
 };
 
-struct TypedQueueAdapter : QueueAdapterOf<TypedQueue<int64_t>> {
+template <class Q>
+struct TypedQueueAdapterOf : QueueAdapterOf<Q> {
+  using Recipe = Q;
   // on_poison: a value that does not decode, met by a take.
   static std::any listen(Recipe& r, std::function<void()> fn, Client& c) {
     auto sub = std::make_shared<Subscription>(r.on_poison([fn](const std::string&, const Status&) { fn(); }));
@@ -273,6 +280,11 @@ struct WorkQueueAdapterOf {
 };
 struct WorkQueueAdapter : WorkQueueAdapterOf<recipes::DistributedWorkQueue> {};
 struct TypedWorkQueueAdapter : WorkQueueAdapterOf<recipes::TypedWorkQueue<int64_t>> {};
+using QueueAdapter = UntypedQueueAdapterOf<DistributedQueue>;
+using TypedQueueAdapter = TypedQueueAdapterOf<TypedQueue<int64_t>>;
+// A foreign item (prepare's) is an item of the lowest priority.
+using PriorityQueueAdapter = UntypedQueueAdapterOf<DistributedPriorityQueue>;
+using TypedPriorityQueueAdapter = TypedQueueAdapterOf<TypedPriorityQueue<int64_t>>;
 
 template <class A>
 constexpr bool listens() {
@@ -327,18 +339,28 @@ class Conformance : public SingleMemberTest {
   std::unique_ptr<Client> unreachable_;
 };
 
-using Recipes = ::testing::Types<MutexAdapter, RwSideAdapter<DistributedReadWriteLock::Mode::kRead>,
-                                 RwSideAdapter<DistributedReadWriteLock::Mode::kWrite>, SemaphoreAdapter, LatchAdapter,
-                                 SelectorAdapter, ObserverAdapter, QueueAdapter, TypedQueueAdapter, WorkQueueAdapter,
-                                 TypedWorkQueueAdapter>;
+using Recipes =
+    ::testing::Types<MutexAdapter, RwSideAdapter<DistributedReadWriteLock::Mode::kRead>,
+                     RwSideAdapter<DistributedReadWriteLock::Mode::kWrite>, SemaphoreAdapter, LatchAdapter,
+                     SelectorAdapter, ObserverAdapter, QueueAdapter, TypedQueueAdapter, PriorityQueueAdapter,
+                     TypedPriorityQueueAdapter, WorkQueueAdapter, TypedWorkQueueAdapter>;
 class Names {
  public:
   template <class T>
   static std::string GetName(int i) {
-    static const char* names[] = {
-        "Mutex",          "RwRead",         "RwWrite",          "Semaphore",  "LeaderLatch",
-        "LeaderSelector", "LeaderObserver", "DistributedQueue", "TypedQueue", "DistributedWorkQueue",
-        "TypedWorkQueue"};
+    static const char* names[] = {"Mutex",
+                                  "RwRead",
+                                  "RwWrite",
+                                  "Semaphore",
+                                  "LeaderLatch",
+                                  "LeaderSelector",
+                                  "LeaderObserver",
+                                  "DistributedQueue",
+                                  "TypedQueue",
+                                  "DistributedPriorityQueue",
+                                  "TypedPriorityQueue",
+                                  "DistributedWorkQueue",
+                                  "TypedWorkQueue"};
     return names[i];
   }
 };

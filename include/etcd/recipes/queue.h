@@ -130,6 +130,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -165,8 +166,13 @@ struct TakenItem {
 // decoded value, or the error that keeps the item in the queue.
 using TakeCheck = std::function<Result<std::shared_ptr<void>>(const std::string& key, const std::string& value)>;
 
-// What DistributedQueue and TypedQueue share: the engine (the producer's
-// guarded group commit, the consumers' view, ordering and takes).
+// The class of an item, served before commit order (lower first): the
+// priority queue's priority. It is given the item's key without
+// NAME/items/ and must depend on it alone.
+using ItemRank = std::function<uint32_t(std::string_view item)>;
+
+// What the queues share: the engine (the producer's guarded group commit,
+// the consumers' view, ordering and takes).
 class QueueBase : public RecipeHandle {
  public:
   QueueBase(QueueBase&&) noexcept = default;
@@ -177,10 +183,16 @@ class QueueBase : public RecipeHandle {
   Call<int64_t> size();
 
  protected:
-  QueueBase(Client client, const char* kind, std::string name, RecipeOptions options, TakeCheck check);
+  // `rank`: none for commit order alone.
+  QueueBase(Client client, const char* kind, std::string name, RecipeOptions options, TakeCheck check,
+            ItemRank rank = nullptr);
 
-  // Enqueues values already encoded, in order, in one Txn.
-  Call<Enqueued> enqueue_encoded(std::vector<std::string> values);
+  // Enqueues values already encoded, in order, in one Txn, under
+  // NAME/items/<key_prefix><producer>-<seq>.
+  Call<Enqueued> enqueue_encoded(std::vector<std::string> values, std::string key_prefix = {});
+  // An untyped dequeue / try_dequeue: the value as it is.
+  Call<std::string> dequeue_bytes();
+  Call<std::optional<std::string>> try_dequeue_bytes();
   // Starts a take: waits for an item, or (try_only) answers none when the
   // queue is empty. `done` runs once, on any thread.
   static void start_take(const std::shared_ptr<QueueState>& state, bool try_only, CallOptions options,
@@ -199,6 +211,11 @@ class QueueBase : public RecipeHandle {
   // GCC 12's -Wmaybe-uninitialized (a false positive about the Result's
   // variant) in some users' -Werror builds.
   static std::shared_ptr<void> decoded_of(Result<std::optional<TakenItem>>& r);
+  // An enqueue refused before anything was sent (bad input), named after
+  // this recipe.
+  Call<Enqueued> refuse(Status why) const {
+    return make_call<Enqueued>([why = named(std::move(why))](CallOptions, Callback<Enqueued> done) { done(why); });
+  }
   // `status`, named after this recipe ("TypedQueue[/q]: ...").
   Status named(Status status) const;
   // Listeners of items the check refused (TypedQueue::on_poison).
@@ -214,83 +231,14 @@ class QueueBase : public RecipeHandle {
   std::shared_ptr<QueueState> state_;
 };
 
-}  // namespace detail
-
-// A queue of byte strings (see the top of this file).
-class DistributedQueue : public detail::QueueBase {
+// What the typed queues share: the codec, the decoding takes and the
+// poison listeners. The enqueues are each queue's own.
+template <class T, Codec<T> C>
+class TypedQueueBase : public QueueBase {
  public:
-  // Do no I/O (see RecipeHandle for the lifecycle).
-  DistributedQueue(Client client, std::string name);
-  DistributedQueue(Client client, std::string name, RecipeOptions options);
-  DistributedQueue(DistributedQueue&&) noexcept = default;
-  DistributedQueue& operator=(DistributedQueue&&) noexcept = default;
+  TypedQueueBase(TypedQueueBase&&) noexcept = default;
+  TypedQueueBase& operator=(TypedQueueBase&&) noexcept = default;
 
-  // --- The async core (blocking, callback and co_await via Call<T>).
-  // Adds one item at the tail. One Txn; retried safely (never duplicated)
-  // after an unknown outcome or a transient failure until the call's
-  // deadline.
-  Call<Enqueued> enqueue(std::string value);
-  // Adds the items in one Txn, all or nothing, in this order (they share
-  // one revision). An empty list commits nothing. At most 127 items (etcd's
-  // default --max-txn-ops is 128; the server refuses more with
-  // Errc::kTooManyOps, nothing written).
-  Call<Enqueued> enqueue_all(std::vector<std::string> values);
-  // Takes the head item; waits while the queue is empty (until the call's
-  // deadline or stop token, or close(): Errc::kClosed).
-  Call<std::string> dequeue();
-  // Takes the head item, or none if the queue is empty now.
-  Call<std::optional<std::string>> try_dequeue();
-
-  // --- Blocking.
-  // std::nullopt when the time ran out; throws etcd::Error on any other
-  // failure (closed, bad name, ...).
-  template <class Rep, class Period>
-  std::optional<std::string> dequeue_for(std::chrono::duration<Rep, Period> d) {
-    return dequeue_until(std::chrono::steady_clock::now() + d);
-  }
-  template <class C, class D>
-  std::optional<std::string> dequeue_until(std::chrono::time_point<C, D> t) {
-    auto item = take_until(Clock::now() + std::chrono::duration_cast<Clock::duration>(t - C::now()));
-    if (!item) return std::nullopt;
-    return std::move(item->value);
-  }
-};
-
-// A queue of T, stored through a Codec<T> (codec.h); see the top of this
-// file for what happens to a value that does not decode.
-template <class T, Codec<T> C = DefaultCodec<T>>
-class TypedQueue : public detail::QueueBase {
- public:
-  // Do no I/O (see RecipeHandle for the lifecycle).
-  TypedQueue(Client client, std::string name) : TypedQueue(std::move(client), std::move(name), RecipeOptions()) {}
-  TypedQueue(Client client, std::string name, RecipeOptions options)
-      : TypedQueue(std::move(client), std::move(name), std::move(options), C()) {}
-  TypedQueue(Client client, std::string name, RecipeOptions options, C codec)
-      : QueueBase(std::move(client), "TypedQueue", std::move(name), std::move(options), make_check(codec)),
-        codec_(std::make_shared<const C>(std::move(codec))) {}
-  TypedQueue(TypedQueue&&) noexcept = default;
-  TypedQueue& operator=(TypedQueue&&) noexcept = default;
-
-  // As DistributedQueue's, encoding with the codec first: a value it
-  // cannot encode fails the call with Errc::kBadArgument, nothing written
-  // (for enqueue_all: none of the values).
-  Call<Enqueued> enqueue(const T& value) {
-    auto bytes = encode_value<T>(*codec_, value);
-    if (!bytes.ok()) return refuse(std::move(bytes).status());
-    std::vector<std::string> one;
-    one.push_back(std::move(*bytes));
-    return enqueue_encoded(std::move(one));
-  }
-  Call<Enqueued> enqueue_all(const std::vector<T>& values) {
-    std::vector<std::string> encoded;
-    encoded.reserve(values.size());
-    for (const T& v : values) {
-      auto bytes = encode_value<T>(*codec_, v);
-      if (!bytes.ok()) return refuse(std::move(bytes).status());
-      encoded.push_back(std::move(*bytes));
-    }
-    return enqueue_encoded(std::move(encoded));
-  }
   // Takes the head item, decoded; waits while the queue is empty. A poison
   // head fails it with Errc::kDecodeFailed naming the key (the item stays).
   Call<T> dequeue() {
@@ -333,6 +281,33 @@ class TypedQueue : public detail::QueueBase {
 
   const C& codec() const { return *codec_; }
 
+ protected:
+  TypedQueueBase(Client client, const char* kind, std::string name, RecipeOptions options, C codec,
+                 ItemRank rank = nullptr)
+      : QueueBase(std::move(client), kind, std::move(name), std::move(options), make_check(codec), std::move(rank)),
+        codec_(std::make_shared<const C>(std::move(codec))) {}
+
+  // The value encoded (as a batch of one), or the codec's error
+  // (Errc::kBadArgument).
+  Result<std::vector<std::string>> encode_one(const T& value) const {
+    auto bytes = encode_value<T>(*codec_, value);
+    if (!bytes.ok()) return std::move(bytes).status();
+    std::vector<std::string> one;
+    one.push_back(std::move(*bytes));
+    return one;
+  }
+  // The values encoded, or the codec's error for the first that is not.
+  Result<std::vector<std::string>> encode_all(const std::vector<T>& values) const {
+    std::vector<std::string> encoded;
+    encoded.reserve(values.size());
+    for (const T& v : values) {
+      auto bytes = encode_value<T>(*codec_, v);
+      if (!bytes.ok()) return std::move(bytes).status();
+      encoded.push_back(std::move(*bytes));
+    }
+    return encoded;
+  }
+
  private:
   static detail::TakeCheck make_check(const C& codec) {
     return [codec = std::make_shared<const C>(codec)](const std::string& key,
@@ -343,12 +318,82 @@ class TypedQueue : public detail::QueueBase {
     };
   }
   static T take_value(std::shared_ptr<void> decoded) { return std::move(*std::static_pointer_cast<T>(decoded)); }
-  Call<Enqueued> refuse(Status why) {
-    return this->template make_call<Enqueued>(
-        [why = this->named(std::move(why))](CallOptions, Callback<Enqueued> done) { done(why); });
-  }
 
   std::shared_ptr<const C> codec_;
+};
+
+}  // namespace detail
+
+// A queue of byte strings (see the top of this file).
+class DistributedQueue : public detail::QueueBase {
+ public:
+  // Do no I/O (see RecipeHandle for the lifecycle).
+  DistributedQueue(Client client, std::string name);
+  DistributedQueue(Client client, std::string name, RecipeOptions options);
+  DistributedQueue(DistributedQueue&&) noexcept = default;
+  DistributedQueue& operator=(DistributedQueue&&) noexcept = default;
+
+  // --- The async core (blocking, callback and co_await via Call<T>).
+  // Adds one item at the tail. One Txn; retried safely (never duplicated)
+  // after an unknown outcome or a transient failure until the call's
+  // deadline.
+  Call<Enqueued> enqueue(std::string value);
+  // Adds the items in one Txn, all or nothing, in this order (they share
+  // one revision). An empty list commits nothing. At most 127 items (etcd's
+  // default --max-txn-ops is 128; the server refuses more with
+  // Errc::kTooManyOps, nothing written).
+  Call<Enqueued> enqueue_all(std::vector<std::string> values);
+  // Takes the head item; waits while the queue is empty (until the call's
+  // deadline or stop token, or close(): Errc::kClosed).
+  Call<std::string> dequeue() { return dequeue_bytes(); }
+  // Takes the head item, or none if the queue is empty now.
+  Call<std::optional<std::string>> try_dequeue() { return try_dequeue_bytes(); }
+
+  // --- Blocking.
+  // std::nullopt when the time ran out; throws etcd::Error on any other
+  // failure (closed, bad name, ...).
+  template <class Rep, class Period>
+  std::optional<std::string> dequeue_for(std::chrono::duration<Rep, Period> d) {
+    return dequeue_until(std::chrono::steady_clock::now() + d);
+  }
+  template <class C, class D>
+  std::optional<std::string> dequeue_until(std::chrono::time_point<C, D> t) {
+    auto item = take_until(Clock::now() + std::chrono::duration_cast<Clock::duration>(t - C::now()));
+    if (!item) return std::nullopt;
+    return std::move(item->value);
+  }
+};
+
+// A queue of T, stored through a Codec<T> (codec.h); see the top of this
+// file for what happens to a value that does not decode. dequeue(),
+// try_dequeue(), dequeue_for/until, on_poison() and codec() are those of
+// detail::TypedQueueBase.
+template <class T, Codec<T> C = DefaultCodec<T>>
+class TypedQueue : public detail::TypedQueueBase<T, C> {
+ public:
+  // Do no I/O (see RecipeHandle for the lifecycle).
+  TypedQueue(Client client, std::string name) : TypedQueue(std::move(client), std::move(name), RecipeOptions()) {}
+  TypedQueue(Client client, std::string name, RecipeOptions options)
+      : TypedQueue(std::move(client), std::move(name), std::move(options), C()) {}
+  TypedQueue(Client client, std::string name, RecipeOptions options, C codec)
+      : detail::TypedQueueBase<T, C>(std::move(client), "TypedQueue", std::move(name), std::move(options),
+                                     std::move(codec)) {}
+  TypedQueue(TypedQueue&&) noexcept = default;
+  TypedQueue& operator=(TypedQueue&&) noexcept = default;
+
+  // As DistributedQueue's, encoding with the codec first: a value it
+  // cannot encode fails the call with Errc::kBadArgument, nothing written
+  // (for enqueue_all: none of the values).
+  Call<Enqueued> enqueue(const T& value) { return enqueue_encoded_or_refuse(this->encode_one(value)); }
+  Call<Enqueued> enqueue_all(const std::vector<T>& values) {
+    return enqueue_encoded_or_refuse(this->encode_all(values));
+  }
+
+ private:
+  Call<Enqueued> enqueue_encoded_or_refuse(Result<std::vector<std::string>> encoded) {
+    if (!encoded.ok()) return this->refuse(std::move(encoded).status());
+    return this->enqueue_encoded(std::move(*encoded));
+  }
 };
 
 }  // namespace etcd::recipes

@@ -1,6 +1,8 @@
 // CreateOrder (internal): the keys of a PrefixView in etcd commit order —
 // by create revision, and by key among the keys one transaction created —
 // for recipes whose order is "first created, first served" (the queues).
+// An optional rank puts classes of keys before others (the priority queue:
+// the priority its keys begin with); commit order then holds within a rank.
 //
 // The order never comes from a sorted Range: etcd sorts a range by create
 // revision only after loading every key of it (O(n) per read) and with an
@@ -26,9 +28,30 @@ namespace etcd::recipes::detail {
 
 class CreateOrder {
  public:
-  // (create revision, key): the order of the index.
+  // (create revision, key): what the index holds.
   using Position = std::pair<int64_t, std::string>;
-  using const_iterator = std::set<Position>::const_iterator;
+  // The rank of a key (lower first). It must depend on the key alone, so
+  // that a key keeps its place while it is in the index.
+  using Rank = std::function<uint32_t(std::string_view key)>;
+
+ private:
+  // (rank(key), create revision, key); without a rank (create revision, key).
+  struct Less {
+    Rank rank;
+    bool operator()(const Position& a, const Position& b) const {
+      if (rank) {
+        const uint32_t ra = rank(a.second);
+        const uint32_t rb = rank(b.second);
+        if (ra != rb) return ra < rb;
+      }
+      return a < b;
+    }
+  };
+
+ public:
+  using const_iterator = std::set<Position, Less>::const_iterator;
+
+  explicit CreateOrder(Rank rank = nullptr) : order_(Less{std::move(rank)}) {}
 
   // Applies one batch of the view. A kInitialized batch without events
   // (the view's initial_events off) is read from batch.state.
@@ -74,7 +97,7 @@ class CreateOrder {
   const_iterator end() const { return order_.end(); }
 
  private:
-  std::set<Position> order_;
+  std::set<Position, Less> order_;
 };
 
 }  // namespace etcd::recipes::detail

@@ -13,7 +13,7 @@ constexpr int kMaxBackoffMs = 1000;
 }
 
 QueueConsumer::QueueConsumer(std::shared_ptr<RecipeCore> core, std::string items, std::string range, std::string metric,
-                             Labels labels, TakeCheck check, std::shared_ptr<TakeDriver> driver)
+                             Labels labels, TakeCheck check, std::shared_ptr<TakeDriver> driver, CreateOrder::Rank rank)
     : core_(std::move(core)),
       items_(std::move(items)),
       range_(std::move(range)),
@@ -21,6 +21,7 @@ QueueConsumer::QueueConsumer(std::shared_ptr<RecipeCore> core, std::string items
       labels_(std::move(labels)),
       check_(std::move(check)),
       driver_(std::move(driver)),
+      order_(std::move(rank)),
       rng_(std::random_device{}()) {}
 
 void QueueConsumer::attach() {

@@ -94,9 +94,11 @@ class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
 
   // `items`: the prefix of the item keys; `range`: the view's prefix (it
   // may hold other keys the driver reads, e.g. claims); `metric`: the
-  // prefix of the engine's metric names ("etcd_recipes_queue").
+  // prefix of the engine's metric names ("etcd_recipes_queue"); `rank`: the
+  // order of the items before commit order (the priority queue's
+  // priority), none for plain commit order.
   QueueConsumer(std::shared_ptr<RecipeCore> core, std::string items, std::string range, std::string metric,
-                Labels labels, TakeCheck check, std::shared_ptr<TakeDriver> driver);
+                Labels labels, TakeCheck check, std::shared_ptr<TakeDriver> driver, CreateOrder::Rank rank = nullptr);
   // Called once, right after construction (the view's handler refers back
   // to this object weakly).
   void attach();

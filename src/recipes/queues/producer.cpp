@@ -62,7 +62,8 @@ QueueProducer::QueueProducer(std::shared_ptr<RecipeCore> core, std::string items
       key_(std::move(producers) + id_),
       labels_(std::move(labels)) {}
 
-void QueueProducer::enqueue(std::vector<std::string> values, const CallOptions& options, Callback<Enqueued> done) {
+void QueueProducer::enqueue(std::vector<std::string> values, const CallOptions& options, Callback<Enqueued> done,
+                            std::string key_prefix) {
   if (Status st = core_->usable(); !st.ok()) return done(st);
   if (values.empty()) return done(Enqueued{});
   auto link = core_->link();
@@ -71,7 +72,8 @@ void QueueProducer::enqueue(std::vector<std::string> values, const CallOptions& 
   bool start = false;
   {
     std::lock_guard lock(mu_);
-    pending_.push_back(Caller{std::move(values), std::move(done), options.deadline, options.stop, std::move(link)});
+    pending_.push_back(Caller{std::move(values), std::move(key_prefix), std::move(done), options.deadline, options.stop,
+                              std::move(link)});
     if (!sending_) start = sending_ = true;
   }
   if (start) send_next();
@@ -104,7 +106,9 @@ std::shared_ptr<QueueProducer::Batch> QueueProducer::next_batch_locked(std::vect
   for (auto& c : batch->callers) {
     std::vector<std::string> keys;
     keys.reserve(c.values.size());
-    for (size_t i = 0; i < c.values.size(); ++i) keys.push_back(items_ + id_ + "-" + hex16(next_seq_++));
+    for (size_t i = 0; i < c.values.size(); ++i) {
+      keys.push_back(items_ + c.key_prefix + id_ + "-" + hex16(next_seq_++));
+    }
     batch->keys.push_back(std::move(keys));
   }
   batch->last_seq = next_seq_ - 1;

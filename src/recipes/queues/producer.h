@@ -40,7 +40,11 @@ class QueueProducer : public std::enable_shared_from_this<QueueProducer> {
   QueueProducer(std::shared_ptr<RecipeCore> core, std::string items, std::string producers, Labels labels);
 
   // Creates `values` at the tail, in order, in one Txn (see the file comment).
-  void enqueue(std::vector<std::string> values, const CallOptions& options, Callback<Enqueued> done);
+  // Their keys are NAME/items/<key_prefix><producer>-<seq> (the priority
+  // queue puts the priority there); callers with different prefixes may
+  // share a Txn.
+  void enqueue(std::vector<std::string> values, const CallOptions& options, Callback<Enqueued> done,
+               std::string key_prefix = {});
 
   // At close(): deletes the producer key if that is safe — no enqueue in
   // flight and none that ever ended with an unknown outcome (a stale
@@ -54,6 +58,7 @@ class QueueProducer : public std::enable_shared_from_this<QueueProducer> {
  private:
   struct Caller {
     std::vector<std::string> values;
+    std::string key_prefix;
     Callback<Enqueued> done;
     std::optional<Deadline> deadline;
     std::stop_token stop;

@@ -3,6 +3,9 @@
 // guarded takes). Semantics, key layout and costs: etcd/recipes/queue.h.
 #include "etcd/recipes/queue.h"
 
+#include <algorithm>
+#include <string_view>
+
 #include "../core/calls.h"
 #include "../core/recipe_core.h"
 #include "consumer.h"
@@ -15,13 +18,14 @@ namespace detail {
 
 class QueueState {
  public:
-  QueueState(Client client, const char* kind, std::string name, RecipeOptions options, TakeCheck check)
+  QueueState(Client client, const char* kind, std::string name, RecipeOptions options, TakeCheck check, ItemRank rank)
       : core(std::make_shared<RecipeCore>(std::move(client), kind, name, std::move(options))),
         items(name + "/items/"),
         labels{{"queue", name}},
         producer(std::make_shared<QueueProducer>(core, items, name + "/producers/", labels)),
         consumer(std::make_shared<QueueConsumer>(core, items, items, "etcd_recipes_queue", labels, check,
-                                                 std::make_shared<DeleteTake>(core, labels, check != nullptr))) {
+                                                 std::make_shared<DeleteTake>(core, labels, check != nullptr),
+                                                 rank_of_keys(items.size(), std::move(rank)))) {
     consumer->attach();
   }
 
@@ -30,11 +34,22 @@ class QueueState {
   const Labels labels;
   const std::shared_ptr<QueueProducer> producer;
   const std::shared_ptr<QueueConsumer> consumer;
+
+ private:
+  // The consumer's order sees whole keys; an ItemRank, the part after
+  // NAME/items/ (every key of the view has that prefix).
+  static CreateOrder::Rank rank_of_keys(size_t prefix, ItemRank rank) {
+    if (!rank) return nullptr;
+    return [prefix, rank = std::move(rank)](std::string_view key) {
+      return rank(key.substr(std::min(prefix, key.size())));
+    };
+  }
 };
 
-QueueBase::QueueBase(Client client, const char* kind, std::string name, RecipeOptions options, TakeCheck check)
+QueueBase::QueueBase(Client client, const char* kind, std::string name, RecipeOptions options, TakeCheck check,
+                     ItemRank rank)
     : state_(std::make_shared<QueueState>(std::move(client), kind, std::move(name), std::move(options),
-                                          std::move(check))) {
+                                          std::move(check), std::move(rank))) {
   state_->core->set_close_action([consumer = state_->consumer, producer = state_->producer] {
     consumer->stop();
     producer->close();
@@ -55,11 +70,31 @@ Call<int64_t> QueueBase::size() {
   });
 }
 
-Call<Enqueued> QueueBase::enqueue_encoded(std::vector<std::string> values) {
+Call<Enqueued> QueueBase::enqueue_encoded(std::vector<std::string> values, std::string key_prefix) {
   auto shared = std::make_shared<std::vector<std::string>>(std::move(values));
-  return state_->core->call<Enqueued>(
-      [producer = state_->producer, shared](CallOptions options, Callback<Enqueued> done) {
-        producer->enqueue(std::move(*shared), options, std::move(done));
+  return state_->core->call<Enqueued>([producer = state_->producer, shared, key_prefix = std::move(key_prefix)](
+                                          CallOptions options, Callback<Enqueued> done) {
+    producer->enqueue(std::move(*shared), options, std::move(done), key_prefix);
+  });
+}
+
+Call<std::string> QueueBase::dequeue_bytes() {
+  return make_call<std::string>([state = state_](CallOptions options, Callback<std::string> done) {
+    start_take(state, false, std::move(options), [done = std::move(done)](Result<std::optional<TakenItem>> r) {
+      if (!r.ok()) return done(std::move(r).status());
+      done(std::move((*r)->value));
+    });
+  });
+}
+
+Call<std::optional<std::string>> QueueBase::try_dequeue_bytes() {
+  return make_call<std::optional<std::string>>(
+      [state = state_](CallOptions options, Callback<std::optional<std::string>> done) {
+        start_take(state, true, std::move(options), [done = std::move(done)](Result<std::optional<TakenItem>> r) {
+          if (!r.ok()) return done(std::move(r).status());
+          if (!*r) return done(std::optional<std::string>());
+          done(std::optional<std::string>(std::move((*r)->value)));
+        });
       });
 }
 
@@ -111,26 +146,6 @@ Call<Enqueued> DistributedQueue::enqueue(std::string value) {
 
 Call<Enqueued> DistributedQueue::enqueue_all(std::vector<std::string> values) {
   return enqueue_encoded(std::move(values));
-}
-
-Call<std::string> DistributedQueue::dequeue() {
-  return make_call<std::string>([state = state_](CallOptions options, Callback<std::string> done) {
-    start_take(state, false, std::move(options), [done = std::move(done)](Result<std::optional<detail::TakenItem>> r) {
-      if (!r.ok()) return done(std::move(r).status());
-      done(std::move((*r)->value));
-    });
-  });
-}
-
-Call<std::optional<std::string>> DistributedQueue::try_dequeue() {
-  return make_call<std::optional<std::string>>([state = state_](CallOptions options,
-                                                                Callback<std::optional<std::string>> done) {
-    start_take(state, true, std::move(options), [done = std::move(done)](Result<std::optional<detail::TakenItem>> r) {
-      if (!r.ok()) return done(std::move(r).status());
-      if (!*r) return done(std::optional<std::string>());
-      done(std::optional<std::string>(std::move((*r)->value)));
-    });
-  });
 }
 
 }  // namespace etcd::recipes
