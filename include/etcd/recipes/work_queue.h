@@ -88,12 +88,15 @@
 // no view and starts no background work; a consumer keeps one lease and
 // one view of NAME/items/ and NAME/claims/. N consumer objects racing for
 // items: as DistributedQueue (queue.h), a failed claim costs one
-// round trip and is counted in etcd_recipes_workqueue_claim_conflicts_total.
+// round trip and is counted in etcd_recipes_workqueue_take_conflicts_total.
 //
-// Lifecycle as every recipe (recipe.h). Metrics (label `queue`):
-// etcd_recipes_workqueue_{enqueued,received,acked,requeued,dead_lettered,
-// claim_conflicts,stale_acks}_total, _wait_seconds, and the gauge
-// etcd_recipes_workqueue_ready (ready items the consumer's view knows of).
+// Lifecycle as every recipe (recipe.h); after close() the deliveries'
+// claims are gone (the lease was revoked): their ack() and requeue() fail
+// with Errc::kClosed. Metrics (label `queue`): etcd_recipes_workqueue_
+// {received,acked,requeued,dead_lettered,poison,stale_acks,
+// take_conflicts}_total, _wait_seconds, and the gauge
+// etcd_recipes_workqueue_depth (items the consumer's view knows of, claimed
+// ones included); enqueues count in etcd_recipes_queue_enqueued_total.
 #pragma once
 
 #include <chrono>
