@@ -200,8 +200,15 @@ int shell_status(int status) {
 
 }  // namespace
 
-int CommandGroup::start(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+int check_program(const std::string& name) {
+  int err = 0;
+  (void)find_program(name, err);
+  return err;
+}
+
+int CommandGroup::start(const std::vector<std::string>& argv, const std::vector<std::string>& env, int stdin_fd) {
   if (argv.empty()) return ENOENT;
+  program_ = argv.front();
   int err = 0;
   const std::string program = find_program(argv.front(), err);
   if (err != 0) return err;
@@ -265,7 +272,8 @@ int CommandGroup::start(const std::vector<std::string>& argv, const std::vector<
       if (handled[sig] || sig == SIGPIPE) ::sigaction(sig, &dfl, nullptr);
     }
     int code = 0;
-    if (::setpgid(0, 0) != 0 || ::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) code = errno;
+    if (stdin_fd > 0 && ::dup2(stdin_fd, STDIN_FILENO) < 0) code = errno;
+    if (code == 0 && (::setpgid(0, 0) != 0 || ::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)) code = errno;
     // The parent may have died before prctl: then no signal will come.
     if (code == 0 && ::getppid() != parent) ::_exit(kExitSignalBase + SIGKILL);
     if (code == 0) {
