@@ -27,7 +27,7 @@ extern char** environ;
 
 namespace etcd_cli {
 
-ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv) {
+ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv, bool merge_stderr) {
   if (argv.empty()) throw std::invalid_argument("ChildProcess::spawn: empty argv");
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe2");
@@ -35,6 +35,7 @@ ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  if (merge_stderr) posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
 
   // The child starts with default signal handling whatever this process
   // blocks or ignores, so it can be interrupted and killed normally.

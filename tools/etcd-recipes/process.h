@@ -13,13 +13,14 @@
 
 namespace etcd_cli {
 
-// A running child whose stdout is captured (stderr passes through). The
-// destructor kills and reaps a child that is still running, so no process
-// outlives the scope that started it.
+// A running child whose stdout is captured (stderr passes through unless
+// merged). The destructor kills and reaps a child that is still running, so
+// no process outlives the scope that started it.
 class ChildProcess {
  public:
-  // Throws std::system_error if the program cannot be started.
-  static ChildProcess spawn(const std::vector<std::string>& argv);
+  // Throws std::system_error if the program cannot be started. With
+  // `merge_stderr`, its stderr is captured too, into the same stream.
+  static ChildProcess spawn(const std::vector<std::string>& argv, bool merge_stderr = false);
 
   ChildProcess(ChildProcess&& other) noexcept;
   ChildProcess& operator=(ChildProcess&& other) noexcept;
