@@ -13,9 +13,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iterator>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "prefix_view.h"
@@ -30,12 +32,17 @@ class CreateOrder {
 
   // Applies one batch of the view. A kInitialized batch without events
   // (the view's initial_events off) is read from batch.state.
-  void apply(const ViewBatch& batch) {
+  // Keys `accept` refuses are not indexed (a view that holds other keys
+  // besides the ordered ones).
+  void apply(const ViewBatch& batch, const std::function<bool(std::string_view)>& accept = {}) {
     if (batch.kind == ViewBatch::Kind::kInitialized && batch.events.empty() && batch.state) {
-      for (const auto& [key, entry] : *batch.state) order_.emplace(entry.create_revision, key);
+      for (const auto& [key, entry] : *batch.state) {
+        if (!accept || accept(key)) order_.emplace(entry.create_revision, key);
+      }
       return;
     }
     for (const auto& ev : batch.events) {
+      if (accept && !accept(ev.key)) continue;
       switch (ev.type) {
         case ViewEvent::Type::kAdded:
           order_.emplace(ev.entry.create_revision, ev.key);

@@ -12,16 +12,23 @@ namespace {
 constexpr int kMaxBackoffMs = 1000;
 }
 
-QueueConsumer::QueueConsumer(std::shared_ptr<RecipeCore> core, std::string items, Labels labels, TakeCheck check)
+QueueConsumer::QueueConsumer(std::shared_ptr<RecipeCore> core, std::string items, std::string range, std::string metric,
+                             Labels labels, TakeCheck check, std::shared_ptr<TakeDriver> driver)
     : core_(std::move(core)),
       items_(std::move(items)),
+      range_(std::move(range)),
+      metric_(std::move(metric)),
       labels_(std::move(labels)),
       check_(std::move(check)),
+      driver_(std::move(driver)),
       rng_(std::random_device{}()) {}
 
 void QueueConsumer::attach() {
   std::weak_ptr<QueueConsumer> weak = shared_from_this();
-  view_ = PrefixView::create(core_, items_, PrefixView::Options(), [weak](const ViewBatch& batch) {
+  PrefixView::Options options;
+  // Every key arrives as an event, so the driver sees them all the same way.
+  options.initial_events = true;
+  view_ = PrefixView::create(core_, range_, options, [weak](const ViewBatch& batch) {
     if (auto self = weak.lock()) self->on_batch(batch);
   });
 }
@@ -51,6 +58,8 @@ void QueueConsumer::stop() {
     self->retry_timer_.reset();
     if (self->jitter_timer_) self->jitter_timer_->cancel();
     self->jitter_timer_.reset();
+    if (self->delay_timer_) self->delay_timer_->cancel();
+    self->delay_timer_.reset();
     self->at_revision_.clear();
   });
   // Listeners may hold what holds this recipe.
@@ -115,7 +124,7 @@ void QueueConsumer::finish(const std::shared_ptr<Taker>& t, Result<std::optional
   auto stop_cb = std::move(t->stop_cb);
   auto link = std::move(t->link);
   if (result.ok() && *result) {
-    core_->metrics().observe("etcd_recipes_queue_wait_seconds", labels_, seconds_since(t->since));
+    core_->metrics().observe(metric("_wait_seconds"), labels_, seconds_since(t->since));
   }
   auto done = std::move(t->done);
   done(std::move(result));
@@ -126,14 +135,15 @@ void QueueConsumer::finish(const std::shared_ptr<Taker>& t, Result<std::optional
 // --- the view (on the strand) -----------------------------------------------------
 
 void QueueConsumer::on_batch(const ViewBatch& batch) {
-  order_.apply(batch);
   for (const auto& ev : batch.events) {
-    // Whatever we knew of a key that changed is out of date.
-    stale_.erase(ev.key);
-    if (ev.type != ViewEvent::Type::kAdded) poison_.erase(ev.key);
+    // Whatever we knew of an item that changed is out of date.
+    const std::string item = driver_->note(ev, batch.revision);
+    stale_.erase(item);
+    if (ev.type != ViewEvent::Type::kAdded && item == ev.key) poison_.erase(item);
   }
+  order_.apply(batch, [this](std::string_view key) { return driver_->is_item(key); });
   if (batch.kind == ViewBatch::Kind::kInitialized) initialized_ = true;
-  core_->metrics().set("etcd_recipes_queue_depth", labels_, static_cast<double>(order_.size()));
+  core_->metrics().set(metric("_depth"), labels_, static_cast<double>(order_.size()));
   // Try-only takers waiting for the view to see what their read saw.
   std::erase_if(at_revision_, [&](const auto& p) {
     if (p.first > batch.revision) return false;
@@ -168,13 +178,38 @@ void QueueConsumer::pump() {
       finish(t, std::optional<TakenItem>());
     }
   }
+  wake_for_delays();
+}
+
+void QueueConsumer::wake_for_delays() {
+  const auto at = parked_.empty() ? std::nullopt : driver_->next_ready_time();
+  if (at == delay_timer_at_ && (delay_timer_ || !at)) return;
+  if (delay_timer_) delay_timer_->cancel();
+  delay_timer_.reset();
+  delay_timer_at_ = at;
+  auto link = core_->link();
+  if (!at || !link) return;
+  // The delay is on the system clock (the producer's time); the timer waits
+  // on the steady one for the difference from now.
+  const auto wait = std::max(std::chrono::system_clock::duration::zero(), *at - std::chrono::system_clock::now());
+  auto timer = std::make_shared<asio::steady_timer>(
+      link->strand(),
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(wait) + std::chrono::milliseconds(1));
+  delay_timer_ = timer;
+  timer->async_wait([self = shared_from_this(), timer](const asio::error_code& ec) {
+    if (self->delay_timer_ != timer) return;
+    self->delay_timer_.reset();
+    self->delay_timer_at_.reset();
+    if (!ec) self->pump();
+  });
 }
 
 size_t QueueConsumer::available(size_t cap) const {
   size_t n = 0;
+  const auto now = std::chrono::system_clock::now();
   for (const auto& pos : order_) {
     const std::string& key = pos.second;
-    if (busy_.count(key) || stale_.count(key) || poison_.count(key)) continue;
+    if (busy_.count(key) || stale_.count(key) || poison_.count(key) || !driver_->ready(key, now)) continue;
     if (++n >= cap) break;
   }
   return n;
@@ -207,9 +242,10 @@ std::optional<QueueConsumer::Pick> QueueConsumer::next_item() {
   // consumers of other objects then rarely go for the same one.
   const size_t want = contended_ > 0 ? kSpread : 1;
   std::vector<const CreateOrder::Position*> candidates;
+  const auto now = std::chrono::system_clock::now();
   for (const auto& pos : order_) {
     const std::string& key = pos.second;
-    if (busy_.count(key) || stale_.count(key) || poison_.count(key)) continue;
+    if (busy_.count(key) || stale_.count(key) || poison_.count(key) || !driver_->ready(key, now)) continue;
     candidates.push_back(&pos);
     if (candidates.size() >= want) break;
   }
@@ -232,7 +268,7 @@ void QueueConsumer::claim(const std::shared_ptr<Taker>& t, Pick pick) {
       Status st = r.status();
       if (st.is(Errc::kDecodeFailed)) {
         poison_.insert(key);
-        core_->metrics().add("etcd_recipes_queue_poison_total", labels_, 1);
+        core_->metrics().add(metric("_poison_total"), labels_, 1);
         core_->record_error(st);
         poison_listeners_.notify(t->link->strand(), core_->throw_sink(), key, st);
       }
@@ -242,94 +278,44 @@ void QueueConsumer::claim(const std::shared_ptr<Taker>& t, Pick pick) {
   }
   busy_.insert(key);
   t->claiming = true;
-  send_take(t, std::move(pick), std::move(decoded), false);
-}
-
-void QueueConsumer::send_take(const std::shared_ptr<Taker>& t, Pick pick, std::shared_ptr<void> decoded, bool again) {
-  const std::string key = pick.position.second;  // a copy: `pick` moves into the continuation
-  auto link = t->link;
   const auto sent = Clock::now();
-  if (!check_ && !again) {
-    // Untyped, the common case: a plain delete. Of several consumers that
-    // delete the same key, exactly one is told it deleted it (and gets the
-    // value that was there); cheaper for etcd than a Txn.
-    run_on_strand(link->strand(), link->client().del(key, DeleteOptions{.prev_kv = true}),
-                  [self = shared_from_this(), t, pick = std::move(pick), sent](Result<DeleteResponse> d) mutable {
-                    self->observe_rtt(sent);
-                    Result<TxnResponse> r = [&]() -> Result<TxnResponse> {
-                      if (!d.ok()) return std::move(d).status();
-                      TxnResponse as_txn;
-                      as_txn.header = d->header;
-                      as_txn.succeeded = d->deleted > 0;
-                      if (as_txn.succeeded) as_txn.responses.push_back(OpResponse{std::move(*d)});
-                      return as_txn;
-                    }();
-                    self->on_take(t, pick, nullptr, false, std::move(r));
-                  });
-    return;
-  }
-  // Typed (the value was decoded before the take: only that value may be
-  // taken), or sent again after an unknown outcome (a resent delete must
-  // not take what another consumer could get): guarded by the revision.
-  Txn txn;
-  txn.when(Compare::mod_revision(key) == pick.entry.mod_revision).then(Op::del(key, DeleteOptions{.prev_kv = true}));
-  // Sent again after an unknown outcome: whether the item is still there
-  // tells a conflict from a possible loss.
-  if (again) txn.otherwise(Op::get(key, GetOptions{.keys_only = true}));
-  run_on_strand(link->strand(), link->client().txn(std::move(txn)),
-                [self = shared_from_this(), t, pick = std::move(pick), decoded = std::move(decoded), again,
-                 sent](Result<TxnResponse> r) mutable {
+  const std::string item_key = key;  // `pick` moves into the continuation
+  const ViewEntry entry = pick.entry;
+  driver_->take(t->link, item_key, entry, std::move(decoded),
+                [self = shared_from_this(), t, pick = std::move(pick), sent](TakeDriver::Outcome outcome) mutable {
                   self->observe_rtt(sent);
-                  self->on_take(t, pick, std::move(decoded), again, std::move(r));
+                  self->on_take(t, pick, std::move(outcome));
                 });
 }
 
-void QueueConsumer::on_take(const std::shared_ptr<Taker>& t, const Pick& pick, std::shared_ptr<void> decoded,
-                            bool again, Result<TxnResponse> r) {
+void QueueConsumer::on_take(const std::shared_ptr<Taker>& t, const Pick& pick, TakeDriver::Outcome outcome) {
   const std::string& key = pick.position.second;
-  if (!r.ok() && r.status().is(Errc::kOutcomeUnknown) && !again) {
-    // The guarded delete may or may not have applied: send it once more
-    // (still guarded, so it deletes nothing that another consumer got).
-    return send_take(t, pick, std::move(decoded), true);
-  }
   busy_.erase(key);
   t->claiming = false;
-  if (r.ok() && r->succeeded) {
-    failures_ = 0;
-    order_.erase(pick.position.first, key);
-    const auto& del = r->responses.at(0).del();
-    TakenItem item{key, pick.entry.value, pick.entry.create_revision, std::move(decoded)};
-    if (!del.prev_kvs.empty()) {
-      item.value = del.prev_kvs.front().value;
-      item.revision = del.prev_kvs.front().create_revision;
-    }
-    if (contended_ > 0) --contended_;
-    core_->metrics().add("etcd_recipes_queue_dequeued_total", labels_, 1);
-    finish(t, std::optional<TakenItem>(std::move(item)));
-    return pump();
-  }
-  const bool unknown_again = again && !r.ok() && r.status().is(Errc::kOutcomeUnknown);
-  const bool gone_after_unknown = again && r.ok() && r->responses.at(0).get().kvs.empty();
-  if (unknown_again || gone_after_unknown) {
-    // Our first delete may have taken it without anyone receiving it.
-    core_->metrics().add("etcd_recipes_queue_lost_total", labels_, 1);
-    core_->record_error(Status(StatusCode::kUnavailable,
-                               "the take of " + key +
-                                   " had an unknown outcome and the item is gone: if that take deleted it, the item "
-                                   "is lost",
-                               Errc::kOutcomeUnknown));
-  }
-  if (r.ok() || unknown_again) {
-    // Another consumer took it (or it changed) first: skip it until the
-    // view says what became of it.
-    if (order_.contains(pick.position.first, key)) stale_.insert(key);
-    if (r.ok()) {
-      core_->metrics().add("etcd_recipes_queue_take_conflicts_total", labels_, 1);
+  using Kind = TakeDriver::Outcome::Kind;
+  switch (outcome.kind) {
+    case Kind::kTaken:
+      failures_ = 0;
+      if (outcome.removed) order_.erase(pick.position.first, key);
+      if (contended_ > 0) --contended_;
+      finish(t, std::optional<TakenItem>(std::move(outcome.item)));
+      return pump();
+    case Kind::kDiverted:
+      // Gone from the queue without a delivery: the taker waits on.
+      failures_ = 0;
+      order_.erase(pick.position.first, key);
+      return repark(t);
+    case Kind::kConflict:
+      // Another consumer took it (or it changed) first: skip it until the
+      // view says what became of it.
+      if (order_.contains(pick.position.first, key)) stale_.insert(key);
+      core_->metrics().add(metric("_take_conflicts_total"), labels_, 1);
       contended_ = kContendedTakes;
-    }
-    return repark(t);
+      return repark(t);
+    case Kind::kFailed:
+      break;
   }
-  const Status& st = r.status();
+  const Status& st = outcome.status;
   if (transient(st)) {
     ++failures_;
     if (t->end) return repark(t);

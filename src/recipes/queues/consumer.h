@@ -1,14 +1,17 @@
-// The take side of a queue (internal): one PrefixView of NAME/items/ per
-// queue object, the items in commit order (CreateOrder), and the object's
-// parked consumers ("takers"), each handed a distinct item and taking it
-// with one guarded delete. Everything here runs on the recipe's strand,
-// where the view's batches arrive. Semantics and costs:
-// include/etcd/recipes/queue.h.
+// The take side of the queues (internal): one PrefixView per queue object,
+// the items in commit order (CreateOrder), and the object's parked
+// consumers ("takers"), each handed a distinct item. What an item is, when
+// it is ready and how it is taken is the queue kind's TakeDriver: a plain
+// delete (DistributedQueue), a claim bound to a lease (DistributedWork-
+// Queue). Everything here runs on the recipe's strand, where the view's
+// batches arrive. Semantics and costs: include/etcd/recipes/queue.h and
+// work_queue.h.
 #pragma once
 
 #include <algorithm>
 #include <asio/steady_timer.hpp>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -19,6 +22,7 @@
 #include <set>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -30,6 +34,51 @@
 #include "etcd/recipes/queue.h"
 
 namespace etcd::recipes::detail {
+
+// What a queue kind decides (see the file comment). Called on the strand.
+class TakeDriver : public std::enable_shared_from_this<TakeDriver> {
+ public:
+  struct Outcome {
+    enum class Kind {
+      kTaken,     // the item is the taker's
+      kConflict,  // another consumer got it (or it changed) first
+      kDiverted,  // the item left the queue without being delivered (a dead letter)
+      kFailed,    // `status`; a transient one is retried
+    };
+    Kind kind = Kind::kFailed;
+    TakenItem item{};
+    // kTaken: the take deleted the item's key (it leaves the order at once).
+    bool removed = true;
+    Status status{};
+  };
+  using OutcomeCallback = std::function<void(Outcome)>;
+
+  virtual ~TakeDriver() = default;
+  // Keys of the view that are items; the others only inform ready().
+  virtual bool is_item(std::string_view key) const {
+    (void)key;
+    return true;
+  }
+  // Sees each event of the view (`revision`: the batch's) before the
+  // engine indexes it, and names the item whose skip marks it clears.
+  virtual std::string note(const ViewEvent& ev, int64_t revision) {
+    (void)revision;
+    return ev.key;
+  }
+  // Whether the item at `key` can be taken now.
+  virtual bool ready(const std::string& key, std::chrono::system_clock::time_point now) const {
+    (void)key;
+    (void)now;
+    return true;
+  }
+  // The earliest time at which an item waiting only for its delay is ready.
+  virtual std::optional<std::chrono::system_clock::time_point> next_ready_time() const { return std::nullopt; }
+  // Sends the take of the item at `key` (`entry`: as the view has it;
+  // `decoded`: what the engine's check made of it). `done` runs on the
+  // strand, exactly once.
+  virtual void take(const std::shared_ptr<ClientLink>& link, const std::string& key, const ViewEntry& entry,
+                    std::shared_ptr<void> decoded, OutcomeCallback done) = 0;
+};
 
 class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
  public:
@@ -43,7 +92,11 @@ class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
   static constexpr int kContendedTakes = 64;
   static constexpr double kJitterRtts = 3;
 
-  QueueConsumer(std::shared_ptr<RecipeCore> core, std::string items, Labels labels, TakeCheck check);
+  // `items`: the prefix of the item keys; `range`: the view's prefix (it
+  // may hold other keys the driver reads, e.g. claims); `metric`: the
+  // prefix of the engine's metric names ("etcd_recipes_queue").
+  QueueConsumer(std::shared_ptr<RecipeCore> core, std::string items, std::string range, std::string metric,
+                Labels labels, TakeCheck check, std::shared_ptr<TakeDriver> driver);
   // Called once, right after construction (the view's handler refers back
   // to this object weakly).
   void attach();
@@ -90,12 +143,13 @@ class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
   void pump();
   std::optional<Pick> next_item();
   void claim(const std::shared_ptr<Taker>& t, Pick pick);
-  void send_take(const std::shared_ptr<Taker>& t, Pick pick, std::shared_ptr<void> decoded, bool again);
-  void on_take(const std::shared_ptr<Taker>& t, const Pick& pick, std::shared_ptr<void> decoded, bool again,
-               Result<TxnResponse> r);
+  void on_take(const std::shared_ptr<Taker>& t, const Pick& pick, TakeDriver::Outcome outcome);
   void repark(const std::shared_ptr<Taker>& t);
   void check_empty(const std::shared_ptr<Taker>& t);
   void pump_later();
+  // Arms the timer for the next delayed item while takers are parked.
+  void wake_for_delays();
+  std::string metric(const char* name) const { return metric_ + name; }
   void observe_rtt(Clock::time_point sent) {
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - sent).count();
     rtt_ms_ = std::clamp(0.8 * rtt_ms_ + 0.2 * ms, 0.2, 20.0);
@@ -108,8 +162,11 @@ class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
 
   const std::shared_ptr<RecipeCore> core_;
   const std::string items_;
+  const std::string range_;
+  const std::string metric_;
   const Labels labels_;
   const TakeCheck check_;
+  const std::shared_ptr<TakeDriver> driver_;
   std::shared_ptr<PrefixView> view_;  // set by attach()
   ListenerSet<const std::string&, const Status&> poison_listeners_;
 
@@ -127,6 +184,8 @@ class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
   int failures_ = 0;  // transient take failures in a row
   std::shared_ptr<asio::steady_timer> retry_timer_;
   std::shared_ptr<asio::steady_timer> jitter_timer_;
+  std::shared_ptr<asio::steady_timer> delay_timer_;
+  std::optional<std::chrono::system_clock::time_point> delay_timer_at_;
   bool jitter_passed_ = false;  // the pump that the jitter timer runs
   double rtt_ms_ = 1;           // moving average of a take's round trip
   std::minstd_rand rng_;

@@ -6,6 +6,7 @@
 #include "../core/calls.h"
 #include "../core/recipe_core.h"
 #include "consumer.h"
+#include "delete_take.h"
 #include "producer.h"
 
 namespace etcd::recipes {
@@ -19,7 +20,8 @@ class QueueState {
         items(name + "/items/"),
         labels{{"queue", name}},
         producer(std::make_shared<QueueProducer>(core, items, name + "/producers/", labels)),
-        consumer(std::make_shared<QueueConsumer>(core, items, labels, std::move(check))) {
+        consumer(std::make_shared<QueueConsumer>(core, items, items, "etcd_recipes_queue", labels, check,
+                                                 std::make_shared<DeleteTake>(core, labels, check != nullptr))) {
     consumer->attach();
   }
 
