@@ -31,6 +31,7 @@
 #include "etcd/recipes/queue.h"
 #include "etcd/recipes/rwlock.h"
 #include "etcd/recipes/semaphore.h"
+#include "etcd/recipes/work_queue.h"
 #include "support/etcd_fixture.h"
 
 namespace etcd::test {
@@ -255,6 +256,24 @@ struct TypedQueueAdapter : QueueAdapterOf<TypedQueue<int64_t>> {
   }
 };
 
+// Work queues: a receive waits while no item is ready.
+template <class Q>
+struct WorkQueueAdapterOf {
+  using Recipe = Q;
+  static Recipe make(Client c, std::string name, RecipeOptions o) {
+    return Recipe(c, std::move(name), recipes::WorkQueueOptions{.recipe = std::move(o)});
+  }
+  static Call<void> operation(Recipe& r, Client& c) { return as_void(r.receive(), c.executor()); }
+  static std::any block(Client&, const std::string&) { return {}; }
+  static void prepare(Client& c, const std::string& name) { (void)c.put(name + "/items/x", "7").wait().value(); }
+  static bool timed_wait(Recipe& r, std::chrono::milliseconds d) { return r.receive_for(d).has_value(); }
+  // Its only listeners are those of every recipe.
+  static constexpr bool kListens = false;
+  static std::any listen(Recipe&, std::function<void()>, Client&) { return {}; }
+};
+struct WorkQueueAdapter : WorkQueueAdapterOf<recipes::DistributedWorkQueue> {};
+struct TypedWorkQueueAdapter : WorkQueueAdapterOf<recipes::TypedWorkQueue<int64_t>> {};
+
 template <class A>
 constexpr bool listens() {
   if constexpr (requires { A::kListens; }) {
@@ -310,13 +329,16 @@ class Conformance : public SingleMemberTest {
 
 using Recipes = ::testing::Types<MutexAdapter, RwSideAdapter<DistributedReadWriteLock::Mode::kRead>,
                                  RwSideAdapter<DistributedReadWriteLock::Mode::kWrite>, SemaphoreAdapter, LatchAdapter,
-                                 SelectorAdapter, ObserverAdapter, QueueAdapter, TypedQueueAdapter>;
+                                 SelectorAdapter, ObserverAdapter, QueueAdapter, TypedQueueAdapter, WorkQueueAdapter,
+                                 TypedWorkQueueAdapter>;
 class Names {
  public:
   template <class T>
   static std::string GetName(int i) {
-    static const char* names[] = {"Mutex",          "RwRead",         "RwWrite",          "Semaphore", "LeaderLatch",
-                                  "LeaderSelector", "LeaderObserver", "DistributedQueue", "TypedQueue"};
+    static const char* names[] = {
+        "Mutex",          "RwRead",         "RwWrite",          "Semaphore",  "LeaderLatch",
+        "LeaderSelector", "LeaderObserver", "DistributedQueue", "TypedQueue", "DistributedWorkQueue",
+        "TypedWorkQueue"};
     return names[i];
   }
 };

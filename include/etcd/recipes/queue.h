@@ -194,6 +194,11 @@ class QueueBase : public RecipeHandle {
                        CallOptions options, Callback<R> done) { start(std::move(options), std::move(done)); },
                    std::move(executor));
   }
+  // The decoded value of the item in `r` (ok, with an item), moved out.
+  // Out of line: the same code inline in a typed queue's template trips
+  // GCC 12's -Wmaybe-uninitialized (a false positive about the Result's
+  // variant) in some users' -Werror builds.
+  static std::shared_ptr<void> decoded_of(Result<std::optional<TakenItem>>& r);
   // `status`, named after this recipe ("TypedQueue[/q]: ...").
   Status named(Status status) const;
   // Listeners of items the check refused (TypedQueue::on_poison).
@@ -293,7 +298,7 @@ class TypedQueue : public detail::QueueBase {
       start_take(state, false, std::move(options),
                  [done = std::move(done)](Result<std::optional<detail::TakenItem>> r) {
                    if (!r.ok()) return done(std::move(r).status());
-                   done(take_value(std::move(**r)));
+                   done(take_value(decoded_of(r)));
                  });
     });
   }
@@ -303,7 +308,7 @@ class TypedQueue : public detail::QueueBase {
       start_take(state, true, std::move(options), [done = std::move(done)](Result<std::optional<detail::TakenItem>> r) {
         if (!r.ok()) return done(std::move(r).status());
         if (!*r) return done(std::optional<T>());
-        done(std::optional<T>(take_value(std::move(**r))));
+        done(std::optional<T>(take_value(decoded_of(r))));
       });
     });
   }
@@ -316,7 +321,7 @@ class TypedQueue : public detail::QueueBase {
   std::optional<T> dequeue_until(std::chrono::time_point<Cl, D> t) {
     auto item = take_until(Clock::now() + std::chrono::duration_cast<Clock::duration>(t - Cl::now()));
     if (!item) return std::nullopt;
-    return take_value(std::move(*item));
+    return take_value(std::move(item->decoded));
   }
 
   // Runs (on the client's executor, in order) each time this object meets
@@ -337,7 +342,7 @@ class TypedQueue : public detail::QueueBase {
       return std::shared_ptr<void>(std::make_shared<T>(std::move(*decoded)));
     };
   }
-  static T take_value(detail::TakenItem item) { return std::move(*std::static_pointer_cast<T>(item.decoded)); }
+  static T take_value(std::shared_ptr<void> decoded) { return std::move(*std::static_pointer_cast<T>(decoded)); }
   Call<Enqueued> refuse(Status why) {
     return this->template make_call<Enqueued>(
         [why = this->named(std::move(why))](CallOptions, Callback<Enqueued> done) { done(why); });

@@ -151,8 +151,7 @@ struct ClaimedItem {
 };
 
 // Decodes a payload for a typed queue (null: untyped).
-using WorkDecode =
-    std::function<Result<std::shared_ptr<void>>(const std::string& key, const std::string& payload)>;
+using WorkDecode = std::function<Result<std::shared_ptr<void>>(const std::string& key, const std::string& payload)>;
 
 // The claim of one delivered item (shared by copies of its WorkItem).
 class WorkItemBase {
@@ -209,7 +208,9 @@ class WorkQueueBase : public RecipeHandle {
   // Starts a receive: waits for an item, or (try_only) answers none when
   // no item is ready. `done` runs once, on any thread.
   static void start_receive(const std::shared_ptr<WorkQueueState>& state, bool try_only, CallOptions options,
-                            Callback<std::optional<ClaimedItem>> done);
+                            Callback<std::optional<TakenItem>> done);
+  // The delivery in `r` (ok, with an item), moved out.
+  static ClaimedItem to_claimed(Result<std::optional<TakenItem>>& r);
   // A receive whose result goes through `convert(ClaimedItem) -> R`
   // (try_only: R is an optional, empty when no item was ready).
   template <class R, class F>
@@ -219,13 +220,13 @@ class WorkQueueBase : public RecipeHandle {
         [keep = std::move(keep), state = state_, try_only, convert = std::move(convert)](CallOptions options,
                                                                                         Callback<R> done) {
           start_receive(state, try_only, std::move(options),
-                        [convert, done = std::move(done)](Result<std::optional<ClaimedItem>> r) {
+                        [convert, done = std::move(done)](Result<std::optional<TakenItem>> r) {
                           if (!r.ok()) return done(std::move(r).status());
                           if constexpr (requires { typename R::value_type; }) {
                             if (!*r) return done(R());
-                            done(R(convert(std::move(**r))));
+                            done(R(convert(to_claimed(r))));
                           } else {
-                            done(convert(std::move(**r)));
+                            done(convert(to_claimed(r)));
                           }
                         });
         },
@@ -241,7 +242,6 @@ class WorkQueueBase : public RecipeHandle {
   std::pair<std::shared_ptr<void>, Executor> call_context() const;
 
  protected:
-
   std::shared_ptr<WorkQueueState> state_;
 };
 

@@ -72,7 +72,7 @@ class TakeDriver : public std::enable_shared_from_this<TakeDriver> {
     return true;
   }
   // The earliest time at which an item waiting only for its delay is ready.
-  virtual std::optional<std::chrono::system_clock::time_point> next_ready_time() const { return std::nullopt; }
+  virtual std::optional<std::chrono::system_clock::time_point> next_ready_time() { return std::nullopt; }
   // Sends the take of the item at `key` (`entry`: as the view has it;
   // `decoded`: what the engine's check made of it). `done` runs on the
   // strand, exactly once.

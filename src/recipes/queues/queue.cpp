@@ -68,6 +68,8 @@ void QueueBase::start_take(const std::shared_ptr<QueueState>& state, bool try_on
   state->consumer->take(try_only, options, std::move(done));
 }
 
+std::shared_ptr<void> QueueBase::decoded_of(Result<std::optional<TakenItem>>& r) { return std::move((*r)->decoded); }
+
 Status QueueBase::named(Status status) const { return state_->core->named(std::move(status)); }
 
 Subscription QueueBase::add_poison_listener(std::function<void(const std::string&, const Status&)> listener) {
