@@ -9,10 +9,11 @@ namespace etcd_cli {
 
 void add_kv_commands(Commands& commands);
 void add_lease_commands(Commands& commands);
-void add_status_commands(Commands& commands);    // status, member list
-void add_lock_commands(Commands& commands);      // lock, semaphore, rwlock
-void add_election_commands(Commands& commands);  // elect, observe
-void add_queue_commands(Commands& commands);     // queue push, pop, size
+void add_status_commands(Commands& commands);     // status, member list
+void add_lock_commands(Commands& commands);       // lock, semaphore, rwlock
+void add_election_commands(Commands& commands);   // elect, observe
+void add_queue_commands(Commands& commands);      // queue push, pop, size
+void add_workqueue_commands(Commands& commands);  // workqueue push, work, size, dead letters
 void add_demo_command(Commands& commands);
 
 }  // namespace etcd_cli

@@ -6,12 +6,14 @@
 // handover, leader failover, a work queue surviving a crashed worker) are
 // new functions plus a row in that table.
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <deque>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -402,6 +404,170 @@ void lock_handover(Demo& d) {
   d.say("process B's command finished; B released " + lock + " and exited 0");
 }
 
+// One `etcd-recipes workqueue work` process of the work-queue scene, and
+// what it and its commands printed so far (stderr merged into stdout).
+struct WorkerProcess {
+  WorkerProcess(std::string n, ChildProcess p) : name(std::move(n)), process(std::move(p)) {}
+
+  struct Start {
+    std::string job;
+    int attempt = 0;
+    etcd::Deadline at{};
+  };
+
+  std::string name;
+  ChildProcess process;
+  size_t seen = 0;
+  std::map<std::string, std::string> job_of;  // item id -> job
+  std::vector<Start> starts;
+  std::optional<std::string> working_on;  // the job its command runs now
+  int acked = 0;
+  std::optional<int> exit_code;
+  bool killed = false;
+
+  // Reads what the process printed meanwhile (waits up to ~25 ms) and
+  // narrates it: its command's "starts JOB ID ATTEMPT" and the worker's own
+  // report lines ("... item ID attempt N: RESULT (T s)").
+  void poll(const Demo& d) {
+    if (!exit_code && !killed) {
+      exit_code = process.wait(d.ctx.stop(), etcd::Clock::now() + 25ms);
+      if (d.ctx.stop().stop_requested()) throw Interrupted{};
+    }
+    const std::string& out = process.output();
+    for (size_t nl; (nl = out.find('\n', seen)) != std::string::npos; seen = nl + 1) {
+      const std::string line = out.substr(seen, nl - seen);
+      std::istringstream words(line);
+      std::string word;
+      words >> word;
+      if (word == "starts") {
+        Start s;
+        std::string id;
+        words >> s.job >> id >> s.attempt;
+        s.at = etcd::Clock::now();
+        job_of[id] = s.job;
+        working_on = s.job;
+        starts.push_back(s);
+        d.say(cat("worker ", name, " starts ", s.job, " (attempt ", s.attempt, ")"));
+        continue;
+      }
+      const auto item = line.find(": item ");
+      if (item == std::string::npos) continue;
+      std::istringstream report(line.substr(item + 7));
+      std::string id, attempt_word, attempt;
+      report >> id >> attempt_word >> attempt;
+      std::string rest;
+      std::getline(report, rest);
+      const auto job = job_of.contains(id) ? job_of[id] : id;
+      if (rest.find("acked") != std::string::npos) ++acked;
+      if (working_on == job) working_on.reset();
+      d.say(cat("worker ", name, ": ", job, rest));
+    }
+  }
+};
+
+// Two workers share a work queue; one is SIGKILLed in the middle of a job,
+// which comes back to the other once the dead worker's lease expires (the
+// visibility timeout), and nothing is lost.
+void work_queue_crash(Demo& d) {
+  const std::string queue = "jobs";
+  const std::string visibility = "2";
+  // $0 is the worker's name; the job's value comes on standard input.
+  const std::string script = "job=$(cat); echo starts $job $ETCD_RECIPES_ITEM_ID $ETCD_RECIPES_ATTEMPT; sleep 1.5";
+  d.run_self({"workqueue", "push", queue, "job-1", "job-2", "job-3", "job-4"});
+  d.say(cat("4 jobs in the work queue ", queue, " (one transaction); each stays until a worker acks it"));
+
+  std::optional<WorkerProcess> a;
+  std::optional<WorkerProcess> b;
+  // However the step ends: SIGTERM, on which `work` stops its command and
+  // gives its job back at once.
+  struct StopBoth {
+    std::optional<WorkerProcess>& a;
+    std::optional<WorkerProcess>& b;
+    ~StopBoth() {
+      for (auto* w : {&b, &a}) {
+        if (*w) (*w)->process.terminate();
+      }
+    }
+  } stop_both{a, b};
+  auto start = [&](std::optional<WorkerProcess>& w, const std::string& name, const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"workqueue", "work", queue, "--visibility", visibility};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--", "sh", "-c", script, name});
+    std::vector<std::string> argv = {d.self, "--endpoints", d.cluster->endpoints_csv(), "--timeout",
+                                     d.ctx.global().timeout};
+    argv.insert(argv.end(), args.begin(), args.end());
+    w.emplace(name, ChildProcess::spawn(argv, true));
+    d.say(cat("worker ", name, " (pid ", w->process.pid(), ") started: etcd-recipes ", shell_words(args)));
+  };
+  auto until = [&](auto done, std::string_view what) {
+    const auto deadline = etcd::Clock::now() + 20s;
+    for (;;) {
+      if (a) a->poll(d);
+      if (b) b->poll(d);
+      for (auto* w : {&a, &b}) {
+        if (*w && (*w)->exit_code && *(*w)->exit_code != 0) {
+          throw StepFailed(cat("worker ", (*w)->name, " exited ", *(*w)->exit_code));
+        }
+      }
+      if (done()) return;
+      if (etcd::Clock::now() >= deadline) throw StepFailed(cat("timed out waiting until ", what));
+    }
+  };
+
+  start(a, "A", {});
+  until([&] { return a->working_on.has_value(); }, "worker A starts a job");
+  start(b, "B", {"--idle-exit", "1500ms"});
+  until([&] { return b->working_on.has_value(); }, "worker B starts a job");
+
+  const std::string lost_job = *a->working_on;
+  const pid_t a_pid = a->process.pid();
+  a->process.kill_now();
+  a->killed = true;
+  const auto killed_at = etcd::Clock::now();
+  d.say(cat("SIGKILL worker A (pid ", a_pid, ") in the middle of ", lost_job,
+            ": its command dies with it; the job stays claimed until A's lease expires (--visibility ", visibility,
+            "s), then comes back in its place in line"));
+
+  // The claim of the killed worker's job goes when its lease expires.
+  std::string lost_claim;
+  for (const auto& [id, job] : a->job_of) {
+    if (job == lost_job) lost_claim = queue + "/claims/" + id;
+  }
+  bool claim_gone = false;
+  until(
+      [&] {
+        if (!claim_gone && !d.call(d.etcd().get(lost_claim), "get " + lost_claim).first()) {
+          claim_gone = true;
+          char after[32];
+          std::snprintf(after, sizeof after, "%.1f s",
+                        std::chrono::duration<double>(etcd::Clock::now() - killed_at).count());
+          d.say(cat("worker A's lease expired ", after, " after the kill: etcd deleted its claim on ", lost_job,
+                    ", which is ready again, first in line"));
+        }
+        return std::any_of(b->starts.begin(), b->starts.end(), [&](const auto& s) { return s.job == lost_job; });
+      },
+      "worker B gets " + lost_job);
+  const auto& again =
+      *std::find_if(b->starts.begin(), b->starts.end(), [&](const auto& s) { return s.job == lost_job; });
+  if (again.attempt < 2) throw StepFailed(cat(lost_job, " came back with attempt ", again.attempt));
+  char after[32];
+  std::snprintf(after, sizeof after, "%.1f s", std::chrono::duration<double>(again.at - killed_at).count());
+  d.say(cat(lost_job, " was redelivered to worker B at its next receive, ", after, " after the kill (attempt ",
+            again.attempt, ")"));
+
+  until([&] { return b->exit_code.has_value(); }, "worker B has nothing left to do and exits");
+  d.say("worker B found no job for 1.5 s (--idle-exit) and exited 0");
+  etcd::GetOptions count;
+  count.prefix = true;
+  count.count_only = true;
+  const auto left = d.call(d.etcd().get(queue + "/items/", count), "count " + queue + "/items/").count;
+  const auto dead = d.call(d.etcd().get(queue + "/dead/", count), "count " + queue + "/dead/").count;
+  if (left != 0 || dead != 0) throw StepFailed(cat(left, " jobs left in ", queue, ", ", dead, " dead letters"));
+  if (a->acked + b->acked < 3) throw StepFailed(cat("only ", a->acked + b->acked, " acks were reported"));
+  d.say(cat("the queue is empty, no dead letters: every job acked (", lost_job,
+            " twice delivered, once done), none lost"));
+}
+
 struct Step {
   std::string_view title;
   void (*run)(Demo&);
@@ -417,6 +583,7 @@ constexpr Step kSteps[] = {
     {"revoking the lease deletes its key", revoke_lease},
     {"cluster status", cluster_status},
     {"lock handover between processes", lock_handover},
+    {"a work queue survives a worker killed mid-job", work_queue_crash},
 };
 
 // Stops everything the demo started and says so; the destructors do the

@@ -228,6 +228,27 @@ int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Holdable&
     complain(cat("cannot run ", program, ": ", std::strerror(err)));
     return err == ENOENT ? kExitNotFound : kExitCannotRun;
   }
+  const Supervised run =
+      supervise(ctx, cmd,
+                {.lost = held,
+                 .kill_after = kill_after,
+                 .kill_after_text = a.kill_after,
+                 .on_lost =
+                     [&] {
+                       complain(cat(kind.noun, " was lost (", loss->describe(), "): sent SIGTERM to ", program,
+                                    " (process group ", cmd.pid(), ")"));
+                     },
+                 .complain = complain});
+  if (run.lost || held.stop_requested()) {
+    if (!run.lost) complain(cat(kind.noun, " was lost (", loss->describe(), ") as ", program, " exited"));
+    return kExitHoldLost;
+  }
+  const int released = release();
+  return released != kExitOk ? released : run.status;
+}
+
+Supervised supervise(Context& ctx, CommandGroup& cmd, const SuperviseOptions& o) {
+  const std::string program = cmd.program();
   set_forced_exit_group(cmd.pid());
   // Until the group is gone: its id may be reused after that.
   struct Unregister {
@@ -239,32 +260,30 @@ int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Holdable&
   // --kill-after.
   Wakeup wake;
   std::stop_callback on_signal(ctx.stop(), [&wake] { wake.notify(); });
-  std::stop_callback on_loss(held, [&wake] { wake.notify(); });
-  bool stopping = false;
-  bool lost = false;
+  std::stop_callback on_loss(o.lost, [&wake] { wake.notify(); });
+  Supervised run;
   std::optional<etcd::Deadline> kill_at;
   std::optional<int> status;
   for (;;) {
     if ((status = cmd.try_reap())) break;
-    if (!lost && held.stop_requested()) {
+    if (!run.lost && o.lost.stop_requested()) {
       // Stop the work first, then talk about it.
-      lost = true;
+      run.lost = true;
       cmd.signal(SIGTERM);
-      if (!kill_at || *kill_at > etcd::Clock::now() + kill_after) kill_at = etcd::Clock::now() + kill_after;
-      complain(cat(kind.noun, " was lost (", loss->describe(), "): sent SIGTERM to ", program, " (process group ",
-                   cmd.pid(), ")"));
+      if (!kill_at || *kill_at > etcd::Clock::now() + o.kill_after) kill_at = etcd::Clock::now() + o.kill_after;
+      if (o.on_lost) o.on_lost();
     }
-    if (!stopping && ctx.stop().stop_requested()) {
-      stopping = true;
+    if (!run.signalled && ctx.stop().stop_requested()) {
+      run.signalled = true;
       // A signal from the terminal went to its foreground group; if that
       // is CMD's group, CMD has it already and must not get it twice.
       if (!(stop_signal_from_terminal() && cmd.owns_terminal())) cmd.signal(stop_signal());
-      if (!kill_at) kill_at = etcd::Clock::now() + kill_after;
+      if (!kill_at) kill_at = etcd::Clock::now() + o.kill_after;
     }
     if (kill_at && *kill_at != etcd::Deadline::max() && etcd::Clock::now() >= *kill_at) {
       cmd.signal(SIGKILL);
-      complain(cat(program, " (process group ", cmd.pid(), ") still running ", a.kill_after, " after ",
-                   lost ? "SIGTERM" : "the signal", ": sent SIGKILL"));
+      o.complain(cat(program, " (process group ", cmd.pid(), ") still running ", o.kill_after_text, " after ",
+                     run.lost ? "SIGTERM" : "the signal", ": sent SIGKILL"));
       kill_at = etcd::Deadline::max();
     }
     pollfd fds[2] = {{.fd = cmd.exit_fd(), .events = POLLIN, .revents = 0},
@@ -274,20 +293,16 @@ int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Holdable&
     }
     if (fds[1].revents != 0) wake.clear();
   }
+  run.status = *status;
   // CMD is gone; what it left in its group must not outlive the hold either.
-  const auto rest_kill_at = kill_at.value_or(etcd::Clock::now() + kill_after);
+  const auto rest_kill_at = kill_at.value_or(etcd::Clock::now() + o.kill_after);
   const int left = cmd.end_rest(rest_kill_at);
   set_forced_exit_group(0);
   if (left > 0) {
-    complain(cat(program, " exited and left ", left, left == 1 ? " process" : " processes",
-                 " in its process group: stopped (SIGTERM, SIGKILL after --kill-after)"));
+    o.complain(cat(program, " exited and left ", left, left == 1 ? " process" : " processes",
+                   " in its process group: stopped (SIGTERM, SIGKILL after --kill-after)"));
   }
-  if (lost || held.stop_requested()) {
-    if (!lost) complain(cat(kind.noun, " was lost (", loss->describe(), ") as ", program, " exited"));
-    return kExitHoldLost;
-  }
-  const int released = release();
-  return released != kExitOk ? released : *status;
+  return run;
 }
 
 }  // namespace etcd_cli

@@ -29,6 +29,7 @@
 #include "etcd/recipes/hold.h"
 #include "etcd/recipes/recipe.h"
 #include "etcd/session.h"
+#include "process.h"
 
 namespace etcd_cli {
 
@@ -81,6 +82,34 @@ std::string hold_footer(
     const std::string& noun, const std::string& key_env, const std::string& token_env = kTokenEnv,
     const std::string& token_meaning = "the fencing token: it strictly increases from one holder to the next");
 int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Holdable& holdable, etcd::Session& session);
+
+// How supervise() watches a started CMD.
+struct SuperviseOptions {
+  // The loss of what CMD runs under (a hold, a work item's claim): CMD's
+  // group gets SIGTERM, then SIGKILL after kill_after.
+  std::stop_token lost{};
+  std::chrono::milliseconds kill_after{3000};
+  std::string kill_after_text = "3s";  // as the user gave it, for messages
+  // Called right after the loss's SIGTERM was sent (null: say nothing).
+  std::function<void()> on_lost{};
+  // Reports a SIGKILL and processes CMD left behind in its group.
+  std::function<void(const std::string&)> complain{};
+};
+
+// What supervise() saw.
+struct Supervised {
+  int status = 0;          // CMD's exit status as a shell reports it (128+N: signal N)
+  bool lost = false;       // `lost` was requested while CMD ran: its group got SIGTERM
+  bool signalled = false;  // a stop signal (ctx.stop()) was passed on to its group
+};
+
+// The runner of every CMD the tool protects (holds, work items): returns
+// once CMD (started in `cmd`) has exited and nothing of its group is left.
+// A stop signal is passed on to the group once, SIGKILL following after
+// kill_after; the loss gets the group SIGTERM, SIGKILL after kill_after;
+// what CMD leaves in its group is stopped before this returns. A second
+// signal SIGKILLs the group (set_forced_exit_group) while it may exist.
+Supervised supervise(Context& ctx, CommandGroup& cmd, const SuperviseOptions& options);
 
 // Runs `make` on a fresh session of --ttl and holds what it gives; the
 // session is ended (its lease revoked) before this returns.

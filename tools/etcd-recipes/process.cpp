@@ -27,7 +27,7 @@ extern char** environ;
 
 namespace etcd_cli {
 
-ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv) {
+ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv, bool merge_stderr) {
   if (argv.empty()) throw std::invalid_argument("ChildProcess::spawn: empty argv");
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe2");
@@ -35,6 +35,7 @@ ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  if (merge_stderr) posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
 
   // The child starts with default signal handling whatever this process
   // blocks or ignores, so it can be interrupted and killed normally.
@@ -200,8 +201,15 @@ int shell_status(int status) {
 
 }  // namespace
 
-int CommandGroup::start(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+int check_program(const std::string& name) {
+  int err = 0;
+  (void)find_program(name, err);
+  return err;
+}
+
+int CommandGroup::start(const std::vector<std::string>& argv, const std::vector<std::string>& env, int stdin_fd) {
   if (argv.empty()) return ENOENT;
+  program_ = argv.front();
   int err = 0;
   const std::string program = find_program(argv.front(), err);
   if (err != 0) return err;
@@ -265,7 +273,8 @@ int CommandGroup::start(const std::vector<std::string>& argv, const std::vector<
       if (handled[sig] || sig == SIGPIPE) ::sigaction(sig, &dfl, nullptr);
     }
     int code = 0;
-    if (::setpgid(0, 0) != 0 || ::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) code = errno;
+    if (stdin_fd > 0 && ::dup2(stdin_fd, STDIN_FILENO) < 0) code = errno;
+    if (code == 0 && (::setpgid(0, 0) != 0 || ::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)) code = errno;
     // The parent may have died before prctl: then no signal will come.
     if (code == 0 && ::getppid() != parent) ::_exit(kExitSignalBase + SIGKILL);
     if (code == 0) {

@@ -13,13 +13,14 @@
 
 namespace etcd_cli {
 
-// A running child whose stdout is captured (stderr passes through). The
-// destructor kills and reaps a child that is still running, so no process
-// outlives the scope that started it.
+// A running child whose stdout is captured (stderr passes through unless
+// merged). The destructor kills and reaps a child that is still running, so
+// no process outlives the scope that started it.
 class ChildProcess {
  public:
-  // Throws std::system_error if the program cannot be started.
-  static ChildProcess spawn(const std::vector<std::string>& argv);
+  // Throws std::system_error if the program cannot be started. With
+  // `merge_stderr`, its stderr is captured too, into the same stream.
+  static ChildProcess spawn(const std::vector<std::string>& argv, bool merge_stderr = false);
 
   ChildProcess(ChildProcess&& other) noexcept;
   ChildProcess& operator=(ChildProcess&& other) noexcept;
@@ -69,11 +70,13 @@ class CommandGroup {
   ~CommandGroup();
 
   // Starts argv (searched in PATH) with stdio inherited and `env`
-  // ("NAME=value") added to this process's environment. Returns 0, or the
-  // errno of the failure (ENOENT: not found; the command did not start).
-  int start(const std::vector<std::string>& argv, const std::vector<std::string>& env);
+  // ("NAME=value") added to this process's environment; with `stdin_fd`
+  // (>= 0), that descriptor is CMD's standard input instead. Returns 0, or
+  // the errno of the failure (ENOENT: not found; the command did not start).
+  int start(const std::vector<std::string>& argv, const std::vector<std::string>& env, int stdin_fd = -1);
 
-  pid_t pid() const noexcept { return pid_; }  // also the group's id
+  pid_t pid() const noexcept { return pid_; }                       // also the group's id
+  const std::string& program() const noexcept { return program_; }  // argv[0]
   // Readable once CMD (the group's leader) has exited: a pidfd, or on a
   // kernel without pidfds an eventfd a waiter thread signals.
   int exit_fd() const noexcept { return exit_fd_; }
@@ -98,12 +101,18 @@ class CommandGroup {
   bool group_exists() const;
   void close_exit_fd();
 
+  std::string program_;
   pid_t pid_ = -1;
   int exit_fd_ = -1;
   bool reaped_ = false;
   bool gone_ = false;  // the whole group was seen gone: never signal it again
   int status_ = 0;
 };
+
+// 0 if `name` (searched in PATH as CommandGroup::start does) names a
+// program that can be run, else the errno a start would fail with (ENOENT,
+// EACCES): checked before work is taken that CMD could not do.
+int check_program(const std::string& name);
 
 // The running executable, for spawning more of ourselves.
 std::string self_executable();
