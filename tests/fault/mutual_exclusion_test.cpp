@@ -34,6 +34,7 @@
 #include <sstream>
 
 #include "etcd/client.h"
+#include "support/child_process.h"
 #include "support/etcd_fixture.h"
 
 namespace etcd::test {
@@ -98,12 +99,6 @@ struct WorkerLog {
   return log;
 }
 
-[[maybe_unused]] std::string tail_of(const fs::path& path, std::size_t bytes = 3000) {
-  std::ifstream in(path);
-  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return all.size() > bytes ? all.substr(all.size() - bytes) : all;
-}
-
 struct Worker {
   pid_t pid = -1;
   fs::path out;
@@ -111,27 +106,6 @@ struct Worker {
   bool exited = false;
   int status = 0;
 };
-
-[[maybe_unused]] pid_t spawn(const std::vector<std::string>& argv, const fs::path& err_path) {
-  std::vector<char*> c_argv;
-  for (const auto& a : argv) c_argv.push_back(const_cast<char*>(a.c_str()));
-  c_argv.push_back(nullptr);
-  const int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (err_fd < 0) return -1;
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    // Only async-signal-safe calls from here on.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    ::dup2(err_fd, 1);
-    ::dup2(err_fd, 2);
-    ::execv(c_argv[0], c_argv.data());
-    ::_exit(127);
-  }
-  ::close(err_fd);
-  return pid;
-}
 
 // SIGKILLs and reaps every worker still running (also on a failed ASSERT).
 struct WorkerReaper {
@@ -185,10 +159,10 @@ TEST(MutualExclusionTest, HoldsNeverOverlapUnlessALossIsReported) {
     workers[i].out = dir / ("w" + std::to_string(i) + ".log");
     workers[i].err = dir / ("w" + std::to_string(i) + ".err");
     workers[i].pid =
-        spawn({worker_binary.string(), "--endpoints", csv, "--name", kLock, "--worker", "w" + std::to_string(i),
-               "--iterations", std::to_string(kIterations), "--ttl", std::to_string(kTtlSeconds), "--hold-ms",
-               std::to_string(kHoldMs), "--out", workers[i].out.string()},
-              workers[i].err);
+        spawn_child({worker_binary.string(), "--endpoints", csv, "--name", kLock, "--worker", "w" + std::to_string(i),
+                     "--iterations", std::to_string(kIterations), "--ttl", std::to_string(kTtlSeconds), "--hold-ms",
+                     std::to_string(kHoldMs), "--out", workers[i].out.string()},
+                    workers[i].err);
     ASSERT_GT(workers[i].pid, 0);
   }
 

@@ -36,6 +36,7 @@
 
 #include "etcd/client.h"
 #include "etcd/recipes/work_queue.h"
+#include "support/child_process.h"
 #include "support/etcd_fixture.h"
 
 namespace etcd::test {
@@ -59,27 +60,6 @@ int64_t mono_ns() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-pid_t spawn(const std::vector<std::string>& argv, const fs::path& err_path) {
-  std::vector<char*> c_argv;
-  for (const auto& a : argv) c_argv.push_back(const_cast<char*>(a.c_str()));
-  c_argv.push_back(nullptr);
-  const int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (err_fd < 0) return -1;
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    // Only async-signal-safe calls from here on.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    ::dup2(err_fd, 1);
-    ::dup2(err_fd, 2);
-    ::execv(c_argv[0], c_argv.data());
-    ::_exit(127);
-  }
-  ::close(err_fd);
-  return pid;
 }
 
 // One line of the shared log (see work_worker.cpp).
@@ -207,10 +187,10 @@ void run_once(int run_no, const fs::path& worker_binary, RunResult& result) {
   } reaper{workers};
   const auto start_worker = [&] {
     const pid_t pid =
-        spawn({worker_binary.string(), "--endpoints", cluster->endpoints_csv(), "--name", kQueue, "--visibility",
-               std::to_string(kVisibilitySeconds), "--max-deliveries", std::to_string(kMaxDeliveries), "--work-ms",
-               std::to_string(kWorkMs), "--log", log_path.string()},
-              err_path);
+        spawn_child({worker_binary.string(), "--endpoints", cluster->endpoints_csv(), "--name", kQueue, "--visibility",
+                     std::to_string(kVisibilitySeconds), "--max-deliveries", std::to_string(kMaxDeliveries),
+                     "--work-ms", std::to_string(kWorkMs), "--log", log_path.string()},
+                    err_path);
     if (pid > 0) workers[pid].pid = pid;
     return pid > 0;
   };

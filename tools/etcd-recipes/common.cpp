@@ -435,4 +435,22 @@ void Commands::on_run(CLI::App* command, Action action) {
   command->callback([this, action = std::move(action)] { selected_ = action; });
 }
 
+std::vector<std::string> push_values(const std::vector<std::string>& args, const std::string& file,
+                                     std::string_view what) {
+  const std::string w(what);
+  std::vector<std::string> values;
+  if (!file.empty()) {
+    if (!args.empty()) throw UsageError(w + ": give VALUE... or --file, not both");
+    values.push_back(read_value(std::nullopt, file, what));
+  } else {
+    int stdin_values = 0;
+    for (const auto& v : args) {
+      if (v == "-" && ++stdin_values > 1) throw UsageError(w + ": at most one value can be - (standard input)");
+      values.push_back(v == "-" ? read_value(v, "", what) : v);
+    }
+  }
+  if (values.empty()) throw UsageError(w + ": no value given (VALUE..., - or --file)");
+  return values;
+}
+
 }  // namespace etcd_cli

@@ -95,6 +95,11 @@ CLI::Validator name_validator(std::string kind);
 // --file) non-empty, that file is read instead and `arg` must be absent.
 // Values are arbitrary bytes (NUL included).
 std::string read_value(const std::optional<std::string>& arg, const std::string& file, std::string_view what);
+// The values of a push (queue, workqueue): VALUE... (at most one of them
+// `-`, standard input) or the contents of --file; a usage error names
+// `what` when none or both are given.
+std::vector<std::string> push_values(const std::vector<std::string>& args, const std::string& file,
+                                     std::string_view what);
 
 std::vector<std::string> split_endpoints(std::string_view csv);
 

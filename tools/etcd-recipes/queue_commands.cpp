@@ -35,18 +35,7 @@ int64_t queue_size(Context& ctx, etcd::recipes::DistributedQueue& q, const std::
 
 int push(Context& ctx, const PushArgs& a) {
   const std::string what = "queue push " + a.name;
-  std::vector<std::string> values;
-  if (!a.file.empty()) {
-    if (!a.values.empty()) throw UsageError("queue push: give VALUE... or --file, not both");
-    values.push_back(read_value(std::nullopt, a.file, "queue push"));
-  } else {
-    int stdin_values = 0;
-    for (const auto& v : a.values) {
-      if (v == "-" && ++stdin_values > 1) throw UsageError("queue push: at most one value can be - (standard input)");
-      values.push_back(v == "-" ? read_value(v, "", "queue push") : v);
-    }
-  }
-  if (values.empty()) throw UsageError("queue push: no value given (VALUE..., - or --file)");
+  std::vector<std::string> values = push_values(a.values, a.file, "queue push");
   etcd::recipes::DistributedQueue q(ctx.client(), a.name);
   const auto done = check(q.enqueue_all(std::move(values)).timeout(ctx.timeout()).stop_token(ctx.stop()).wait(), what);
   if (ctx.json()) {

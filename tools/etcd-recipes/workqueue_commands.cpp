@@ -62,20 +62,7 @@ int64_t queue_size(Context& ctx, DistributedWorkQueue& q, const std::string& wha
 
 int push(Context& ctx, const PushArgs& a) {
   const std::string what = "workqueue push " + a.name;
-  std::vector<std::string> values;
-  if (!a.file.empty()) {
-    if (!a.values.empty()) throw UsageError("workqueue push: give VALUE... or --file, not both");
-    values.push_back(read_value(std::nullopt, a.file, "workqueue push"));
-  } else {
-    int stdin_values = 0;
-    for (const auto& v : a.values) {
-      if (v == "-" && ++stdin_values > 1) {
-        throw UsageError("workqueue push: at most one value can be - (standard input)");
-      }
-      values.push_back(v == "-" ? read_value(v, "", "workqueue push") : v);
-    }
-  }
-  if (values.empty()) throw UsageError("workqueue push: no value given (VALUE..., - or --file)");
+  std::vector<std::string> values = push_values(a.values, a.file, "workqueue push");
   const std::chrono::milliseconds delay = a.delay.empty() ? std::chrono::milliseconds(0) : *parse_duration(a.delay);
   DistributedWorkQueue q(ctx.client(), a.name);
   const auto done =
