@@ -177,7 +177,7 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
     if (!l) return;
     GetOptions page;
     if (!options.single_key) {
-      page.range_end = prefix_range_end(range);
+      page.range_end = options.range_end.empty() ? prefix_range_end(range) : options.range_end;
       page.limit = std::max<int64_t>(1, options.page_size);  // 0 would mean "no limit"
     }
     page.revision = load_rev_;
@@ -250,7 +250,8 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
     auto l = running();
     if (!l) return;
     WatchOptions w;
-    w.prefix = !options.single_key;
+    w.prefix = !options.single_key && options.range_end.empty();
+    if (!options.single_key) w.range_end = options.range_end;
     w.start_revision = from;
     w.executor = Executor(l->strand());
     watch_ = l->client().watch(range, w, [self = shared_from_this(), e](Result<WatchResponse> r) {

@@ -111,6 +111,10 @@ class PrefixView : public std::enable_shared_from_this<PrefixView> {
   struct Options {
     // Follow exactly one key (NodeCache) instead of a prefix.
     bool single_key = false;
+    // Follow [range, range_end) instead of the prefix `range` (a recipe
+    // whose keys of interest sit under neighbouring prefixes, and not the
+    // ones between them or after).
+    std::string range_end{};
     // Keys to keep (e.g. only direct children); others are never stored
     // nor reported. Runs on the view's strand.
     std::function<bool(std::string_view key)> accept{};

@@ -29,6 +29,8 @@ void QueueConsumer::attach() {
   PrefixView::Options options;
   // Every key arrives as an event, so the driver sees them all the same way.
   options.initial_events = true;
+  options.range_end = driver_->view_range_end();
+  options.accept = [driver = driver_](std::string_view key) { return driver->keeps(key); };
   view_ = PrefixView::create(core_, range_, options, [weak](const ViewBatch& batch) {
     if (auto self = weak.lock()) self->on_batch(batch);
   });

@@ -54,6 +54,13 @@ class TakeDriver : public std::enable_shared_from_this<TakeDriver> {
   using OutcomeCallback = std::function<void(Outcome)>;
 
   virtual ~TakeDriver() = default;
+  // The end of the view's range (empty: the prefix `range` given to the
+  // engine), and the keys of it the view keeps (others are never stored).
+  virtual std::string view_range_end() const { return {}; }
+  virtual bool keeps(std::string_view key) const {
+    (void)key;
+    return true;
+  }
   // Keys of the view that are items; the others only inform ready().
   virtual bool is_item(std::string_view key) const {
     (void)key;

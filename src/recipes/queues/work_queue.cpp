@@ -58,8 +58,8 @@ class WorkQueueState {
         producer(std::make_shared<QueueProducer>(core, keys.items, keys.producers, labels)),
         driver(std::make_shared<ClaimTake>(core, keys, labels, options.visibility_timeout, options.max_deliveries,
                                            std::move(decode))),
-        consumer(std::make_shared<QueueConsumer>(core, keys.items, keys.root, "etcd_recipes_workqueue", labels, nullptr,
-                                                 driver)) {
+        consumer(std::make_shared<QueueConsumer>(core, keys.items, keys.claims, "etcd_recipes_workqueue", labels,
+                                                 nullptr, driver)) {
     consumer->attach();
   }
 

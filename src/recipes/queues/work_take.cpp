@@ -123,6 +123,13 @@ ClaimTake::ClaimTake(std::shared_ptr<RecipeCore> core, WorkKeys keys, Labels lab
       max_deliveries_(max_deliveries),
       decode_(std::move(decode)) {}
 
+std::string ClaimTake::view_range_end() const {
+  // "NAME/items/" + 1 in its last byte: the first key after the prefix.
+  std::string end = keys_.items;
+  end.back() = static_cast<char>(end.back() + 1);
+  return end;
+}
+
 std::string ClaimTake::note(const ViewEvent& ev, int64_t revision) {
   // Our claims the view has reached are in claimed_ (or gone again).
   std::erase_if(own_claims_, [&](const auto& c) { return c.second <= revision; });

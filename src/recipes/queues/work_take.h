@@ -24,12 +24,8 @@ namespace etcd::recipes::detail {
 // The key names of one work queue.
 struct WorkKeys {
   explicit WorkKeys(const std::string& name)
-      : root(name + "/"),
-        items(name + "/items/"),
-        claims(name + "/claims/"),
-        dead(name + "/dead/"),
-        producers(name + "/producers/") {}
-  std::string root, items, claims, dead, producers;
+      : items(name + "/items/"), claims(name + "/claims/"), dead(name + "/dead/"), producers(name + "/producers/") {}
+  std::string items, claims, dead, producers;
 };
 
 // One delivery: its claim, shared by the copies of its WorkItem.
@@ -84,6 +80,13 @@ class ClaimTake : public TakeDriver {
   ClaimTake(std::shared_ptr<RecipeCore> core, WorkKeys keys, Labels labels, std::chrono::seconds visibility,
             int64_t max_deliveries, WorkDecode decode);
 
+  // The view covers NAME/claims/ up to the end of NAME/items/ (dead
+  // letters between them are rare and not kept; producer keys, written by
+  // every enqueue, are outside it).
+  std::string view_range_end() const override;
+  bool keeps(std::string_view key) const override {
+    return key.starts_with(keys_.items) || key.starts_with(keys_.claims);
+  }
   bool is_item(std::string_view key) const override { return key.starts_with(keys_.items); }
   std::string note(const ViewEvent& ev, int64_t revision) override;
   bool ready(const std::string& key, std::chrono::system_clock::time_point now) const override;
