@@ -152,6 +152,19 @@ struct Comparison {
   std::string denominator;
 };
 
+// A hidden mode of the bench binary, for a metric that needs a process of
+// its own (e.g. a consumer to SIGKILL): `etcd-recipes-bench FLAG ARGS...`
+// runs `run(ARGS)` instead of the bench and exits with what it returns.
+// Start it with ChildProcess (process.h) and self_path().
+struct HelperMode {
+  std::string flag;  // e.g. "--workqueue-worker"
+  std::function<int(const std::vector<std::string>& args)> run;
+};
+
+bool add_helper_mode(HelperMode mode);
+// Null if `flag` names no helper mode.
+const HelperMode* find_helper_mode(std::string_view flag);
+
 bool add_metrics(std::vector<Metric> metrics);
 bool add_comparison(Comparison comparison);
 // Sorted by (order, name).

@@ -381,6 +381,13 @@ int run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   try {
+    // A helper mode is not an option of the bench (--help does not list
+    // it): only the bench starts it, as a child.
+    if (argc >= 2) {
+      if (const bench::HelperMode* mode = bench::find_helper_mode(argv[1])) {
+        return mode->run(std::vector<std::string>(argv + 2, argv + argc));
+      }
+    }
     return bench::run(argc, argv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "etcd-recipes-bench: %s\n", e.what());

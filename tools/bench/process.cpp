@@ -29,6 +29,7 @@ class Fd {
   Fd& operator=(Fd&&) = delete;
   ~Fd() { reset(); }
   int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
   void reset() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
@@ -154,6 +155,65 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::map<s
   if (!result.timed_out) result.exit_code = exit_code(status);
   return result;
 }
+
+ChildProcess::ChildProcess(const std::vector<std::string>& argv) {
+  Pipe out = make_pipe();
+  SpawnActions actions;
+  posix_spawn_file_actions_addopen(actions.get(), STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(actions.get(), out.write.get(), STDOUT_FILENO);
+  auto args = argv;
+  auto c_args = c_strings(args);
+  if (const int rc = ::posix_spawn(&pid_, c_args[0], actions.get(), nullptr, c_args.data(), environ); rc != 0) {
+    throw std::system_error(rc, std::generic_category(), "posix_spawn " + argv.front());
+  }
+  out.write.reset();
+  out_ = out.read.release();
+}
+
+ChildProcess::~ChildProcess() {
+  kill();
+  if (out_ >= 0) ::close(out_);
+}
+
+std::optional<std::string> ChildProcess::read_line(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (const auto nl = buffered_.find('\n'); nl != std::string::npos) {
+      std::string line = buffered_.substr(0, nl);
+      buffered_.erase(0, nl + 1);
+      return line;
+    }
+    if (out_ < 0) return std::nullopt;
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return std::nullopt;
+    pollfd fd{out_, POLLIN, 0};
+    if (::poll(&fd, 1, static_cast<int>(left.count())) < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("poll");
+    }
+    if (fd.revents == 0) continue;
+    std::array<char, 4096> buf{};
+    const ssize_t n = ::read(out_, buf.data(), buf.size());
+    if (n > 0) {
+      buffered_.append(buf.data(), static_cast<std::size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      ::close(out_);
+      out_ = -1;
+    }
+  }
+}
+
+void ChildProcess::kill() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+}
+
+std::filesystem::path self_path() { return std::filesystem::read_symlink("/proc/self/exe"); }
 
 std::optional<std::filesystem::path> find_on_path(const std::string& name) {
   const char* path = std::getenv("PATH");

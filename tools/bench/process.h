@@ -1,7 +1,9 @@
 // Running a helper program (the Go toolchain, the Go peer) and capturing
-// its output.
+// its output; running one beside the bench (a work queue consumer to
+// SIGKILL).
 #pragma once
 
+#include <sys/types.h>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -24,6 +26,35 @@ struct ProcessResult {
 // can kill the whole tree. Throws std::system_error if it cannot start.
 ProcessResult run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
                           std::chrono::milliseconds timeout);
+
+// A helper that runs beside the bench until it is killed: argv[0] (a path)
+// with this process's environment, stdin /dev/null, stderr the bench's
+// (its errors show up in the run's output), stdout a pipe read line by
+// line. Killed and reaped when destroyed, so a metric that throws leaves
+// nothing behind. Throws std::system_error if it cannot start.
+class ChildProcess {
+ public:
+  explicit ChildProcess(const std::vector<std::string>& argv);
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  // The next line it wrote (without the newline); std::nullopt if it
+  // closed its stdout (e.g. exited) or `timeout` passed first.
+  std::optional<std::string> read_line(std::chrono::milliseconds timeout);
+  // SIGKILL; returns once it is gone (reaped).
+  void kill();
+
+ private:
+  pid_t pid_ = -1;
+  int out_ = -1;
+  std::string buffered_;
+};
+
+// This executable (/proc/self/exe), to start it in a helper mode
+// (bench.h: add_helper_mode).
+std::filesystem::path self_path();
 
 // The first executable `name` on PATH.
 std::optional<std::filesystem::path> find_on_path(const std::string& name);

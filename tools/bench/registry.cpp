@@ -22,7 +22,23 @@ std::vector<Comparison>& comparison_registry() {
   return registry;
 }
 
+std::vector<HelperMode>& helper_registry() {
+  static std::vector<HelperMode> registry;
+  return registry;
+}
+
 }  // namespace
+
+bool add_helper_mode(HelperMode mode) {
+  helper_registry().push_back(std::move(mode));
+  return true;
+}
+
+const HelperMode* find_helper_mode(std::string_view flag) {
+  const auto& registry = helper_registry();
+  const auto it = std::ranges::find(registry, flag, &HelperMode::flag);
+  return it == registry.end() ? nullptr : &*it;
+}
 
 bool add_metrics(std::vector<Metric> metrics) {
   auto& registry = metric_registry();
