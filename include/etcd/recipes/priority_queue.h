@@ -44,8 +44,8 @@
 // committed a moment ago whose watch event has not arrived yet cannot be
 // served before a lower-priority item that is already known. A lone
 // consumer object gets the items it knows of strictly in that order;
-// several racing objects spread their takes over the first 32 items after
-// a conflict (queue.h), so under contention an item may be served up to 31
+// several racing objects spread their takes over the first 128 items after
+// a conflict (queue.h), so under contention an item may be served up to 127
 // places early, a lower-priority one among them.
 //
 // Enqueues: one Txn per group of enqueues of one object (up to 100 items,

@@ -221,7 +221,7 @@ class WorkQueueBase : public RecipeHandle {
     auto [keep, executor] = call_context();
     return Call<R>(
         [keep = std::move(keep), state = state_, try_only, convert = std::move(convert)](CallOptions options,
-                                                                                        Callback<R> done) {
+                                                                                         Callback<R> done) {
           start_receive(state, try_only, std::move(options),
                         [convert, done = std::move(done)](Result<std::optional<TakenItem>> r) {
                           if (!r.ok()) return done(std::move(r).status());

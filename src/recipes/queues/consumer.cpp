@@ -241,19 +241,31 @@ bool QueueConsumer::jitter() {
 }
 
 std::optional<QueueConsumer::Pick> QueueConsumer::next_item() {
-  // The head, or after a conflict any of the first kSpread items: racing
-  // consumers of other objects then rarely go for the same one.
-  const size_t want = contended_ > 0 ? kSpread : 1;
+  // The head; after a conflict, the first item of this object's lane (a
+  // hash of the key picks the lane, the object drew its lane at the
+  // conflict) among the first kSpread * kLaneReach items, else any of the
+  // first kSpread: objects in different lanes never go for the same item,
+  // however far apart their views are, and a conflict draws a new lane.
+  const bool contended = contended_ > 0;
+  const size_t want = contended ? kSpread * kLaneReach : 1;
   std::vector<const CreateOrder::Position*> candidates;
+  const CreateOrder::Position* in_lane = nullptr;
   const auto now = std::chrono::system_clock::now();
   for (const auto& pos : order_) {
     const std::string& key = pos.second;
     if (busy_.count(key) || stale_.count(key) || poison_.count(key) || !driver_->ready(key, now)) continue;
+    if (contended && std::hash<std::string>()(key) % kSpread == lane_) {
+      in_lane = &pos;
+      break;
+    }
     candidates.push_back(&pos);
     if (candidates.size() >= want) break;
   }
-  if (candidates.empty()) return std::nullopt;
-  const auto* chosen = candidates[candidates.size() == 1 ? 0 : rng_() % candidates.size()];
+  if (!in_lane && candidates.empty()) return std::nullopt;
+  if (candidates.size() > kSpread) candidates.resize(kSpread);
+  const auto* chosen = in_lane                  ? in_lane
+                       : candidates.size() == 1 ? candidates[0]
+                                                : candidates[rng_() % candidates.size()];
   // The index follows the view on this strand: the view has every key of it.
   auto entry = view_->get(chosen->second);
   if (!entry) return std::nullopt;
@@ -313,6 +325,7 @@ void QueueConsumer::on_take(const std::shared_ptr<Taker>& t, const Pick& pick, T
       // view says what became of it.
       if (order_.contains(pick.position.first, key)) stale_.insert(key);
       core_->metrics().add(metric("_take_conflicts_total"), labels_, 1);
+      lane_ = rng_() % kSpread;
       contended_ = kContendedTakes;
       return repark(t);
     case Kind::kFailed:

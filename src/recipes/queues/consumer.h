@@ -96,6 +96,9 @@ class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
   // an item, so that it mostly sees another object's take before sending a
   // take that would fail.
   static constexpr size_t kSpread = 32;
+  // How far (in kSpread items) a contended object looks for an item of its
+  // lane before it picks any of the first kSpread.
+  static constexpr size_t kLaneReach = 4;
   static constexpr int kContendedTakes = 64;
   static constexpr double kJitterRtts = 3;
 
@@ -190,6 +193,7 @@ class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
   // Try-only takers waiting for the view to reach a revision.
   std::vector<std::pair<int64_t, std::shared_ptr<Taker>>> at_revision_;
   int contended_ = 0;
+  size_t lane_ = 0;   // drawn at each conflict
   int failures_ = 0;  // transient take failures in a row
   std::shared_ptr<asio::steady_timer> retry_timer_;
   std::shared_ptr<asio::steady_timer> jitter_timer_;
