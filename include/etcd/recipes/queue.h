@@ -189,12 +189,13 @@ class QueueBase : public RecipeHandle {
 
  protected:
   // `rank`: none for commit order alone.
-  QueueBase(Client client, const char* kind, std::string name, RecipeOptions options, TakeCheck check,
-            ItemRank rank = nullptr);
+  // `rank`: null for commit order alone (no defaulted class-type
+  // parameters in public headers: docs/client.md, GCC 12).
+  QueueBase(Client client, const char* kind, std::string name, RecipeOptions options, TakeCheck check, ItemRank rank);
 
   // Enqueues values already encoded, in order, in one Txn, under
   // NAME/items/<key_prefix><producer>-<seq>.
-  Call<Enqueued> enqueue_encoded(std::vector<std::string> values, std::string key_prefix = {});
+  Call<Enqueued> enqueue_encoded(std::vector<std::string> values, std::string key_prefix);
   // An untyped dequeue / try_dequeue: the value as it is.
   Call<std::string> dequeue_bytes();
   Call<std::optional<std::string>> try_dequeue_bytes();
@@ -287,8 +288,7 @@ class TypedQueueBase : public QueueBase {
   const C& codec() const { return *codec_; }
 
  protected:
-  TypedQueueBase(Client client, const char* kind, std::string name, RecipeOptions options, C codec,
-                 ItemRank rank = nullptr)
+  TypedQueueBase(Client client, const char* kind, std::string name, RecipeOptions options, C codec, ItemRank rank)
       : QueueBase(std::move(client), kind, std::move(name), std::move(options), make_check(codec), std::move(rank)),
         codec_(std::make_shared<const C>(std::move(codec))) {}
 
@@ -382,7 +382,7 @@ class TypedQueue : public detail::TypedQueueBase<T, C> {
       : TypedQueue(std::move(client), std::move(name), std::move(options), C()) {}
   TypedQueue(Client client, std::string name, RecipeOptions options, C codec)
       : detail::TypedQueueBase<T, C>(std::move(client), "TypedQueue", std::move(name), std::move(options),
-                                     std::move(codec)) {}
+                                     std::move(codec), nullptr) {}
   TypedQueue(TypedQueue&&) noexcept = default;
   TypedQueue& operator=(TypedQueue&&) noexcept = default;
 
@@ -397,7 +397,7 @@ class TypedQueue : public detail::TypedQueueBase<T, C> {
  private:
   Call<Enqueued> enqueue_encoded_or_refuse(Result<std::vector<std::string>> encoded) {
     if (!encoded.ok()) return this->refuse(std::move(encoded).status());
-    return this->enqueue_encoded(std::move(*encoded));
+    return this->enqueue_encoded(std::move(*encoded), std::string());
   }
 };
 

@@ -178,7 +178,8 @@ class WorkItemBase {
   [[nodiscard]] Call<bool> ack() const;
   // Gives the item back (ready again now, or after `delay`) keeping its
   // place in line; this delivery stays counted. False as for ack().
-  [[nodiscard]] Call<bool> requeue(std::optional<std::chrono::milliseconds> delay = std::nullopt) const;
+  [[nodiscard]] Call<bool> requeue() const;
+  [[nodiscard]] Call<bool> requeue(std::chrono::milliseconds delay) const;
 
   bool valid() const noexcept { return claim_ != nullptr; }
 
@@ -317,7 +318,9 @@ class TypedWorkQueue : public detail::WorkQueueBase {
  public:
   TypedWorkQueue(Client client, std::string name)
       : TypedWorkQueue(std::move(client), std::move(name), WorkQueueOptions()) {}
-  TypedWorkQueue(Client client, std::string name, WorkQueueOptions options, C codec = C())
+  TypedWorkQueue(Client client, std::string name, WorkQueueOptions options)
+      : TypedWorkQueue(std::move(client), std::move(name), std::move(options), C()) {}
+  TypedWorkQueue(Client client, std::string name, WorkQueueOptions options, C codec)
       : WorkQueueBase(std::move(client), "TypedWorkQueue", std::move(name), std::move(options), make_decode(codec)),
         codec_(std::make_shared<const C>(std::move(codec))) {}
   TypedWorkQueue(TypedWorkQueue&&) noexcept = default;
@@ -325,11 +328,12 @@ class TypedWorkQueue : public detail::WorkQueueBase {
 
   // A value the codec cannot encode fails with Errc::kBadArgument, nothing
   // written.
-  Call<Enqueued> enqueue(const T& value, std::chrono::milliseconds delay = std::chrono::milliseconds(0)) {
+  Call<Enqueued> enqueue(const T& value) { return enqueue_all(std::vector<T>{value}, std::chrono::milliseconds(0)); }
+  Call<Enqueued> enqueue(const T& value, std::chrono::milliseconds delay) {
     return enqueue_all(std::vector<T>{value}, delay);
   }
-  Call<Enqueued> enqueue_all(const std::vector<T>& values,
-                             std::chrono::milliseconds delay = std::chrono::milliseconds(0)) {
+  Call<Enqueued> enqueue_all(const std::vector<T>& values) { return enqueue_all(values, std::chrono::milliseconds(0)); }
+  Call<Enqueued> enqueue_all(const std::vector<T>& values, std::chrono::milliseconds delay) {
     std::vector<std::string> encoded;
     encoded.reserve(values.size());
     for (const T& v : values) {

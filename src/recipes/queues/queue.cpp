@@ -136,16 +136,16 @@ DistributedQueue::DistributedQueue(Client client, std::string name)
     : DistributedQueue(std::move(client), std::move(name), RecipeOptions()) {}
 
 DistributedQueue::DistributedQueue(Client client, std::string name, RecipeOptions options)
-    : QueueBase(std::move(client), "DistributedQueue", std::move(name), std::move(options), nullptr) {}
+    : QueueBase(std::move(client), "DistributedQueue", std::move(name), std::move(options), nullptr, nullptr) {}
 
 Call<Enqueued> DistributedQueue::enqueue(std::string value) {
   std::vector<std::string> one;
   one.push_back(std::move(value));
-  return enqueue_encoded(std::move(one));
+  return enqueue_encoded(std::move(one), std::string());
 }
 
 Call<Enqueued> DistributedQueue::enqueue_all(std::vector<std::string> values) {
-  return enqueue_encoded(std::move(values));
+  return enqueue_encoded(std::move(values), std::string());
 }
 
 }  // namespace etcd::recipes

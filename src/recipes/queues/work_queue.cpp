@@ -94,7 +94,12 @@ Call<bool> WorkItemBase::ack() const {
   return ready_call<bool>(nullptr, false);
 }
 
-Call<bool> WorkItemBase::requeue(std::optional<std::chrono::milliseconds> delay) const {
+Call<bool> WorkItemBase::requeue() const {
+  if (claim_) return claim_->requeue(std::nullopt);
+  return ready_call<bool>(nullptr, false);
+}
+
+Call<bool> WorkItemBase::requeue(std::chrono::milliseconds delay) const {
   if (claim_) return claim_->requeue(delay);
   return ready_call<bool>(nullptr, false);
 }
