@@ -15,12 +15,6 @@
 
 set -u
 
-BIN=${1:?usage: cli_test.sh PATH/TO/etcd-recipes}
-if [[ ! -x $BIN ]]; then
-  echo "not an executable: $BIN" >&2
-  exit 2
-fi
-BIN=$(realpath "$BIN")
 TEST_NAME=cli-test
 # shellcheck source=tests/cli/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

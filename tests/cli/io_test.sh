@@ -20,12 +20,6 @@
 
 set -u
 
-BIN=${1:?usage: io_test.sh PATH/TO/etcd-recipes}
-if [[ ! -x $BIN ]]; then
-  echo "not an executable: $BIN" >&2
-  exit 2
-fi
-BIN=$(realpath "$BIN")
 BENCH=${2:-}
 TEST_NAME=io-test
 # shellcheck source=tests/cli/lib.sh

@@ -1,8 +1,30 @@
 # Shared by the CLI's end-to-end tests: a private etcd on free loopback ports
 # in a temporary directory, PASS/FAIL bookkeeping, polling helpers, and the
 # tool run in the background (spawn/finish) with key counting.
-# Source it after setting BIN (the etcd-recipes binary) and TEST_NAME.
+# Source it after setting TEST_NAME; the test's first argument is the
+# etcd-recipes binary (BIN).
 # shellcheck shell=bash disable=SC2034,SC2016
+
+BIN=${1:?usage: $(basename "$0") PATH/TO/etcd-recipes}
+if [[ ! -x $BIN ]]; then
+  echo "not an executable: $BIN" >&2
+  exit 2
+fi
+BIN=$(realpath "$BIN")
+
+# group_alive PGID: whether any process of the group still runs (not a
+# zombie: it runs nothing). Reads the fields after the command's closing
+# parenthesis in /proc/PID/stat: state ppid pgrp ...
+group_alive() {
+  local stat rest state pgrp
+  for stat in /proc/[0-9]*/stat; do
+    rest=$(sed 's/.*) //' "$stat" 2>/dev/null) || continue
+    read -r state _ pgrp _ <<<"$rest"
+    [[ $pgrp == "$1" && $state != Z ]] && return 0
+  done
+  return 1
+}
+pgid_of() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f3; }
 
 ETCD=${ETCD_BINARY:-$(command -v etcd || echo /usr/bin/etcd)}
 

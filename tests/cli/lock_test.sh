@@ -19,12 +19,6 @@
 
 set -u
 
-BIN=${1:?usage: lock_test.sh PATH/TO/etcd-recipes}
-if [[ ! -x $BIN ]]; then
-  echo "not an executable: $BIN" >&2
-  exit 2
-fi
-BIN=$(realpath "$BIN")
 ETCDCTL=$(command -v etcdctl || true)
 TEST_NAME=lock-test
 POLL_INTERVAL=0.05

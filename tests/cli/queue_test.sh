@@ -14,12 +14,6 @@
 
 set -u
 
-BIN=${1:?usage: queue_test.sh PATH/TO/etcd-recipes}
-if [[ ! -x $BIN ]]; then
-  echo "not an executable: $BIN" >&2
-  exit 2
-fi
-BIN=$(realpath "$BIN")
 TEST_NAME=queue-test
 POLL_INTERVAL=0.05
 # shellcheck source=tests/cli/lib.sh

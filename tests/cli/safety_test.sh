@@ -21,30 +21,11 @@
 
 set -u
 
-BIN=${1:?usage: safety_test.sh PATH/TO/etcd-recipes}
-if [[ ! -x $BIN ]]; then
-  echo "not an executable: $BIN" >&2
-  exit 2
-fi
-BIN=$(realpath "$BIN")
 TEST_NAME=safety-test
 POLL_INTERVAL=0.02
 # shellcheck source=tests/cli/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# group_alive PGID: whether any process of the group still runs (not a zombie).
-group_alive() {
-  local stat
-  for stat in /proc/[0-9]*/stat; do
-    # Fields after the command's closing parenthesis: state ppid pgrp ...
-    local rest
-    rest=$(sed 's/.*) //' "$stat" 2>/dev/null) || continue
-    read -r state _ pgrp _ <<<"$rest"
-    [[ $pgrp == "$1" && $state != Z ]] && return 0
-  done
-  return 1
-}
-pgid_of() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f3; }
 # watch_cmd PID: records CMD (a shell, PID) and the children it runs now;
 # sets CMD_PIDS and CMD_PGID (the process group CMD runs in).
 watch_cmd() {

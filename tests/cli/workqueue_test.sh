@@ -15,28 +15,11 @@
 
 set -u
 
-BIN=${1:?usage: workqueue_test.sh PATH/TO/etcd-recipes}
-if [[ ! -x $BIN ]]; then
-  echo "not an executable: $BIN" >&2
-  exit 2
-fi
-BIN=$(realpath "$BIN")
 TEST_NAME=workqueue-test
 POLL_INTERVAL=0.02
 # shellcheck source=tests/cli/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# group_alive PGID: whether any process of the group still runs (not a zombie).
-group_alive() {
-  local stat rest state pgrp
-  for stat in /proc/[0-9]*/stat; do
-    rest=$(sed 's/.*) //' "$stat" 2>/dev/null) || continue
-    read -r state _ pgrp _ <<<"$rest"
-    [[ $pgrp == "$1" && $state != Z ]] && return 0
-  done
-  return 1
-}
-pgid_of() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f3; }
 now_ms() { date +%s%3N; }
 size_is() { [[ $("$BIN" --endpoints "$EP" workqueue size "$1" 2>/dev/null) == "$2" ]]; }
 # The id of the first item pushed by the last `run -w json workqueue push`.

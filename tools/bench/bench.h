@@ -15,6 +15,7 @@
 #pragma once
 
 #include <any>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -303,5 +304,62 @@ inline constexpr auto kPairedSlice = std::chrono::milliseconds(250);
 // a Go toolchain.
 using GoResults = std::map<std::string, double>;
 GoResults run_go_peer_failover(Context& ctx, const std::vector<std::string>& endpoints, Clock::duration d);
+
+// The calls a throughput metric keeps in flight (the queue metrics):
+// counted, the first failure kept (it stops the run), drained at the end.
+class CallsInFlight {
+ public:
+  void begin() {
+    std::lock_guard lock(mu_);
+    ++in_flight_;
+  }
+  void end() {
+    std::lock_guard lock(mu_);
+    if (--in_flight_ == 0) cv_.notify_all();
+  }
+  void fail(const etcd::Status& st) {
+    std::lock_guard lock(mu_);
+    if (!error_) error_ = st;
+    stopping_ = true;
+  }
+  void stop() { stopping_ = true; }
+  bool stopping() const { return stopping_; }
+  // Waits until nothing is in flight (at most 30 s: then throws, naming
+  // `metric`), then throws the first failure if there was one.
+  void drain(const std::string& metric) {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_for(lock, std::chrono::seconds(30), [&] { return in_flight_ == 0; })) {
+      throw std::runtime_error(metric + ": calls did not drain");
+    }
+    if (error_) throw etcd::Error(*error_);
+  }
+
+ private:
+  std::atomic<bool> stopping_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int in_flight_ = 0;
+  std::optional<etcd::Status> error_;
+};
+
+// Producers parked while the backlog is too long, resumed all at once.
+template <class P>
+class ParkedProducers {
+ public:
+  void park(P* p) {
+    std::lock_guard lock(mu_);
+    parked_.push_back(p);
+  }
+  std::vector<P*> take_all() {
+    std::vector<P*> out;
+    std::lock_guard lock(mu_);
+    out.swap(parked_);
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<P*> parked_;
+};
 
 }  // namespace bench

@@ -129,79 +129,50 @@ class Throughput : public std::enable_shared_from_this<Throughput> {
 
   // Stops issuing, waits for what is in flight, closes everything.
   void stop() {
-    stopping_ = true;
+    calls_.stop();
     for (auto& c : consumers_) c->close();  // parked dequeues end with kClosed
-    std::unique_lock lock(mu_);
-    if (!cv_.wait_for(lock, std::chrono::seconds(30), [&] { return in_flight_ == 0; })) {
-      throw std::runtime_error("queue_throughput_8c: calls did not drain");
-    }
-    if (error_) throw etcd::Error(*error_);
+    calls_.drain("queue_throughput_8c");
   }
 
  private:
   void produce(DistributedQueue* p) {
-    if (stopping_ || enqueued_.load() - static_cast<int64_t>(dequeued_.load()) > kMaxBacklog) {
+    if (calls_.stopping()) return;
+    if (enqueued_.load() - static_cast<int64_t>(dequeued_.load()) > kMaxBacklog) {
       // Throttled: try again once consumers caught up a little.
-      if (!stopping_) {
-        std::lock_guard lock(mu_);
-        throttled_.push_back(p);
-      }
+      throttled_.park(p);
       return;
     }
-    begin();
+    calls_.begin();
     p->enqueue(value_).then([self = shared_from_this(), p](etcd::Result<etcd::recipes::Enqueued> r) {
-      if (!r.ok()) self->fail(r.status());
+      if (!r.ok()) self->calls_.fail(r.status());
       self->enqueued_ += 1;
       self->produce(p);
-      self->end();
+      self->calls_.end();
     });
   }
 
   void consume(DistributedQueue* c) {
-    if (stopping_) return;
-    begin();
+    if (calls_.stopping()) return;
+    calls_.begin();
     c->dequeue().then([self = shared_from_this(), c](etcd::Result<std::string> r) {
       if (r.ok()) {
         self->dequeued_ += 1;
-        std::vector<DistributedQueue*> resume;
-        {
-          std::lock_guard lock(self->mu_);
-          resume.swap(self->throttled_);
-        }
-        for (auto* p : resume) self->produce(p);
+        for (auto* p : self->throttled_.take_all()) self->produce(p);
         self->consume(c);
-      } else if (!self->stopping_) {
-        self->fail(r.status());
+      } else if (!self->calls_.stopping()) {
+        self->calls_.fail(r.status());
       }
-      self->end();
+      self->calls_.end();
     });
-  }
-
-  void begin() {
-    std::lock_guard lock(mu_);
-    ++in_flight_;
-  }
-  void end() {
-    std::lock_guard lock(mu_);
-    if (--in_flight_ == 0) cv_.notify_all();
-  }
-  void fail(const etcd::Status& st) {
-    std::lock_guard lock(mu_);
-    if (!error_) error_ = st;
-    stopping_ = true;
   }
 
   const std::string value_ = std::string(32, 'v');
   std::vector<std::unique_ptr<DistributedQueue>> producers_;
   std::vector<std::unique_ptr<DistributedQueue>> consumers_;
-  std::atomic<bool> stopping_{false};
   std::atomic<int64_t> enqueued_{0};
   std::atomic<uint64_t> dequeued_{0};
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int in_flight_ = 0;
-  std::vector<DistributedQueue*> throttled_;
-  std::optional<etcd::Status> error_;
+  CallsInFlight calls_;
+  ParkedProducers<DistributedQueue> throttled_;
 };
 
 double queue_throughput_8c(Context& ctx) {
