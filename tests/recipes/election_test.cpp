@@ -250,6 +250,13 @@ TEST_F(ElectionTest, LeadershipPassesInFifoOrderWhenTheLeaderCloses) {
   for (int i = 0; i < kN; ++i) {
     ASSERT_TRUE(latches[i]->await_for(10s)) << "latch " << i;
     for (int j = i + 1; j < kN; ++j) EXPECT_FALSE(latches[j]->is_held()) << j << " while " << i << " leads";
+    // Its on_is_leader is posted before the waiter wakes but runs a moment
+    // later on the executor: wait for it, so that a missing one (never a
+    // late one) fails here, naming the latch.
+    ASSERT_TRUE(eventually([&] {
+      std::lock_guard lock(mu);
+      return order.size() == static_cast<size_t>(i + 1);
+    })) << "latch " << i << " was not told it leads";
     latches[i]->close();
   }
   ASSERT_TRUE(eventually([&] { return count_under(client(), key("fifo/")) == 0; }));
