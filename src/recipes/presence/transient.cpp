@@ -8,6 +8,7 @@
 // ends with the value value() reports whatever order calls complete in.
 #include "etcd/recipes/transient.h"
 
+#include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/system_executor.hpp>
 #include <optional>
@@ -251,7 +252,7 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
     for (auto& w : waiters) w(st.ok() ? Result<void>() : Result<void>(st));
     for (auto& [seq, w] : writes) w(st);
     if (r.ok()) {
-      core_->set_state(ConnectionState::kConnected);
+      post_state(ConnectionState::kConnected);
       pump();
     }
   }
@@ -292,6 +293,13 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
           c.other.key = self->key_;
           done(c);
         });
+  }
+
+  // Continuations run on whatever thread completed a call; state listeners
+  // are user code, run on the recipe's strand (in order, with on_lost and
+  // on_restored).
+  void post_state(ConnectionState state) {
+    if (auto link = core_->link()) asio::post(link->strand(), [core = core_, state] { core->set_state(state); });
   }
 
   Status taken(const KeyValue& other) const {
@@ -427,7 +435,7 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
     if (report) {
       core_->record_error(named);
       core_->metrics().add("etcd_recipes_transient_lost_total", labels_, 1);
-      core_->set_state(ConnectionState::kLost);
+      post_state(ConnectionState::kLost);
       if (auto link = core_->link()) lost_.notify(link->strand(), core_->throw_sink(), named);
     }
     if (!lease_gone) heal(gen);
@@ -490,7 +498,7 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
                                 self->written_ = r->value_written ? seq : 0;
                               }
                               self->core_->metrics().add("etcd_recipes_transient_restored_total", self->labels_, 1);
-                              self->core_->set_state(ConnectionState::kReconnected);
+                              self->post_state(ConnectionState::kReconnected);
                               if (auto l = self->core_->link())
                                 self->restored_.notify(l->strand(), self->core_->throw_sink());
                               self->pump();
