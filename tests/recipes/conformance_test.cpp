@@ -32,6 +32,7 @@
 #include "etcd/recipes/queue.h"
 #include "etcd/recipes/rwlock.h"
 #include "etcd/recipes/semaphore.h"
+#include "etcd/recipes/transient.h"
 #include "etcd/recipes/work_queue.h"
 #include "support/etcd_fixture.h"
 
@@ -280,6 +281,31 @@ struct WorkQueueAdapterOf {
 };
 struct WorkQueueAdapter : WorkQueueAdapterOf<recipes::DistributedWorkQueue> {};
 struct TypedWorkQueueAdapter : WorkQueueAdapterOf<recipes::TypedWorkQueue<int64_t>> {};
+// Transient key/values: creating the key never waits (another owner's key
+// is refused at once); on_lost is heard when the key's lease is revoked.
+template <class R, class V>
+struct TransientAdapterOf {
+  using Recipe = R;
+  static Recipe make(Client c, std::string name, RecipeOptions o) {
+    return Recipe(c, std::move(name), V::value(), std::move(o));
+  }
+  static Call<void> operation(Recipe& r, Client&) { return r.create(); }
+  static constexpr bool kParks = false;
+  static std::any listen(Recipe& r, std::function<void()> fn, Client& c) {
+    r.create().wait().value();
+    auto sub = std::make_shared<Subscription>(r.on_lost([fn](const Status&) { fn(); }));
+    (void)c.lease_revoke(r.lease()).wait();
+    return sub;
+  }
+};
+struct TransientText {
+  static std::string value() { return "here"; }
+};
+struct TransientNumber {
+  static int64_t value() { return 7; }
+};
+using TransientAdapter = TransientAdapterOf<recipes::TransientKeyValue, TransientText>;
+using TypedTransientAdapter = TransientAdapterOf<recipes::TypedTransientKeyValue<int64_t>, TransientNumber>;
 using QueueAdapter = UntypedQueueAdapterOf<DistributedQueue>;
 using TypedQueueAdapter = TypedQueueAdapterOf<TypedQueue<int64_t>>;
 // A foreign item (prepare's) is an item of the lowest priority.
@@ -339,11 +365,11 @@ class Conformance : public SingleMemberTest {
   std::unique_ptr<Client> unreachable_;
 };
 
-using Recipes =
-    ::testing::Types<MutexAdapter, RwSideAdapter<DistributedReadWriteLock::Mode::kRead>,
-                     RwSideAdapter<DistributedReadWriteLock::Mode::kWrite>, SemaphoreAdapter, LatchAdapter,
-                     SelectorAdapter, ObserverAdapter, QueueAdapter, TypedQueueAdapter, PriorityQueueAdapter,
-                     TypedPriorityQueueAdapter, WorkQueueAdapter, TypedWorkQueueAdapter>;
+using Recipes = ::testing::Types<MutexAdapter, RwSideAdapter<DistributedReadWriteLock::Mode::kRead>,
+                                 RwSideAdapter<DistributedReadWriteLock::Mode::kWrite>, SemaphoreAdapter, LatchAdapter,
+                                 SelectorAdapter, ObserverAdapter, QueueAdapter, TypedQueueAdapter,
+                                 PriorityQueueAdapter, TypedPriorityQueueAdapter, WorkQueueAdapter,
+                                 TypedWorkQueueAdapter, TransientAdapter, TypedTransientAdapter>;
 class Names {
  public:
   template <class T>
@@ -360,7 +386,9 @@ class Names {
                                   "DistributedPriorityQueue",
                                   "TypedPriorityQueue",
                                   "DistributedWorkQueue",
-                                  "TypedWorkQueue"};
+                                  "TypedWorkQueue",
+                                  "TransientKeyValue",
+                                  "TypedTransientKeyValue"};
     return names[i];
   }
 };
