@@ -26,6 +26,7 @@
 #include <type_traits>
 
 #include "client/client_access.h"
+#include "etcd/recipes/atomic_long.h"
 #include "etcd/recipes/election.h"
 #include "etcd/recipes/mutex.h"
 #include "etcd/recipes/priority_queue.h"
@@ -280,6 +281,15 @@ struct WorkQueueAdapterOf {
 };
 struct WorkQueueAdapter : WorkQueueAdapterOf<recipes::DistributedWorkQueue> {};
 struct TypedWorkQueueAdapter : WorkQueueAdapterOf<recipes::TypedWorkQueue<int64_t>> {};
+// A counter never parks: its operations are single Txns (and retries).
+struct AtomicLongAdapter {
+  using Recipe = recipes::DistributedAtomicLong;
+  static Recipe make(Client c, std::string name, RecipeOptions o) { return Recipe(c, std::move(name), std::move(o)); }
+  static Call<void> operation(Recipe& r, Client& c) { return as_void(r.increment(), c.executor()); }
+  static constexpr bool kParks = false;
+  static constexpr bool kListens = false;
+  static std::any listen(Recipe&, std::function<void()>, Client&) { return {}; }
+};
 using QueueAdapter = UntypedQueueAdapterOf<DistributedQueue>;
 using TypedQueueAdapter = TypedQueueAdapterOf<TypedQueue<int64_t>>;
 // A foreign item (prepare's) is an item of the lowest priority.
@@ -343,7 +353,7 @@ using Recipes =
     ::testing::Types<MutexAdapter, RwSideAdapter<DistributedReadWriteLock::Mode::kRead>,
                      RwSideAdapter<DistributedReadWriteLock::Mode::kWrite>, SemaphoreAdapter, LatchAdapter,
                      SelectorAdapter, ObserverAdapter, QueueAdapter, TypedQueueAdapter, PriorityQueueAdapter,
-                     TypedPriorityQueueAdapter, WorkQueueAdapter, TypedWorkQueueAdapter>;
+                     TypedPriorityQueueAdapter, WorkQueueAdapter, TypedWorkQueueAdapter, AtomicLongAdapter>;
 class Names {
  public:
   template <class T>
@@ -360,7 +370,8 @@ class Names {
                                   "DistributedPriorityQueue",
                                   "TypedPriorityQueue",
                                   "DistributedWorkQueue",
-                                  "TypedWorkQueue"};
+                                  "TypedWorkQueue",
+                                  "DistributedAtomicLong"};
     return names[i];
   }
 };
