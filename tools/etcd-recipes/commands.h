@@ -14,6 +14,7 @@ void add_lock_commands(Commands& commands);       // lock, semaphore, rwlock
 void add_election_commands(Commands& commands);   // elect, observe
 void add_queue_commands(Commands& commands);      // queue push, pop, size
 void add_workqueue_commands(Commands& commands);  // workqueue push, work, size, dead letters
+void add_counter_commands(Commands& commands);    // counter get, add, set, cas
 void add_demo_command(Commands& commands);
 
 }  // namespace etcd_cli
