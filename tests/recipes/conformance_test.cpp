@@ -26,6 +26,7 @@
 #include <type_traits>
 
 #include "client/client_access.h"
+#include "etcd/recipes/atomic_long.h"
 #include "etcd/recipes/election.h"
 #include "etcd/recipes/mutex.h"
 #include "etcd/recipes/priority_queue.h"
@@ -306,6 +307,15 @@ struct TransientNumber {
 };
 using TransientAdapter = TransientAdapterOf<recipes::TransientKeyValue, TransientText>;
 using TypedTransientAdapter = TransientAdapterOf<recipes::TypedTransientKeyValue<int64_t>, TransientNumber>;
+// A counter never parks: its operations are single Txns (and retries).
+struct AtomicLongAdapter {
+  using Recipe = recipes::DistributedAtomicLong;
+  static Recipe make(Client c, std::string name, RecipeOptions o) { return Recipe(c, std::move(name), std::move(o)); }
+  static Call<void> operation(Recipe& r, Client& c) { return as_void(r.increment(), c.executor()); }
+  static constexpr bool kParks = false;
+  static constexpr bool kListens = false;
+  static std::any listen(Recipe&, std::function<void()>, Client&) { return {}; }
+};
 using QueueAdapter = UntypedQueueAdapterOf<DistributedQueue>;
 using TypedQueueAdapter = TypedQueueAdapterOf<TypedQueue<int64_t>>;
 // A foreign item (prepare's) is an item of the lowest priority.
@@ -369,7 +379,7 @@ using Recipes = ::testing::Types<MutexAdapter, RwSideAdapter<DistributedReadWrit
                                  RwSideAdapter<DistributedReadWriteLock::Mode::kWrite>, SemaphoreAdapter, LatchAdapter,
                                  SelectorAdapter, ObserverAdapter, QueueAdapter, TypedQueueAdapter,
                                  PriorityQueueAdapter, TypedPriorityQueueAdapter, WorkQueueAdapter,
-                                 TypedWorkQueueAdapter, TransientAdapter, TypedTransientAdapter>;
+                                 TypedWorkQueueAdapter, TransientAdapter, TypedTransientAdapter, AtomicLongAdapter>;
 class Names {
  public:
   template <class T>
@@ -388,7 +398,8 @@ class Names {
                                   "DistributedWorkQueue",
                                   "TypedWorkQueue",
                                   "TransientKeyValue",
-                                  "TypedTransientKeyValue"};
+                                  "TypedTransientKeyValue",
+                                  "DistributedAtomicLong"};
     return names[i];
   }
 };

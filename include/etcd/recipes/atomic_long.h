@@ -1,0 +1,139 @@
+// DistributedAtomicLong: a 64-bit signed counter in one etcd key.
+//
+//   etcd::recipes::DistributedAtomicLong hits(client, "/counters/hits");
+//   int64_t id = hits.increment().wait().value();       // the value THIS call committed
+//   int64_t now = hits.add(10).wait().value();
+//   int64_t seen = hits.get().wait().value();           // 0 while the key is absent
+//   hits.set(100).wait().value();
+//   bool swapped = hits.compare_and_set(100, 0).wait().value();
+//   co_await hits.decrement();  hits.add(5).then(...);  hits.add(1).timeout(2s).stop_token(st).wait();
+//
+// Key layout: the value lives in the key NAME itself, as canonical decimal
+// text (IntegerCodec<int64_t>, codec.h), so `etcdctl get NAME` shows it and
+// `etcdctl put NAME 41` sets it. An absent key reads as 0. No other key is
+// written.
+//
+// add(n) / increment() / decrement() — read-modify-write without a lost
+// update. Each attempt is one guarded Txn:
+//   If mod_revision(NAME) == R Then Put(NAME, v + n) Else Get(NAME)
+// where (v, R) is the value and mod revision the object last saw (R = 0,
+// v = 0 for an absent key; an object that has seen nothing yet assumes the
+// key is absent, which costs nothing when it is not: the failed guard
+// returns the value). A failed guard returns the current value, and the next
+// attempt uses it (no extra read), after a jittered back-off that grows with
+// the conflicts of the call (scaled by the last round trip, at most
+// AtomicLongOptions::max_backoff). After max_attempts guarded Txns the call
+// fails with ABORTED ("gave up after N attempts under contention"); nothing
+// was written by it. Each add returns the value its own Txn committed, so
+// concurrent increments return distinct values (usable as ids).
+//
+// Unknown outcomes. A Txn whose answer was lost (Errc::kOutcomeUnknown from
+// the client: a connection reset, a stranded member) may or may not have
+// applied. The add sends the very same Txn again (guard R): at most one of
+// the two can apply, since R can never be the key's mod revision again once
+// anything was written. If the resent Txn applies, the add committed exactly
+// once. If its guard fails, the add tells whether its first attempt applied
+// only when it can prove it did not: exactly one write happened since R (the
+// key's version is one more, same create revision) and it stored another
+// value than v + n. Then the add goes on as after any conflict. Otherwise —
+// the one write since R stored v + n (as another increment from the same v
+// would), several writes happened, or the key was deleted — it fails with
+// UNAVAILABLE [outcome_unknown]: the add may have committed v + n once, or
+// not at all; never twice, and never silently. Under contention most
+// unknown increments end that way (another increment from the same v writes
+// the same bytes). The guard R = 0 (an absent key) is the exception to
+// "R never comes back": a key deleted and created again passes it again, so
+// deleting a counter while an add's outcome is being resolved may let that
+// add apply in the deleted incarnation and again in the new one.
+//
+// compare_and_set(expected, desired): one Txn comparing the stored bytes,
+//   If value(NAME) == "expected" Then Put(NAME, "desired") Else Get(NAME)
+// (for expected 0, "absent or 0": a nested Txn). Canonical text makes
+// comparing bytes the same as comparing numbers. true if it wrote. Not
+// retried after an unknown outcome (someone could have stored `expected`
+// again meanwhile): that is Errc::kOutcomeUnknown.
+//
+// set(v): one Put, whatever was stored (also how to repair a value that
+// does not decode). get(): one linearizable read. Neither is retried after
+// an unknown outcome (set's is passed on as Errc::kOutcomeUnknown).
+//
+// Errors:
+//   - a stored value that is not a canonical int64 (written by someone
+//     else): DATA_LOSS [decode_failed] naming the key, from get, add and
+//     compare_and_set; it is never overwritten by them (set() replaces it);
+//   - v + n outside int64: OUT_OF_RANGE, before anything is written;
+//   - contention past max_attempts: ABORTED, nothing written by the call;
+//   - lifecycle (recipe.h): a bad name is Errc::kBadArgument, after close()
+//     Errc::kClosed, both before any I/O.
+//
+// Costs (round trips = etcd writes, except reads):
+//   add, uncontended, the object's cache current (it wrote or read the
+//     value last): one Txn. The first add of an object when the key exists,
+//     or after another writer: two (the failed guard brings the value).
+//   add under contention: one more Txn per conflict, plus back-off; a
+//     failed guard is a write request etcd passes through raft (no revision).
+//   compare_and_set, set, get: one round trip each.
+//
+// Concurrent calls on one object are independent (each its own Txns, the
+// object's cache shared): they contend like calls of separate objects.
+// The object is a counter, not a waiter: no watch, no session, no lease.
+//
+// Metrics (label `counter`): etcd_recipes_counter_adds_total (committed
+// adds), _conflicts_total (failed guards), _gave_up_total (max_attempts
+// reached), _outcome_unknown_total (adds that ended unknown),
+// _unknown_resolved_total (an unknown attempt proved applied once or not).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "etcd/call.h"
+#include "etcd/client.h"
+#include "etcd/recipes/recipe.h"
+
+namespace etcd::recipes {
+
+struct AtomicLongOptions {
+  RecipeOptions recipe{};
+  // Guarded Txns one add may send (the first and its retries after
+  // conflicts or unknown outcomes); at least 1. Also bounded by the call's
+  // deadline.
+  int max_attempts = 1000;
+  // The longest back-off between two attempts of one add.
+  std::chrono::milliseconds max_backoff{50};
+};
+
+namespace detail {
+class AtomicLongState;
+}  // namespace detail
+
+class DistributedAtomicLong : public RecipeHandle {
+ public:
+  // Do no I/O (see RecipeHandle for the lifecycle). Invalid options
+  // (max_attempts < 1, a negative max_backoff) are kept and reported by
+  // start() and every operation (Errc::kBadArgument).
+  DistributedAtomicLong(Client client, std::string name);
+  DistributedAtomicLong(Client client, std::string name, RecipeOptions options);
+  DistributedAtomicLong(Client client, std::string name, AtomicLongOptions options);
+  DistributedAtomicLong(DistributedAtomicLong&&) noexcept = default;
+  DistributedAtomicLong& operator=(DistributedAtomicLong&&) noexcept = default;
+
+  // The stored value (0 if the key is absent). One read.
+  Call<int64_t> get();
+  // Stores `value`, whatever was there. One Put.
+  Call<void> set(int64_t value);
+  // Adds `delta` (may be negative or 0); the value this call committed.
+  Call<int64_t> add(int64_t delta);
+  Call<int64_t> increment() { return add(1); }
+  Call<int64_t> decrement() { return add(-1); }
+  // Stores `desired` if the value is `expected` (an absent key is 0);
+  // true if it did.
+  Call<bool> compare_and_set(int64_t expected, int64_t desired);
+
+ private:
+  std::shared_ptr<detail::AtomicLongState> state_;
+};
+
+}  // namespace etcd::recipes
