@@ -75,6 +75,12 @@ Status RecipeCore::usable() const {
   return Status();
 }
 
+Status RecipeCore::usable(const std::shared_ptr<ClientLink>& link) const {
+  Status st = usable();
+  if (st.ok() && !link) return closed_status();
+  return st;
+}
+
 Call<std::shared_ptr<Session>> RecipeCore::session(std::shared_ptr<ClientLink> link) {
   auto self = shared_from_this();
   const Executor ex = link->executor();

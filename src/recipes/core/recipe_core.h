@@ -46,6 +46,9 @@ class RecipeCore : public std::enable_shared_from_this<RecipeCore> {
   // input(), or kClosed after close(): what refuses an operation before
   // any I/O.
   Status usable() const;
+  // usable(), or kClosed when `link` (what link() gave) is null: the
+  // check of an operation that goes on with that link.
+  Status usable(const std::shared_ptr<ClientLink>& link) const;
 
   // A Call of this recipe. Made while the recipe is open, it keeps the
   // link until it is consumed and completes on the client's executor;

@@ -41,6 +41,18 @@ struct Seen {
   int64_t observed_at = 0;  // the header revision of the answer that showed it
 };
 
+// What a write this object made without reading shows: `value` at
+// `revision`, its version unknown (no prev_kv: only the resolution of an
+// unknown add uses it, and it re-reads through its guard then).
+inline Seen written(int64_t value, int64_t revision) {
+  Seen s;
+  s.value = value;
+  s.mod_revision = revision;
+  s.version = -1;
+  s.observed_at = revision;
+  return s;
+}
+
 std::optional<int64_t> checked_add(int64_t a, int64_t b) {
   int64_t sum = 0;
   if (__builtin_add_overflow(a, b, &sum)) return std::nullopt;
@@ -271,7 +283,7 @@ DistributedAtomicLong::DistributedAtomicLong(Client client, std::string name, At
 Call<int64_t> DistributedAtomicLong::get() {
   const auto& core = state_->core;
   auto link = core->link();
-  if (Status st = core->usable(); !st.ok() || !link) return core->ready<int64_t>(st.ok() ? core->closed_status() : st);
+  if (Status st = core->usable(link); !st.ok()) return core->ready<int64_t>(st);
   return detail::then_call<int64_t>(
       link->client().get(state_->key), link, [state = state_](Result<GetResponse> r) -> Result<int64_t> {
         if (!r.ok()) return state->core->named(std::move(r).status());
@@ -285,19 +297,11 @@ Call<int64_t> DistributedAtomicLong::get() {
 Call<void> DistributedAtomicLong::set(int64_t value) {
   const auto& core = state_->core;
   auto link = core->link();
-  if (Status st = core->usable(); !st.ok() || !link) return core->ready<void>(st.ok() ? core->closed_status() : st);
+  if (Status st = core->usable(link); !st.ok()) return core->ready<void>(st);
   return detail::then_call<void>(link->client().put(state_->key, Codec64::encode(value)), link,
                                  [state = state_, value](Result<PutResponse> r) -> Result<void> {
                                    if (!r.ok()) return state->core->named(std::move(r).status());
-                                   // What a put creates or bumps; the version is unknown
-                                   // (no prev_kv), which only the resolution of an unknown
-                                   // add uses, and it then re-reads through its guard.
-                                   detail::Seen s;
-                                   s.value = value;
-                                   s.mod_revision = r->header.revision;
-                                   s.version = -1;
-                                   s.observed_at = r->header.revision;
-                                   state->remember(s);
+                                   state->remember(detail::written(value, r->header.revision));
                                    return Result<void>();
                                  });
 }
@@ -305,9 +309,8 @@ Call<void> DistributedAtomicLong::set(int64_t value) {
 Call<int64_t> DistributedAtomicLong::add(int64_t delta) {
   return state_->core->call<int64_t>([state = state_, delta](CallOptions options, Callback<int64_t> done) {
     const auto& core = state->core;
-    if (Status st = core->usable(); !st.ok()) return done(st);
     auto link = core->link();
-    if (!link) return done(core->closed_status());
+    if (Status st = core->usable(link); !st.ok()) return done(st);
     auto op = std::make_shared<detail::AddOp>(state, std::move(link), delta, std::move(options), std::move(done));
     op->start();
   });
@@ -316,7 +319,7 @@ Call<int64_t> DistributedAtomicLong::add(int64_t delta) {
 Call<bool> DistributedAtomicLong::compare_and_set(int64_t expected, int64_t desired) {
   const auto& core = state_->core;
   auto link = core->link();
-  if (Status st = core->usable(); !st.ok() || !link) return core->ready<bool>(st.ok() ? core->closed_status() : st);
+  if (Status st = core->usable(link); !st.ok()) return core->ready<bool>(st);
   const std::string& key = state_->key;
   Txn txn;
   txn.when(Compare::value(key) == Codec64::encode(expected)).then(Op::put(key, Codec64::encode(desired)));
@@ -339,12 +342,7 @@ Call<bool> DistributedAtomicLong::compare_and_set(int64_t expected, int64_t desi
                                      wrote = answer->succeeded;
                                    }
                                    if (wrote) {
-                                     detail::Seen s;
-                                     s.value = desired;
-                                     s.mod_revision = r->header.revision;
-                                     s.version = -1;
-                                     s.observed_at = r->header.revision;
-                                     state->remember(s);
+                                     state->remember(detail::written(desired, r->header.revision));
                                      return true;
                                    }
                                    // What is stored instead must be a number: a foreign value is an

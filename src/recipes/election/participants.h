@@ -20,9 +20,7 @@ inline Labels election_labels(const std::string& name) { return {{"election", na
 // I/O) for bad input and once `core` is closed.
 inline Call<std::vector<Participant>> read_participants(const RecipeCore& core, std::string prefix) {
   auto link = core.link();
-  if (Status st = core.usable(); !st.ok() || !link) {
-    return core.ready<std::vector<Participant>>(st.ok() ? core.closed_status() : st);
-  }
+  if (Status st = core.usable(link); !st.ok()) return core.ready<std::vector<Participant>>(st);
   GetOptions options;
   options.prefix = true;
   options.sort_order = SortOrder::kAscend;
@@ -56,9 +54,7 @@ inline LeaderInfo leader_info(const KeyValue& kv) {
 // (before any I/O) for bad input and once `core` is closed.
 inline Call<std::optional<LeaderInfo>> read_leader(const RecipeCore& core, std::string prefix) {
   auto link = core.link();
-  if (Status st = core.usable(); !st.ok() || !link) {
-    return core.ready<std::optional<LeaderInfo>>(st.ok() ? core.closed_status() : st);
-  }
+  if (Status st = core.usable(link); !st.ok()) return core.ready<std::optional<LeaderInfo>>(st);
   GetOptions options;
   options.prefix = true;
   options.limit = 1;

@@ -246,7 +246,7 @@ Call<std::optional<Hold>> DistributedSemaphore::try_acquire() {
 Call<int> DistributedSemaphore::available_permits() {
   auto& core = driver_->core;
   auto link = core->link();
-  if (Status st = core->usable(); !st.ok() || !link) return core->ready<int>(st.ok() ? core->closed_status() : st);
+  if (Status st = core->usable(link); !st.ok()) return core->ready<int>(st);
   auto d = driver_;
   auto call = link->client().txn(
       Txn().then({Op::get(d->permits_key), Op::get(d->holders, GetOptions{.prefix = true, .count_only = true})}));

@@ -37,9 +37,8 @@ void QueueConsumer::attach() {
 }
 
 void QueueConsumer::take(bool try_only, const CallOptions& options, Callback<std::optional<TakenItem>> done) {
-  if (Status st = core_->usable(); !st.ok()) return done(st);
   auto link = core_->link();
-  if (!link) return done(core_->closed_status());
+  if (Status st = core_->usable(link); !st.ok()) return done(st);
   if (options.stop.stop_requested()) return done(core_->named(Cancelled("dequeue cancelled")));
   auto t = std::make_shared<Taker>();
   t->try_only = try_only;

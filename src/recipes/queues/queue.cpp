@@ -60,9 +60,7 @@ QueueBase::QueueBase(Client client, const char* kind, std::string name, RecipeOp
 Call<int64_t> QueueBase::size() {
   auto& core = state_->core;
   auto link = core->link();
-  if (Status st = core->usable(); !st.ok() || !link) {
-    return core->ready<int64_t>(st.ok() ? core->closed_status() : st);
-  }
+  if (Status st = core->usable(link); !st.ok()) return core->ready<int64_t>(st);
   auto call = link->client().get(state_->items, GetOptions{.prefix = true, .count_only = true});
   return then_call<int64_t>(std::move(call), std::move(link), [core](Result<GetResponse> r) -> Result<int64_t> {
     if (!r.ok()) return core->named(std::move(r).status());

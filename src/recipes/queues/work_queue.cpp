@@ -120,7 +120,7 @@ WorkQueueBase::WorkQueueBase(Client client, const char* kind, std::string name, 
 Call<int64_t> WorkQueueBase::size() {
   auto& core = state_->core;
   auto link = core->link();
-  if (Status st = core->usable(); !st.ok() || !link) return core->ready<int64_t>(st.ok() ? core->closed_status() : st);
+  if (Status st = core->usable(link); !st.ok()) return core->ready<int64_t>(st);
   auto call = link->client().get(state_->keys.items, GetOptions{.prefix = true, .count_only = true});
   return then_call<int64_t>(std::move(call), std::move(link), [core](Result<GetResponse> r) -> Result<int64_t> {
     if (!r.ok()) return core->named(std::move(r).status());
@@ -168,9 +168,8 @@ Call<std::vector<DeadLetter>> WorkQueueBase::dead_letters() {
   auto state = state_;
   return state->core->call<std::vector<DeadLetter>>(
       [state](CallOptions options, Callback<std::vector<DeadLetter>> done) {
-        if (Status st = state->core->usable(); !st.ok()) return done(st);
         auto link = state->core->link();
-        if (!link) return done(state->core->closed_status());
+        if (Status st = state->core->usable(link); !st.ok()) return done(st);
         read_dead(link, state->core, state->keys, state->keys.dead, options,
                   std::make_shared<std::vector<DeadLetter>>(), std::move(done));
       });

@@ -52,9 +52,8 @@ Call<bool> WorkClaim::guarded(Txn txn, const char* what, const char* metric, boo
   auto shared = std::make_shared<const Txn>(std::move(txn));
   return core_->call<bool>(
       [self = shared_from_this(), shared, what, metric, releases](CallOptions options, Callback<bool> done) {
-        if (Status st = self->core_->usable(); !st.ok()) return done(st);
         auto link = self->core_->link();
-        if (!link) return done(self->core_->closed_status());
+        if (Status st = self->core_->usable(link); !st.ok()) return done(st);
         self->send(link, shared, what, metric, releases, options, false, std::move(done));
       });
 }
