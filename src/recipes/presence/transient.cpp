@@ -16,6 +16,7 @@
 
 #include "../core/calls.h"
 #include "../core/listeners.h"
+#include "../core/own_presence.h"
 #include "../core/recipe_core.h"
 #include "etcd/presence.h"
 #include "etcd/txn.h"
@@ -150,7 +151,7 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
 
   void ensure_created(Callback<void> done) {
     std::shared_ptr<ClientLink> link = core_->link();
-    std::shared_ptr<PresenceLease> presence;
+    std::shared_ptr<OwnPresence> presence;
     {
       std::unique_lock lock(mu_);
       switch (phase_) {
@@ -177,34 +178,28 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
       phase_ = Phase::kStarting;
       start_waiters_.push_back(std::move(done));
       if (!presence_) {
-        presence_ = PresenceLease::create(link->client(), PresenceOptions{.ttl = ttl_, .max_backoff = kMaxHealBackoff});
         std::weak_ptr<TransientState> weak = weak_from_this();
-        presence_->set_restore_hook([weak](int64_t lease) -> Call<void> {
-          auto self = weak.lock();
-          if (!self) return Call<void>::ready(Closed("TransientKeyValue"), Executor(asio::system_executor()));
-          return self->restore(lease);
-        });
-        presence_sub_ = presence_->on_event([weak](PresenceEvent event, const Status& why) {
-          auto self = weak.lock();
-          if (!self) return;
-          if (event == PresenceEvent::kExpired) self->lost(why, /*lease_gone=*/true);
-          if (event == PresenceEvent::kRestoreFailed) self->heal_failed(why);
-        });
+        presence_ = std::make_shared<OwnPresence>(
+            PresenceOptions{.ttl = ttl_, .max_backoff = kMaxHealBackoff}, "the key's lease",
+            [weak](PresenceEvent event, const Status& why) {
+              auto self = weak.lock();
+              if (!self) return;
+              if (event == PresenceEvent::kExpired) self->lost(why, /*lease_gone=*/true);
+              if (event == PresenceEvent::kRestoreFailed) self->heal_failed(why);
+            },
+            [weak](int64_t lease) -> Call<void> {
+              auto self = weak.lock();
+              if (!self) return Call<void>::ready(Closed("TransientKeyValue"), Executor(asio::system_executor()));
+              return self->restore(lease);
+            });
       }
       presence = presence_;
     }
-    CallAccess::start_inline(presence->start(), [self = shared_from_this(), link, presence](Result<void> r) {
-      if (!r.ok()) return self->finish_create(presence, 0, std::move(r).status());
-      self->first_create(link, presence);
-    });
+    ensure_lease_then_create(link, presence);
   }
 
-  void first_create(const std::shared_ptr<ClientLink>& link, const std::shared_ptr<PresenceLease>& presence) {
-    const int64_t lease = presence->lease_id();
-    if (lease == 0) {
-      return finish_create(presence, 0,
-                           Status(StatusCode::kUnavailable, "the key's lease was lost as it was granted; try again"));
-    }
+  void first_create(const std::shared_ptr<ClientLink>& link, const std::shared_ptr<OwnPresence>& presence,
+                    int64_t lease) {
     auto [bytes, seq] = snapshot();
     send_create(link, lease, bytes, false,
                 [self = shared_from_this(), link, presence, lease, seq](Result<Created> r) mutable {
@@ -213,18 +208,24 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
                   if (presence->lease_id() != lease) {
                     // The lease was lost while the key was being created: the
                     // key went with it. Once more under the new lease.
-                    return self->first_create(link, presence);
+                    return self->ensure_lease_then_create(link, presence);
                   }
                   self->finish_create(presence, lease, Result<void>(), r->create_revision, r->value_written ? seq : 0);
                 });
   }
 
-  void finish_create(const std::shared_ptr<PresenceLease>& presence, int64_t lease, Result<void> r,
+  void ensure_lease_then_create(const std::shared_ptr<ClientLink>& link, const std::shared_ptr<OwnPresence>& presence) {
+    presence->with_lease(link, [self = shared_from_this(), link, presence](Result<int64_t> lease) {
+      if (!lease.ok()) return self->finish_create(presence, 0, std::move(lease).status());
+      self->first_create(link, presence, *lease);
+    });
+  }
+
+  void finish_create(const std::shared_ptr<OwnPresence>& presence, int64_t lease, Result<void> r,
                      int64_t create_revision = 0, uint64_t written = 0) {
     std::vector<Callback<void>> waiters;
     std::vector<std::pair<uint64_t, Callback<void>>> writes;
-    std::shared_ptr<PresenceLease> drop;
-    Subscription drop_sub;
+    bool drop = false;
     {
       std::lock_guard lock(mu_);
       if (phase_ != Phase::kStarting) return;  // closed meanwhile: the waiters were told
@@ -238,16 +239,11 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
         // Not sticky: a later create() tries again, with a new lease.
         phase_ = Phase::kIdle;
         writes.swap(write_waiters_);
-        if (presence_ == presence) {
-          drop = std::move(presence_);
-          drop_sub = std::move(presence_sub_);
-        }
+        drop = true;
       }
     }
-    if (drop) {
-      drop_sub.reset();
-      CallAccess::start_inline(drop->close(), [drop](Result<void>) {});
-    }
+    // The next create() starts from a new lease.
+    if (drop) presence->drop(/*for_good=*/false, nullptr);
     Status st = r.ok() ? Status() : core_->named(r.status());
     for (auto& w : waiters) w(st.ok() ? Result<void>() : Result<void>(st));
     for (auto& [seq, w] : writes) w(st);
@@ -528,8 +524,7 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
   void shutdown(Callback<bool> done) {
     std::vector<Callback<void>> starts;
     std::vector<std::pair<uint64_t, Callback<void>>> writes;
-    std::shared_ptr<PresenceLease> presence;
-    Subscription sub;
+    std::shared_ptr<OwnPresence> presence;
     std::shared_ptr<asio::steady_timer> timer;
     int64_t create_revision = 0;
     {
@@ -546,11 +541,9 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
       ++gen_;
       starts.swap(start_waiters_);
       writes.swap(write_waiters_);
-      presence = std::move(presence_);
-      sub = std::move(presence_sub_);
+      presence = presence_;
       timer = std::move(heal_timer_);
     }
-    sub.reset();
     if (timer) timer->cancel();
     const Status closed = core_->closed_status();
     for (auto& s : starts) s(closed);
@@ -562,8 +555,7 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
       if (!presence) return self->finish_release(ours);
       // Revoking deletes whatever is still under the lease: the key, if a
       // delete above failed.
-      CallAccess::start_inline(presence->close(),
-                               [self, presence, link, ours](Result<void>) { self->finish_release(ours); });
+      presence->drop(/*for_good=*/true, [self, ours] { self->finish_release(ours); });
     };
     if (create_revision == 0 || !link) return revoke(false);
     Txn txn;
@@ -602,8 +594,7 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
   int64_t lease_ = 0;
   uint64_t gen_ = 0;  // bumped at each loss and at close: stale heals compare it
   bool taken_reported_ = false;
-  std::shared_ptr<PresenceLease> presence_;
-  Subscription presence_sub_;
+  std::shared_ptr<OwnPresence> presence_;
   std::shared_ptr<asio::steady_timer> heal_timer_;
   std::vector<Callback<void>> start_waiters_;
   std::vector<std::pair<uint64_t, Callback<void>>> write_waiters_;

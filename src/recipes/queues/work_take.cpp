@@ -217,33 +217,29 @@ void ClaimTake::take(const std::shared_ptr<ClientLink>& link, const std::string&
 }
 
 void ClaimTake::with_lease(const std::shared_ptr<ClientLink>& link, std::function<void(Result<int64_t>)> then) {
-  std::shared_ptr<PresenceLease> presence;
+  std::shared_ptr<OwnPresence> presence;
   {
     std::lock_guard lock(mu_);
     if (closed_) return then(core_->closed_status());
     if (!presence_) {
-      presence_ = PresenceLease::create(link->client(), PresenceOptions{.ttl = visibility_});
       std::weak_ptr<ClaimTake> weak = std::static_pointer_cast<ClaimTake>(shared_from_this());
-      presence_sub_ = presence_->on_event([weak](PresenceEvent event, const Status& why) {
-        auto self = weak.lock();
-        if (!self || event != PresenceEvent::kExpired) return;
-        // etcd deleted our claims with the lease: the items may be
-        // delivered elsewhere already. Deliveries in hand end.
-        self->core_->record_error(self->core_->named(
-            Status(why.code(), "the consumer's lease was lost; its items will be delivered again: " + why.message(),
-                   why.reason())));
-        self->end_claims();
-      });
+      presence_ = std::make_shared<OwnPresence>(
+          PresenceOptions{.ttl = visibility_}, "the consumer's lease",
+          [weak](PresenceEvent event, const Status& why) {
+            auto self = weak.lock();
+            if (!self || event != PresenceEvent::kExpired) return;
+            // etcd deleted our claims with the lease: the items may be
+            // delivered elsewhere already. Deliveries in hand end.
+            self->core_->record_error(self->core_->named(
+                Status(why.code(), "the consumer's lease was lost; its items will be delivered again: " + why.message(),
+                       why.reason())));
+            self->end_claims();
+          },
+          nullptr);
     }
     presence = presence_;
   }
-  if (const int64_t id = presence->lease_id(); id != 0) return then(id);
-  run_on_strand(link->strand(), presence->start(), [presence, then = std::move(then)](Result<void> r) {
-    if (!r.ok()) return then(std::move(r).status());
-    const int64_t id = presence->lease_id();
-    if (id == 0) return then(Status(StatusCode::kUnavailable, "the consumer's lease is being renewed"));
-    then(id);
-  });
+  presence->with_lease(link, std::move(then), &link->strand());
 }
 
 void ClaimTake::send_claim(const std::shared_ptr<Attempt>& a) {
@@ -360,18 +356,15 @@ void ClaimTake::end_claims() {
 }
 
 void ClaimTake::close() {
-  std::shared_ptr<PresenceLease> presence;
-  Subscription sub;
+  std::shared_ptr<OwnPresence> presence;
   {
     std::lock_guard lock(mu_);
     closed_ = true;
-    presence = std::move(presence_);
-    sub = std::move(presence_sub_);
+    presence = presence_;
   }
-  sub.reset();
   end_claims();
   // Revoking the lease deletes our claims: their items are ready again now.
-  if (presence) CallAccess::start_inline(presence->close(), [presence](Result<void>) {});
+  if (presence) presence->drop(/*for_good=*/true, nullptr);
 }
 
 }  // namespace etcd::recipes::detail

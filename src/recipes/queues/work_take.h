@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "../core/own_presence.h"
 #include "consumer.h"
 #include "etcd/presence.h"
 #include "etcd/recipes/work_queue.h"
@@ -127,8 +128,7 @@ class ClaimTake : public TakeDriver {
   std::set<std::pair<int64_t, std::string>> delays_;
 
   std::mutex mu_;
-  std::shared_ptr<PresenceLease> presence_;
-  Subscription presence_sub_;
+  std::shared_ptr<OwnPresence> presence_;
   std::vector<std::weak_ptr<WorkClaim>> live_;
   bool closed_ = false;
 };
