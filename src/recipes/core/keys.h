@@ -1,4 +1,4 @@
-// Small pieces the lock recipes share (internal).
+// Small pieces the recipes share about keys and retries (internal).
 #pragma once
 
 #include <chrono>
@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
 
@@ -30,6 +31,16 @@ inline std::string lease_hex(int64_t id) {
 inline bool transient(const Status& st) {
   return st.code() == StatusCode::kDeadlineExceeded || st.code() == StatusCode::kUnavailable ||
          st.is(Errc::kOutcomeUnknown);
+}
+
+// 16 random hex digits: names a producer or a barrier party uniquely
+// among the objects that share a client id.
+inline std::string random_id() {
+  std::random_device rd;
+  const uint64_t id = (uint64_t{rd()} << 32) ^ uint64_t { rd() };
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(id));
+  return buf;
 }
 
 inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }

@@ -17,17 +17,27 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "client_link.h"
 #include "etcd/call.h"
 #include "etcd/presence.h"
 #include "etcd/status.h"
+#include "recipe_core.h"
 
 namespace etcd::recipes::detail {
 
-class OwnPresence {
+class OwnPresence : public std::enable_shared_from_this<OwnPresence> {
  public:
   using EventHandler = std::function<void(PresenceEvent, const Status&)>;
+
+  // The core of a recipe whose keys live on its OwnPresence: it checks
+  // RecipeOptions::session_ttl (the lease's TTL, at least 1 s) with the
+  // recipe's own `input` checks, and drops the session options — presence
+  // heals, so it never rides on a (shared) session, which is for exclusive
+  // holds that stay lost.
+  static std::shared_ptr<RecipeCore> make_core(Client client, const char* kind, std::string name, RecipeOptions options,
+                                               Status input);
 
   // `what` names the lease in errors ("the consumer's lease").
   OwnPresence(PresenceOptions options, std::string what, EventHandler on_event, PresenceRestoreHook restore);
@@ -38,7 +48,8 @@ class OwnPresence {
   // Runs `then` with the current lease id, creating and starting the lease
   // through `link` on first use. Fails with kClosed after close(), with
   // kUnavailable while the lease heals after a loss (its restore hook will
-  // follow), and with the grant's failure. `then` runs inline when the
+  // follow), and with the grant's failure (a first grant that did not get
+  // through is tried again a few times first). `then` runs inline when the
   // lease is there already, otherwise on `resume_on` when given (else on
   // the thread that completed the grant).
   void with_lease(const std::shared_ptr<ClientLink>& link, std::function<void(Result<int64_t>)> then,
@@ -54,6 +65,11 @@ class OwnPresence {
   void drop(bool for_good, std::function<void()> then);
 
  private:
+  void start(const std::shared_ptr<ClientLink>& link, std::function<void(Result<int64_t>)> then,
+             std::optional<asio::strand<Executor>> resume_on, int attempt);
+  // Forgets `lease` (if it is still the current one) without revoking it.
+  void forget(const std::shared_ptr<PresenceLease>& lease);
+
   const PresenceOptions options_;
   const std::string what_;
   const EventHandler on_event_;
@@ -63,6 +79,22 @@ class OwnPresence {
   std::shared_ptr<PresenceLease> lease_;
   Subscription sub_;
   bool closed_ = false;
+};
+
+// How a presence recipe tells its user about a lost lease: recorded in
+// errors() (kHoldLost unless the cause says more) and state() kLost; once
+// the lease is back and its keys restored, state() kReconnected. Only a
+// loss that took keys of the owner's is news, and then its end.
+class PresenceLossReport {
+ public:
+  // `owns_keys`: the lease carried keys of the owner's when the event came.
+  // `consequence` completes "the <lease> was lost: <why>; ...".
+  void on_event(RecipeCore& core, PresenceEvent event, const Status& why, bool owns_keys, std::string_view lease,
+                std::string_view consequence);
+
+ private:
+  std::mutex mu_;
+  bool reported_ = false;
 };
 
 }  // namespace etcd::recipes::detail

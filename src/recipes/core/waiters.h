@@ -21,7 +21,8 @@
 
 namespace etcd::recipes::detail {
 
-// Callers parked until a condition holds (leadership, initialization). Each
+// Callers parked until a condition holds (leadership, initialization), or
+// until a level reaches what they need (a barrier round). Each
 // waiter ends exactly once: when the condition holds, by its deadline or
 // stop token, when the recipe closes (Errc::kClosed), or with a failure.
 // A parked waiter is work in flight: it holds the recipe's link to the
@@ -32,14 +33,22 @@ class WaiterSet : public std::enable_shared_from_this<WaiterSet> {
 
   // Completes `done` at once if the condition holds, otherwise parks it.
   void add(const CallOptions& options, Callback<void> done, std::string what) {
+    add_until(options, std::move(done), std::move(what), kNever);
+  }
+
+  // The same, for a waiter that also completes once the level (advance())
+  // reaches `needed`: e.g. a barrier party released by a round that
+  // completed after it arrived.
+  void add_until(const CallOptions& options, Callback<void> done, std::string what, uint64_t needed) {
     auto link = core_->link();
     if (!link) return done(core_->closed_status());  // closed, and its work is done
     auto w = std::make_shared<Waiter>();
     w->done = std::move(done);
     w->link = link;
+    w->needed = needed;
     {
       std::lock_guard lock(mu_);
-      if (ready_) {
+      if (ready_ || level_ >= needed) {
         w->finished = true;
       } else {
         waiters_.push_back(w);
@@ -85,6 +94,27 @@ class WaiterSet : public std::enable_shared_from_this<WaiterSet> {
     for (auto& w : done) finish(w, Result<void>(), /*listed=*/false);
   }
 
+  // Raises the level (it never goes down): parked waiters that needed at
+  // most `level` complete now.
+  void advance(uint64_t level) {
+    std::vector<std::shared_ptr<Waiter>> done;
+    {
+      std::lock_guard lock(mu_);
+      if (level <= level_) return;
+      level_ = level;
+      std::erase_if(waiters_, [&](const std::shared_ptr<Waiter>& w) {
+        if (w->needed > level_) return false;
+        done.push_back(w);
+        return true;
+      });
+    }
+    for (auto& w : done) finish(w, Result<void>(), /*listed=*/false);
+  }
+  uint64_t level() const {
+    std::lock_guard lock(mu_);
+    return level_;
+  }
+
   // Ends every parked waiter with `why`.
   void fail_all(const Status& why) {
     std::vector<std::shared_ptr<Waiter>> done;
@@ -96,8 +126,11 @@ class WaiterSet : public std::enable_shared_from_this<WaiterSet> {
   }
 
  private:
+  static constexpr uint64_t kNever = ~uint64_t{0};
+
   struct Waiter {
     Callback<void> done;
+    uint64_t needed = kNever;  // the level that completes it
     std::shared_ptr<ClientLink> link;
     bool finished = false;  // guarded by WaiterSet::mu_
     std::shared_ptr<asio::steady_timer> timer;
@@ -146,8 +179,9 @@ class WaiterSet : public std::enable_shared_from_this<WaiterSet> {
   }
 
   std::shared_ptr<RecipeCore> core_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   bool ready_ = false;
+  uint64_t level_ = 0;
   std::vector<std::shared_ptr<Waiter>> waiters_;
 };
 

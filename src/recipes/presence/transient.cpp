@@ -604,30 +604,10 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
 
 // --- TransientBase ------------------------------------------------------------------------------
 
-namespace {
-
-Status check_ttl(const RecipeOptions& options) {
-  // RecipeCore checks session_ttl only when it makes sessions; this recipe
-  // always uses it, as its lease's TTL.
-  if (options.session_ttl < std::chrono::seconds(1)) {
-    return InvalidArgument("session_ttl (the key's lease TTL) must be at least 1 s (got " +
-                           std::to_string(options.session_ttl.count()) + " s)");
-  }
-  return Status();
-}
-
-}  // namespace
-
 TransientBase::TransientBase(Client client, const char* kind, std::string key, std::string bytes,
                              std::shared_ptr<const void> typed, Status input, RecipeOptions options) {
-  if (input.ok()) input = check_ttl(options);
   const auto ttl = options.session_ttl;
-  // A transient key heals: it has a presence lease of its own, never a
-  // (shared) session.
-  options.session = nullptr;
-  options.session_factory = nullptr;
-  auto core =
-      std::make_shared<RecipeCore>(std::move(client), kind, std::move(key), std::move(options), std::move(input));
+  auto core = OwnPresence::make_core(std::move(client), kind, std::move(key), std::move(options), std::move(input));
   state_ = std::make_shared<TransientState>(core, std::move(bytes), std::move(typed), ttl);
   state_->install();
   bind_recipe(std::move(core));

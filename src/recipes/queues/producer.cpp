@@ -18,13 +18,6 @@ constexpr int kMaxAttempts = 8;
 constexpr std::chrono::milliseconds kFirstBackoff{50};
 constexpr std::chrono::milliseconds kMaxBackoff{1000};
 
-std::string random_id() {
-  std::random_device rd;
-  const uint64_t hi = rd();
-  const uint64_t lo = rd();
-  return hex16((hi << 32) ^ lo);
-}
-
 Status outcome_unknown(const Status& last) {
   return Status(last.code() == StatusCode::kOk ? StatusCode::kUnavailable : last.code(),
                 "enqueue: the outcome is unknown (it may or may not have been committed): " + last.message(),
