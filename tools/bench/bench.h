@@ -22,6 +22,7 @@
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -134,6 +135,17 @@ class Context {
   std::map<std::string, double> paired_bases_;
   std::map<std::string, std::any> memo_;
   const etcd::testing::EtcdCluster* cluster_;
+};
+
+// Latencies in milliseconds, sorted.
+struct Samples {
+  std::vector<double> ms;
+
+  double percentile(double p) const {
+    // Nearest rank: the smallest sample with at least p% at or below it.
+    const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(ms.size())));
+    return ms.at(std::max<std::size_t>(rank, 1) - 1);
+  }
 };
 
 struct Metric {

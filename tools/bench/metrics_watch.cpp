@@ -20,16 +20,6 @@ namespace {
 
 using Millis = std::chrono::duration<double, std::milli>;
 
-struct Samples {
-  std::vector<double> ms;  // sorted
-
-  double percentile(double p) const {
-    // Nearest rank: the smallest sample with at least p% at or below it.
-    const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(ms.size())));
-    return ms.at(std::max<std::size_t>(rank, 1) - 1);
-  }
-};
-
 Samples sample_watch_latency(Context& ctx) {
   const std::string prefix = Context::key_prefix("watch_latency");
   const int warmup = ctx.settings.quick ? 20 : 50;

@@ -163,6 +163,11 @@ class DoubleBarrierState : public std::enable_shared_from_this<DoubleBarrierStat
             done = op_;
           } else if (arrived_ == 0 && !busy_ && l.ready == 0) {
             busy_ = arrive = true;
+          } else if (arrived_ == 0 && l.ready != 0 && l.count == 0) {
+            // A round whose parties all died (or closed) without leaving:
+            // nobody is left to end it, so whoever wants in does.
+            clear_round = true;
+            round = l.ready;
           } else if (arrived_ != 0 && !busy_ && l.ready == 0 && l.mine && l.count >= parties_ && l.newest == arrived_) {
             // The newest arrival completes the round (one write, not N).
             busy_ = complete = true;
@@ -201,6 +206,7 @@ class DoubleBarrierState : public std::enable_shared_from_this<DoubleBarrierStat
           run_on_strand(link->strand(), link->client().txn(std::move(txn)),
                         [self, link, lease = *lease](Result<TxnResponse> r) {
                           if (!r.ok()) return self->step_failed(link, std::move(r).status());
+                          int64_t stray = 0;
                           {
                             std::lock_guard lock(self->mu_);
                             self->busy_ = false;
@@ -209,7 +215,13 @@ class DoubleBarrierState : public std::enable_shared_from_this<DoubleBarrierStat
                               if (r->succeeded) self->arrived_ = r->header.revision;
                               // A resent arrival whose first attempt got through.
                               if (mine && mine->lease == lease) self->arrived_ = mine->create_revision;
+                            } else if (r->succeeded) {
+                              // The enter ended (withdrew) while it was arriving.
+                              stray = r->header.revision;
                             }
+                          }
+                          if (stray != 0) {
+                            remove_key(link, self->core_, self->my_key_, stray, "withdrawing from the double barrier");
                           }
                           self->evaluate(link);
                         });
@@ -275,19 +287,22 @@ class DoubleBarrierState : public std::enable_shared_from_this<DoubleBarrierStat
   void op_ended(const std::shared_ptr<ClientLink>& link, Phase to, const std::shared_ptr<WaiterSet>& op, Result<void> r,
                 Callback<void> done) {
     int64_t arrived = 0;
+    bool answer_now = false;
     {
       std::lock_guard lock(mu_);
       if (op_ == op) op_.reset();
-      if (r.ok()) return done(Result<void>());
-      if (to == Phase::kLeaving) {
-        phase_ = Phase::kOut;  // our key is gone: this party has left all the same
-        return done(std::move(r));
+      if (r.ok() || phase_ != Phase::kEntering) {
+        // Done; or a leave that ran out of time: our key is gone, so this
+        // party has left all the same.
+        if (!r.ok() && to == Phase::kLeaving) phase_ = Phase::kOut;
+        answer_now = true;
+      } else {
+        arrived = arrived_;
+        phase_ = Phase::kOut;
+        arrived_ = 0;
       }
-      if (phase_ != Phase::kEntering) return done(std::move(r));
-      arrived = arrived_;
-      phase_ = Phase::kOut;
-      arrived_ = 0;
     }
+    if (answer_now) return done(std::move(r));
     if (arrived == 0 || r.status().is(Errc::kClosed)) return done(std::move(r));
     // Withdraw, unless the round started with us in it: then we are in.
     //   If create_revision(NAME/ready) == 0 && create_revision(key) == arrived Then Delete(key) Else Get(NAME/ready)

@@ -108,6 +108,9 @@ class GateState : public std::enable_shared_from_this<GateState> {
   // On the view's strand, in revision order.
   void on_batch(const ViewBatch& batch) {
     const bool closed = !batch.state->empty();
+    if (batch.kind != ViewBatch::Kind::kInitialized) {
+      core_->metrics().add("etcd_recipes_barrier_wakeups_total", {{"name", gate_}}, 1);
+    }
     if (batch.kind != ViewBatch::Kind::kInitialized && was_closed_ && !closed) {
       core_->metrics().add("etcd_recipes_barrier_openings_total", {{"name", gate_}}, 1);
       openings_->advance(openings_->level() + 1);

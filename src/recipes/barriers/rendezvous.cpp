@@ -127,6 +127,11 @@ class RendezvousState : public std::enable_shared_from_this<RendezvousState> {
     view_ = PrefixView::create(core_, ready_, std::move(options), [weak](const ViewBatch& batch) {
       auto self = weak.lock();
       if (!self) return;
+      // Each batch wakes this object's parked parties (to look): counted,
+      // so that the bench can tell wake-ups per party.
+      if (batch.kind != ViewBatch::Kind::kInitialized) {
+        self->core_->metrics().add("etcd_recipes_barrier_wakeups_total", self->labels_, 1);
+      }
       auto it = batch.state->find(self->ready_);
       if (it != batch.state->end()) self->released_->advance(static_cast<uint64_t>(it->second.mod_revision));
     });
