@@ -16,6 +16,7 @@ void add_queue_commands(Commands& commands);      // queue push, pop, size
 void add_workqueue_commands(Commands& commands);  // workqueue push, work, size, dead letters
 void add_transient_commands(Commands& commands);  // transient KEY VALUE -- CMD
 void add_counter_commands(Commands& commands);    // counter get, add, set, cas
+void add_cache_commands(Commands& commands);      // cache PREFIX
 void add_demo_command(Commands& commands);
 
 }  // namespace etcd_cli
