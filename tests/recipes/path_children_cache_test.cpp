@@ -30,6 +30,14 @@ using StartMode = PathChildrenCacheOptions::StartMode;
 using Scope = PathChildrenCacheOptions::Scope;
 using Type = ChildEvent<std::string>::Type;
 
+// Sanitized builds are slower, and their allocator is not glibc's
+// (mallinfo2 then says nothing): the load's bars hold for plain builds.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
 template <class T>
 struct Events {
   std::mutex mu;
@@ -540,8 +548,10 @@ TEST_F(PathChildrenCacheTest, HundredThousandChildrenLoadInSecondsAndCostCloseTo
                 per_key);
     report_timing("cache_load_100k_ms", static_cast<long long>(secs * 1000));
     RecordProperty("cache_bytes_per_key", std::to_string(static_cast<long long>(per_key)));
-    EXPECT_LE(per_key, 3.0 * 140);
-    EXPECT_LT(secs, 5.0);
+    if (!kSanitized) {
+      EXPECT_LE(per_key, 3.0 * 140);
+      EXPECT_LT(secs, 5.0);
+    }
     cache.close();
   }
   ASSERT_TRUE(client().del(path + "/", {.prefix = true}).wait().ok());
