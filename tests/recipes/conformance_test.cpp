@@ -30,6 +30,8 @@
 #include "etcd/recipes/barrier.h"
 #include "etcd/recipes/election.h"
 #include "etcd/recipes/mutex.h"
+#include "etcd/recipes/node_cache.h"
+#include "etcd/recipes/path_children_cache.h"
 #include "etcd/recipes/priority_queue.h"
 #include "etcd/recipes/queue.h"
 #include "etcd/recipes/rwlock.h"
@@ -376,6 +378,59 @@ struct CountedBarrierAdapterOf {
 };
 using CountBarrierAdapter = CountedBarrierAdapterOf<recipes::DistributedBarrierWithCount>;
 using DoubleBarrierAdapter = CountedBarrierAdapterOf<recipes::DistributedDoubleBarrier>;
+// Caches: like the observer, a first read that nothing on a live member
+// keeps from completing; they wait against an unreachable endpoint.
+template <class R>
+struct CacheAdapterOf {
+  using Recipe = R;
+  static constexpr bool kBlockedByUnreachableEtcd = true;
+  static Call<void> operation(Recipe& r, Client&) {
+    try {
+      r.start();
+    } catch (const Error&) {
+    }
+    return r.wait_initialized();
+  }
+  static std::any block(Client&, const std::string&) { return {}; }
+  static bool timed_wait(Recipe& r, std::chrono::milliseconds d) {
+    r.start();
+    auto st = r.wait_initialized().timeout(d).wait().status();
+    if (st.ok()) return true;
+    if (st.code() == StatusCode::kDeadlineExceeded) return false;
+    throw Error(st);
+  }
+};
+// kInitialized, once the first read is done.
+template <class T>
+struct NodeCacheAdapterOf : CacheAdapterOf<recipes::NodeCache<T>> {
+  using Recipe = recipes::NodeCache<T>;
+  static Recipe make(Client c, std::string name, RecipeOptions o) { return Recipe(c, std::move(name), std::move(o)); }
+  static std::any listen(Recipe& r, std::function<void()> fn, Client&) {
+    auto sub = std::make_shared<Subscription>(r.on_change([fn](const recipes::NodeEvent<T>&) { fn(); }));
+    r.start();
+    return sub;
+  }
+};
+// kAdded, for a child that the first read finds.
+template <class T>
+struct ChildrenCacheAdapterOf : CacheAdapterOf<recipes::TypedPathChildrenCache<T>> {
+  using Recipe = recipes::TypedPathChildrenCache<T>;
+  static Recipe make(Client c, std::string name, RecipeOptions o) {
+    recipes::PathChildrenCacheOptions options;
+    options.recipe = std::move(o);
+    return Recipe(c, std::move(name), std::move(options));
+  }
+  static std::any listen(Recipe& r, std::function<void()> fn, Client& c) {
+    (void)c.put(r.path() + "/child", "1").wait().value();
+    auto sub = std::make_shared<Subscription>(r.on_event([fn](const recipes::ChildEvent<T>&) { fn(); }));
+    r.start();
+    return sub;
+  }
+};
+using NodeCacheAdapter = NodeCacheAdapterOf<std::string>;
+using TypedNodeCacheAdapter = NodeCacheAdapterOf<int64_t>;
+using PathChildrenCacheAdapter = ChildrenCacheAdapterOf<std::string>;
+using TypedPathChildrenCacheAdapter = ChildrenCacheAdapterOf<int64_t>;
 using QueueAdapter = UntypedQueueAdapterOf<DistributedQueue>;
 using TypedQueueAdapter = TypedQueueAdapterOf<TypedQueue<int64_t>>;
 // A foreign item (prepare's) is an item of the lowest priority.
@@ -440,7 +495,8 @@ using Recipes =
                      RwSideAdapter<DistributedReadWriteLock::Mode::kWrite>, SemaphoreAdapter, LatchAdapter,
                      SelectorAdapter, ObserverAdapter, QueueAdapter, TypedQueueAdapter, PriorityQueueAdapter,
                      TypedPriorityQueueAdapter, WorkQueueAdapter, TypedWorkQueueAdapter, TransientAdapter,
-                     TypedTransientAdapter, AtomicLongAdapter, GateAdapter, CountBarrierAdapter, DoubleBarrierAdapter>;
+                     TypedTransientAdapter, AtomicLongAdapter, GateAdapter, CountBarrierAdapter, DoubleBarrierAdapter,
+                     NodeCacheAdapter, TypedNodeCacheAdapter, PathChildrenCacheAdapter, TypedPathChildrenCacheAdapter>;
 class Names {
  public:
   template <class T>
@@ -463,7 +519,11 @@ class Names {
                                   "DistributedAtomicLong",
                                   "DistributedBarrier",
                                   "DistributedBarrierWithCount",
-                                  "DistributedDoubleBarrier"};
+                                  "DistributedDoubleBarrier",
+                                  "NodeCache",
+                                  "TypedNodeCache",
+                                  "PathChildrenCache",
+                                  "TypedPathChildrenCache"};
     return names[i];
   }
 };

@@ -15,7 +15,8 @@ using Type = ViewEvent::Type;
 using etcd::test::replay;
 
 ViewEntry entry(std::string value, int64_t create, int64_t mod, int64_t version = 1, int64_t lease = 0) {
-  return ViewEntry{std::move(value), create, mod, version, lease};
+  return ViewEntry{
+      .value = std::move(value), .create_revision = create, .mod_revision = mod, .version = version, .lease = lease};
 }
 
 Event put(std::string key, std::string value, int64_t create, int64_t mod, int64_t version = 1) {

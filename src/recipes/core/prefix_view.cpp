@@ -58,6 +58,12 @@ std::vector<ViewEvent> diff_views(const ViewMap& before, const ViewMap& after) {
 
 std::vector<ViewEvent> apply_events(ViewMap& map, const std::vector<Event>& events, size_t begin, size_t end,
                                     const std::function<bool(std::string_view)>& accept) {
+  return apply_events(map, events, begin, end, accept, nullptr);
+}
+
+std::vector<ViewEvent> apply_events(ViewMap& map, const std::vector<Event>& events, size_t begin, size_t end,
+                                    const std::function<bool(std::string_view)>& accept,
+                                    std::vector<std::shared_ptr<const void>>* decoded) {
   std::vector<ViewEvent> out;
   for (size_t i = begin; i < end; ++i) {
     const Event& ev = events[i];
@@ -70,6 +76,7 @@ std::vector<ViewEvent> apply_events(ViewMap& map, const std::vector<Event>& even
       continue;
     }
     ViewEntry entry = to_entry(ev.kv);
+    if (decoded) entry.decoded = std::move((*decoded)[i - begin]);
     if (it == map.end()) {
       map.emplace(ev.kv.key, entry);
       out.push_back({ViewEvent::Type::kAdded, ev.kv.key, std::move(entry), std::nullopt});
@@ -197,7 +204,9 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
         if (self->options.accept && !self->options.accept(kv.key)) continue;
         // Pages arrive in key order: every insertion is at the end.
         std::string key = std::move(kv.key);
-        self->loading_.emplace_hint(self->loading_.end(), std::move(key), to_entry(std::move(kv)));
+        ViewEntry entry = to_entry(std::move(kv));
+        if (self->options.decode) entry.decoded = self->options.decode(key, entry.value);
+        self->loading_.emplace_hint(self->loading_.end(), std::move(key), std::move(entry));
       }
       if (more) return self->read_page(e);
       self->finish_load(e);
@@ -280,9 +289,20 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
         ViewBatch batch;
         batch.kind = ViewBatch::Kind::kChanged;
         batch.revision = rev;
+        // Decoded before the lock is taken: readers never wait for a codec.
+        std::vector<std::shared_ptr<const void>> decoded;
+        if (options.decode) {
+          decoded.resize(j - i);
+          for (size_t k = i; k < j; ++k) {
+            const Event& ev = events[k];
+            if (ev.type == Event::Type::kPut && (!options.accept || options.accept(ev.kv.key))) {
+              decoded[k - i] = options.decode(ev.kv.key, ev.kv.value);
+            }
+          }
+        }
         {
           std::lock_guard lock(mu);
-          batch.events = apply_events(map, events, i, j, options.accept);
+          batch.events = apply_events(map, events, i, j, options.accept, options.decode ? &decoded : nullptr);
           revision = rev;
         }
         if (!batch.events.empty()) {

@@ -45,8 +45,15 @@ struct ViewEntry {
   int64_t mod_revision = 0;
   int64_t version = 0;
   int64_t lease = 0;
+  // What the owner's Options::decode made of `value` (a typed cache's T,
+  // or its decode error), kept in the same node so that a typed view costs
+  // one map, not two. Not part of equality: it is derived from `value`.
+  std::shared_ptr<const void> decoded{};
 
-  friend bool operator==(const ViewEntry&, const ViewEntry&) = default;
+  friend bool operator==(const ViewEntry& a, const ViewEntry& b) {
+    return a.value == b.value && a.create_revision == b.create_revision && a.mod_revision == b.mod_revision &&
+           a.version == b.version && a.lease == b.lease;
+  }
 };
 
 ViewEntry to_entry(KeyValue kv);
@@ -76,9 +83,13 @@ std::vector<ViewEvent> diff_views(const ViewMap& before, const ViewMap& after);
 // Applies one revision's watch events to `map` (events whose key `accept`
 // refuses are ignored) and returns what they changed for the view. A delete
 // of a key the view does not have changes nothing; a put whose entry equals
-// the one the view has (a repeat) neither.
+// the one the view has (a repeat) neither. `decoded`, if given, holds the
+// ViewEntry::decoded of each event of [begin, end) (by offset from begin).
 std::vector<ViewEvent> apply_events(ViewMap& map, const std::vector<Event>& events, size_t begin, size_t end,
                                     const std::function<bool(std::string_view)>& accept);
+std::vector<ViewEvent> apply_events(ViewMap& map, const std::vector<Event>& events, size_t begin, size_t end,
+                                    const std::function<bool(std::string_view)>& accept,
+                                    std::vector<std::shared_ptr<const void>>* decoded);
 
 // A batch of changes delivered to the owner.
 struct ViewBatch {
@@ -122,6 +133,10 @@ class PrefixView : public std::enable_shared_from_this<PrefixView> {
     // reports each child once); without it, the batch has no events and the
     // owner reads `state`.
     bool initial_events = false;
+    // Turns a stored value into ViewEntry::decoded (a typed cache decodes
+    // with its codec here). Runs on the view's strand, outside its lock,
+    // once per stored version of a key; must not throw.
+    std::function<std::shared_ptr<const void>(std::string_view key, std::string_view value)> decode{};
     // Keys per Range page (at least 1): a large prefix arrives in many
     // small responses, never in one that holds it all.
     int64_t page_size = 1000;
