@@ -1,11 +1,12 @@
 // DistributedBarrier: the design and the keys are in
 // include/etcd/recipes/barrier.h; docs/recipes.md ("Barriers") has the Txns.
 //
-// Waiters follow one view of the two keys (NAME and NAME/set-by). While it
-// shows neither, the gate is open: plain waiters complete (a WaiterSet
-// that is ready while open); waiters that need a set-then-removed gate
-// wait for the count of openings the view has seen to go up.
+// Waiters follow one view of the two keys (NAME and NAME/set-by): the gate
+// is open while it shows neither. A wait reads both keys once, so that it
+// decides at its own revision even when the view lags a set() that just
+// completed elsewhere, then parks on a level the view raises.
 #include <asio/system_executor.hpp>
+#include <optional>
 
 #include "../core/calls.h"
 #include "../core/own_presence.h"
@@ -25,8 +26,8 @@ class GateState : public std::enable_shared_from_this<GateState> {
         set_by_(core_->name() + "/set-by"),
         options_(options),
         ttl_(ttl),
-        open_(std::make_shared<WaiterSet>(core_)),
-        openings_(std::make_shared<WaiterSet>(core_)) {}
+        open_at_(std::make_shared<WaiterSet>(core_)),
+        opened_after_closing_(std::make_shared<WaiterSet>(core_)) {}
 
   void install() {
     std::weak_ptr<GateState> weak = weak_from_this();
@@ -74,15 +75,31 @@ class GateState : public std::enable_shared_from_this<GateState> {
     });
   }
 
+  // One read decides at the call's own revision R (the view may lag a set
+  // that completed just before): open at R, done; otherwise the waiter
+  // needs the view to show the gate open at a revision after R. With
+  // wait_until_set it needs a closing after R that was then opened.
   Call<void> wait() {
     return core_->call<void>([self = shared_from_this()](CallOptions options, Callback<void> done) {
-      if (Status st = self->core_->usable(); !st.ok()) return done(st);
+      auto link = self->core_->link();
+      if (Status st = self->core_->usable(link); !st.ok()) return done(st);
       self->ensure_view();
-      if (self->options_.wait_until_set) {
-        return self->openings_->add_until(options, std::move(done), "the gate to be set and removed",
-                                          self->openings_->level() + 1);
-      }
-      self->open_->add(options, std::move(done), "the gate to open");
+      Txn read;
+      read.then(Op::get(self->gate_, GetOptions{.keys_only = true}),
+                Op::get(self->set_by_, GetOptions{.keys_only = true}));
+      CallAccess::start_inherited(link->client().txn(std::move(read)), options,
+                                  [self, options, done = std::move(done)](Result<TxnResponse> r) mutable {
+                                    if (!r.ok()) return done(self->core_->named(std::move(r).status()));
+                                    const bool closed =
+                                        !r->responses.at(0).get().kvs.empty() || !r->responses.at(1).get().kvs.empty();
+                                    const auto needed = static_cast<uint64_t>(r->header.revision) + 1;
+                                    if (self->options_.wait_until_set) {
+                                      return self->opened_after_closing_->add_until(
+                                          options, std::move(done), "the gate to be set and removed", needed);
+                                    }
+                                    if (!closed) return done(Result<void>());
+                                    self->open_at_->add_until(options, std::move(done), "the gate to open", needed);
+                                  });
     });
   }
 
@@ -111,12 +128,17 @@ class GateState : public std::enable_shared_from_this<GateState> {
     if (batch.kind != ViewBatch::Kind::kInitialized) {
       core_->metrics().add("etcd_recipes_barrier_wakeups_total", {{"name", gate_}}, 1);
     }
-    if (batch.kind != ViewBatch::Kind::kInitialized && was_closed_ && !closed) {
-      core_->metrics().add("etcd_recipes_barrier_openings_total", {{"name", gate_}}, 1);
-      openings_->advance(openings_->level() + 1);
+    const auto revision = static_cast<uint64_t>(batch.revision);
+    if (closed) {
+      if (!closed_since_) closed_since_ = revision;
+      return;
     }
-    was_closed_ = closed;
-    open_->set_ready(!closed);
+    if (closed_since_) {
+      core_->metrics().add("etcd_recipes_barrier_openings_total", {{"name", gate_}}, 1);
+      opened_after_closing_->advance(*closed_since_);
+      closed_since_.reset();
+    }
+    open_at_->advance(revision);
   }
 
   // If create_revision(NAME) == 0
@@ -205,11 +227,13 @@ class GateState : public std::enable_shared_from_this<GateState> {
   const std::string set_by_;
   const GateOptions options_;
   const std::chrono::seconds ttl_;
-  const std::shared_ptr<WaiterSet> open_;
-  const std::shared_ptr<WaiterSet> openings_;
+  // Level: the newest revision at which the view saw the gate open.
+  const std::shared_ptr<WaiterSet> open_at_;
+  // Level: the revision at which the gate closed, once it opened again.
+  const std::shared_ptr<WaiterSet> opened_after_closing_;
   std::shared_ptr<OwnPresence> presence_;  // set by install()
   PresenceLossReport loss_;
-  bool was_closed_ = false;  // on the view's strand
+  std::optional<uint64_t> closed_since_;  // on the view's strand: the gate is closed since
 
   mutable std::mutex mu_;
   std::shared_ptr<PrefixView> view_;
