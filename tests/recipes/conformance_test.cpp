@@ -206,13 +206,14 @@ struct SelectorAdapter {
   }
 };
 
-struct ObserverAdapter {
-  using Recipe = LeaderObserver;
-  // Nothing on a live member keeps a first read from completing: its
-  // waiting tests run it against an endpoint where nothing listens, where
-  // it keeps retrying its first read.
+// Recipes whose operation is their first read (the observer, the caches):
+// nothing on a live member keeps it from completing, so their waiting tests
+// run them against an endpoint where nothing listens, where they keep
+// retrying it.
+template <class R>
+struct FirstReadAdapterOf {
+  using Recipe = R;
   static constexpr bool kBlockedByUnreachableEtcd = true;
-  static Recipe make(Client c, std::string name, RecipeOptions o) { return Recipe(c, std::move(name), std::move(o)); }
   static Call<void> operation(Recipe& r, Client&) {
     try {
       r.start();
@@ -228,6 +229,9 @@ struct ObserverAdapter {
     if (st.code() == StatusCode::kDeadlineExceeded) return false;
     throw Error(st);
   }
+};
+struct ObserverAdapter : FirstReadAdapterOf<LeaderObserver> {
+  static Recipe make(Client c, std::string name, RecipeOptions o) { return Recipe(c, std::move(name), std::move(o)); }
   static std::any listen(Recipe& r, std::function<void()> fn, Client&) {
     auto sub = std::make_shared<Subscription>(r.on_change([fn](const std::optional<recipes::LeaderInfo>&) { fn(); }));
     r.start();
@@ -378,31 +382,9 @@ struct CountedBarrierAdapterOf {
 };
 using CountBarrierAdapter = CountedBarrierAdapterOf<recipes::DistributedBarrierWithCount>;
 using DoubleBarrierAdapter = CountedBarrierAdapterOf<recipes::DistributedDoubleBarrier>;
-// Caches: like the observer, a first read that nothing on a live member
-// keeps from completing; they wait against an unreachable endpoint.
-template <class R>
-struct CacheAdapterOf {
-  using Recipe = R;
-  static constexpr bool kBlockedByUnreachableEtcd = true;
-  static Call<void> operation(Recipe& r, Client&) {
-    try {
-      r.start();
-    } catch (const Error&) {
-    }
-    return r.wait_initialized();
-  }
-  static std::any block(Client&, const std::string&) { return {}; }
-  static bool timed_wait(Recipe& r, std::chrono::milliseconds d) {
-    r.start();
-    auto st = r.wait_initialized().timeout(d).wait().status();
-    if (st.ok()) return true;
-    if (st.code() == StatusCode::kDeadlineExceeded) return false;
-    throw Error(st);
-  }
-};
 // kInitialized, once the first read is done.
 template <class T>
-struct NodeCacheAdapterOf : CacheAdapterOf<recipes::NodeCache<T>> {
+struct NodeCacheAdapterOf : FirstReadAdapterOf<recipes::NodeCache<T>> {
   using Recipe = recipes::NodeCache<T>;
   static Recipe make(Client c, std::string name, RecipeOptions o) { return Recipe(c, std::move(name), std::move(o)); }
   static std::any listen(Recipe& r, std::function<void()> fn, Client&) {
@@ -413,7 +395,7 @@ struct NodeCacheAdapterOf : CacheAdapterOf<recipes::NodeCache<T>> {
 };
 // kAdded, for a child that the first read finds.
 template <class T>
-struct ChildrenCacheAdapterOf : CacheAdapterOf<recipes::TypedPathChildrenCache<T>> {
+struct ChildrenCacheAdapterOf : FirstReadAdapterOf<recipes::TypedPathChildrenCache<T>> {
   using Recipe = recipes::TypedPathChildrenCache<T>;
   static Recipe make(Client c, std::string name, RecipeOptions o) {
     recipes::PathChildrenCacheOptions options;
