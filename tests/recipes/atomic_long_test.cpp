@@ -200,14 +200,16 @@ TEST_F(AtomicLongTest, SixteenIncrementersEndAtExactly3200WithDistinctValues) {
   EXPECT_EQ(raw(name), "3200");
   const double conflicts = metrics->value("etcd_recipes_counter_conflicts_total", {{"counter", name}});
   std::cout << "[ counter  ] " << conflicts / 3200.0 << " failed guards per add\n";
+  // The objects closed: their receipts are gone.
+  EXPECT_TRUE(eventually([&] {
+    return client().get(name + "/receipts/", GetOptions{.prefix = true, .count_only = true}).wait().value().count == 0;
+  }));
 }
 
-// Links reset under the incrementers: attempts end with unknown outcomes.
-// Each add either commits a value of its own (distinct, reported), or fails
-// with kOutcomeUnknown — never applies twice: the final value is the
-// successes plus at most the unknowns, and every value up to it that no
-// success reported is one an unknown add committed.
-TEST_F(AtomicLongTest, SixteenIncrementersUnderLinkResetsNeverAddTwice) {
+// Links reset under the incrementers: attempts end with unknown outcomes,
+// and each is resolved by its receipt: the counter ends at exactly 3,200,
+// every add reporting the value it committed.
+TEST_F(AtomicLongTest, SixteenIncrementersUnderLinkResetsEndAtExactly3200) {
   const std::string name = key("faults");
   auto proxy = etcd::testing::FaultProxy::start(cluster().endpoint(0));
   auto metrics = std::make_shared<recipes::PrometheusMetrics>();
@@ -235,23 +237,22 @@ TEST_F(AtomicLongTest, SixteenIncrementersUnderLinkResetsNeverAddTwice) {
   stop = true;
   chaos.join();
   EXPECT_EQ(run.other_failures, 0) << run.first_failure;
+  EXPECT_EQ(run.unknown, 0);
+  ASSERT_EQ(run.committed.size(), 3200u);
   std::set<int64_t> distinct(run.committed.begin(), run.committed.end());
-  EXPECT_EQ(distinct.size(), run.committed.size()) << "a value reported by two adds";
-  const int64_t final_value = std::stoll(raw(name));
-  const auto successes = static_cast<int64_t>(run.committed.size());
-  EXPECT_GE(final_value, successes);
-  EXPECT_LE(final_value, successes + run.unknown) << "an add applied twice";
-  EXPECT_LE(*distinct.rbegin(), final_value);
+  EXPECT_EQ(distinct.size(), 3200u) << "a value reported by two adds";
+  EXPECT_EQ(*distinct.rbegin(), 3200);
+  EXPECT_EQ(raw(name), "3200") << "an add applied twice, or one was lost";
   const double resolved = metrics->value("etcd_recipes_counter_unknown_resolved_total", {{"counter", name}});
-  std::cout << "[ counter  ] " << successes << " committed, " << run.unknown << " unknown, " << resolved
-            << " unknown attempts resolved, final " << final_value << "\n";
-  EXPECT_GT(run.unknown + resolved, 0) << "the faults never made an outcome unknown";
+  std::cout << "[ counter  ] 3200 committed, " << resolved << " unknown attempts resolved by their receipts\n";
+  EXPECT_GT(resolved, 0) << "the faults never made an outcome unknown";
 }
 
 class AtomicLongClusterTest : public ThreeMemberTest {};
 
 // A member killed (the leader, where the clients start) while 16 objects
-// increment: the adds carry on through the others.
+// increment 200 times each: the adds carry on through the others, and the
+// counter ends at exactly 3,200.
 TEST_F(AtomicLongClusterTest, IncrementsSurviveALeaderKill) {
   const int leader = cluster_->wait_for_leader(10s);
   Client a(options_starting_at(leader));
@@ -261,17 +262,16 @@ TEST_F(AtomicLongClusterTest, IncrementsSurviveALeaderKill) {
     std::this_thread::sleep_for(300ms);
     cluster_->kill(leader);
   });
-  IncrementRun run = increment_concurrently({&a, &b}, name, 16, 50, AtomicLongOptions());
+  IncrementRun run = increment_concurrently({&a, &b}, name, 16, 200, AtomicLongOptions());
   killer.join();
   EXPECT_EQ(run.other_failures, 0) << run.first_failure;
+  EXPECT_EQ(run.unknown, 0);
+  ASSERT_EQ(run.committed.size(), 3200u);
   std::set<int64_t> distinct(run.committed.begin(), run.committed.end());
-  EXPECT_EQ(distinct.size(), run.committed.size());
+  EXPECT_EQ(distinct.size(), 3200u);
   auto stored = b.get(name).wait().value();
   ASSERT_EQ(stored.kvs.size(), 1u);
-  const int64_t final_value = std::stoll(stored.kvs[0].value);
-  EXPECT_GE(final_value, static_cast<int64_t>(run.committed.size()));
-  EXPECT_LE(final_value, static_cast<int64_t>(run.committed.size()) + run.unknown);
-  std::cout << "[ counter  ] " << run.committed.size() << " committed, " << run.unknown << " unknown\n";
+  EXPECT_EQ(stored.kvs[0].value, "3200") << "exactly the sum, across the leader kill";
 }
 
 }  // namespace

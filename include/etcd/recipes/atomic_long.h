@@ -10,12 +10,16 @@
 //
 // Key layout: the value lives in the key NAME itself, as canonical decimal
 // text (IntegerCodec<int64_t>, codec.h), so `etcdctl get NAME` shows it and
-// `etcdctl put NAME 41` sets it. An absent key reads as 0. No other key is
-// written.
+// `etcdctl put NAME 41` sets it. An absent key reads as 0. Each object that
+// adds also keeps one receipt key, NAME/receipts/<client id>-<random> (its
+// last add's number, a few bytes), deleted by close() (one Delete, not
+// waited for; a process that dies without closing, or a delete that does
+// not get through, leaves that one receipt behind).
 //
 // add(n) / increment() / decrement() — read-modify-write without a lost
 // update. Each attempt is one guarded Txn:
-//   If mod_revision(NAME) == R Then Put(NAME, v + n) Else Get(NAME)
+//   If mod_revision(NAME) == R Then Put(NAME, v + n), Put(receipt, op)
+//                              Else Get(NAME), Get(receipt)
 // where (v, R) is the value and mod revision the object last saw (R = 0,
 // v = 0 for an absent key; an object that has seen nothing yet assumes the
 // key is absent, which costs nothing when it is not: the failed guard
@@ -28,23 +32,23 @@
 // concurrent increments return distinct values (usable as ids).
 //
 // Unknown outcomes. A Txn whose answer was lost (Errc::kOutcomeUnknown from
-// the client: a connection reset, a stranded member) may or may not have
-// applied. The add sends the very same Txn again (guard R): at most one of
-// the two can apply, since R can never be the key's mod revision again once
-// anything was written. If the resent Txn applies, the add committed exactly
-// once. If its guard fails, the add tells whether its first attempt applied
-// only when it can prove it did not: exactly one write happened since R (the
-// key's version is one more, same create revision) and it stored another
-// value than v + n. Then the add goes on as after any conflict. Otherwise —
-// the one write since R stored v + n (as another increment from the same v
-// would), several writes happened, or the key was deleted — it fails with
-// UNAVAILABLE [outcome_unknown]: the add may have committed v + n once, or
-// not at all; never twice, and never silently. Under contention most
-// unknown increments end that way (another increment from the same v writes
-// the same bytes). The guard R = 0 (an absent key) is the exception to
-// "R never comes back": a key deleted and created again passes it again, so
-// deleting a counter while an add's outcome is being resolved may let that
-// add apply in the deleted incarnation and again in the new one.
+// the client: a connection reset, a stranded member, a leader change) may
+// or may not have applied. The add sends the very same Txn again (guard R):
+// at most one of the two can apply, since R can never be the key's mod
+// revision again once anything was written. If the resent Txn applies, the
+// add committed exactly once. If its guard fails, the receipt it reads in
+// the same answer tells: it holds this add's number exactly when one of its
+// attempts applied — then the add returns v + n, which that attempt
+// committed; otherwise the add goes on as after any conflict. So an add
+// resolves exactly as soon as etcd answers again, and 16 incrementers under
+// connection resets or a leader kill end exactly at the sum of their
+// increments. Only an add whose deadline passes (or that runs out of
+// attempts) while its outcome is unresolved fails with UNAVAILABLE
+// [outcome_unknown]: it may have committed once, or not at all; never
+// twice, and never silently. The guard R = 0 (an absent key) is the
+// exception to "R never comes back": a key deleted and created again passes
+// it again, so deleting a counter while an add's outcome is being resolved
+// may let that add apply in the deleted incarnation and again in the new one.
 //
 // compare_and_set(expected, desired): one Txn comparing the stored bytes,
 //   If value(NAME) == "expected" Then Put(NAME, "desired") Else Get(NAME)
@@ -68,7 +72,7 @@
 //
 // Costs (round trips = etcd writes, except reads):
 //   add, uncontended, the object's cache current (it wrote or read the
-//     value last): one Txn. The first add of an object when the key exists,
+//     value last): one Txn (two puts: the value and the receipt). The first add of an object when the key exists,
 //     or after another writer: two (the failed guard brings the value).
 //   add under contention: one more Txn per conflict, plus back-off; a
 //     failed guard is a write request etcd passes through raft (no revision).
@@ -77,11 +81,12 @@
 // Concurrent calls on one object are independent (each its own Txns, the
 // object's cache shared): they contend like calls of separate objects.
 // The object is a counter, not a waiter: no watch, no session, no lease.
+// close() deletes its receipt (one Delete, not waited for).
 //
 // Metrics (label `counter`): etcd_recipes_counter_adds_total (committed
 // adds), _conflicts_total (failed guards), _gave_up_total (max_attempts
 // reached), _outcome_unknown_total (adds that ended unknown),
-// _unknown_resolved_total (an unknown attempt proved applied once or not).
+// _unknown_resolved_total (an unknown attempt resolved by the receipt).
 #pragma once
 
 #include <chrono>

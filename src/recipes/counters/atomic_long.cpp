@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <asio/steady_timer.hpp>
+#include <atomic>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -67,12 +68,17 @@ class AtomicLongState : public std::enable_shared_from_this<AtomicLongState> {
       : core(std::make_shared<RecipeCore>(std::move(client), "DistributedAtomicLong", name, std::move(options.recipe),
                                           check_options(options))),
         key(std::move(name)),
+        receipt(key + "/receipts/" + core->client_id() + "-" + random_id()),
         labels{{"counter", key}},
         max_attempts(options.max_attempts),
         max_backoff(options.max_backoff) {}
 
   const std::shared_ptr<RecipeCore> core;
   const std::string key;
+  // This object's receipt: every add attempt writes its op number there in
+  // the same Txn, so that an attempt whose answer was lost can tell for
+  // sure whether it applied.
+  const std::string receipt;
   const Labels labels;
   const int max_attempts;
   const std::chrono::milliseconds max_backoff;
@@ -109,6 +115,16 @@ class AtomicLongState : public std::enable_shared_from_this<AtomicLongState> {
     const auto r = std::max<Clock::duration>(rtt, std::chrono::microseconds(200));
     return std::min<Clock::duration>(r, max_backoff);
   }
+  // The next add's number (never reused by this object).
+  uint64_t next_op() {
+    wrote_receipt->store(true);
+    std::lock_guard lock(mu_);
+    return ++ops_;
+  }
+  // Set once an add sent its first Txn: close() deletes the receipt then.
+  // Shared with the close action, which runs after the handle's state is
+  // gone (the handle's destructor closes last).
+  const std::shared_ptr<std::atomic<bool>> wrote_receipt = std::make_shared<std::atomic<bool>>(false);
   // A uniformly drawn number in [0, 1).
   double jitter() {
     std::lock_guard lock(mu_);
@@ -118,6 +134,7 @@ class AtomicLongState : public std::enable_shared_from_this<AtomicLongState> {
  private:
   std::mutex mu_;
   Seen seen_;
+  uint64_t ops_ = 0;
   std::mt19937_64 rng_{std::random_device{}()};
 };
 
@@ -139,7 +156,8 @@ class AddOp final : public std::enable_shared_from_this<AddOp> {
         delta_(delta),
         options_(std::move(options)),
         done_(std::move(done)),
-        seen_(state_->cached()) {}
+        seen_(state_->cached()),
+        op_(std::to_string(state_->next_op())) {}
 
   void start() { attempt(); }
 
@@ -154,8 +172,8 @@ class AddOp final : public std::enable_shared_from_this<AddOp> {
     target_ = *target;
     Txn txn;
     txn.when(Compare::mod_revision(state_->key) == seen_.mod_revision)
-        .then(Op::put(state_->key, Codec64::encode(target_)))
-        .otherwise(Op::get(state_->key));
+        .then(Op::put(state_->key, Codec64::encode(target_)), Op::put(state_->receipt, op_))
+        .otherwise(Op::get(state_->key), Op::get(state_->receipt));
     ++attempts_;
     sent_at_ = Clock::now();
     CallAccess::start_inherited(link_->client().txn(std::move(txn)), options_,
@@ -181,9 +199,16 @@ class AddOp final : public std::enable_shared_from_this<AddOp> {
       auto fresh = state_->seen_of(*r);
       if (!fresh.ok()) return finish(std::move(fresh).status(), true);
       if (maybe_applied_) {
-        if (!proves_not_applied(*fresh)) return finish(outcome_unknown(what()), true);
+        // The receipt says whether an attempt of this add (they all had
+        // guard seen_ and value target_ since the last proof) applied.
         maybe_applied_ = false;
         state_->core->metrics().add("etcd_recipes_counter_unknown_resolved_total", state_->labels, 1);
+        const KeyValue* receipt = r->responses.size() > 1 ? r->responses.at(1).get().first() : nullptr;
+        if (receipt && receipt->value == op_) {
+          state_->remember(*fresh);
+          state_->core->metrics().add("etcd_recipes_counter_adds_total", state_->labels, 1);
+          return finish(target_);
+        }
       }
       state_->remember(*fresh);
       seen_ = *fresh;
@@ -205,13 +230,6 @@ class AddOp final : public std::enable_shared_from_this<AddOp> {
     }
     if (maybe_applied_) return finish(outcome_unknown(what() + " (" + st.message() + ")"), true);
     finish(std::move(st));
-  }
-
-  // Whether the state a failed guard showed proves that no attempt with
-  // guard seen_ applied: the one write since is not ours (see the header).
-  bool proves_not_applied(const Seen& now) const {
-    return seen_.mod_revision > 0 && now.mod_revision > 0 && now.create_revision == seen_.create_revision &&
-           now.version == seen_.version + 1 && now.value != target_;
   }
 
   Clock::duration backoff() {
@@ -253,6 +271,7 @@ class AddOp final : public std::enable_shared_from_this<AddOp> {
   const CallOptions options_;
   Callback<int64_t> done_;
   Seen seen_;
+  const std::string op_;  // this add's number, as its attempts write it to the receipt
   int64_t target_ = 0;
   int attempts_ = 0;
   int conflicts_ = 0;
@@ -277,6 +296,14 @@ DistributedAtomicLong::DistributedAtomicLong(Client client, std::string name, Re
 
 DistributedAtomicLong::DistributedAtomicLong(Client client, std::string name, AtomicLongOptions options)
     : state_(std::make_shared<AtomicLongState>(std::move(client), std::move(name), std::move(options))) {
+  // At close(), the receipt goes (only this object ever writes it).
+  state_->core->set_close_action([core = std::weak_ptr<detail::RecipeCore>(state_->core), receipt = state_->receipt,
+                                  wrote = state_->wrote_receipt] {
+    auto c = core.lock();
+    auto link = c && wrote->load() ? c->link() : nullptr;
+    if (!link) return;
+    CallAccess::start_inline(link->client().del(receipt), [link](Result<DeleteResponse>) {});
+  });
   bind_recipe(state_->core);
 }
 
