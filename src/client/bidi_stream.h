@@ -61,6 +61,7 @@ class BidiStream : public grpc::ClientBidiReactor<Request, Response> {
   const std::string& token() const { return token_; }
 
   void OnWriteDone(bool ok) override {
+    GrpcCallbackScope scope;
     const Request* next = nullptr;
     bool release = false;
     {
@@ -75,6 +76,7 @@ class BidiStream : public grpc::ClientBidiReactor<Request, Response> {
   }
 
   void OnReadDone(bool ok) override {
+    GrpcCallbackScope scope;
     if (!ok) {
       // The stream is ending: no new writes; OnDone follows once the hold
       // goes (now, or when the write in flight completes).
@@ -92,6 +94,7 @@ class BidiStream : public grpc::ClientBidiReactor<Request, Response> {
   }
 
   void OnDone(const grpc::Status& s) override {
+    GrpcCallbackScope scope;
     auto keep_alive_until_return = std::move(self_);
     {
       std::lock_guard lock(mu_);

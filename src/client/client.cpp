@@ -1,5 +1,8 @@
 #include "etcd/client.h"
 
+#include <atomic>
+#include <cstdio>
+
 #include <thread>
 
 #include <asio/post.hpp>
@@ -39,15 +42,34 @@ namespace {
 
 // The core's destructor waits for the calls and streams close() cancelled,
 // so that no gRPC thread touches it afterwards. That wait cannot run on one
-// of the core's own threads (the last reference may well be dropped there,
-// e.g. by a callback holding a copy of the Client): such a destruction is
-// handed to a short-lived thread of its own.
+// of the core's own threads, nor inside a gRPC callback (whose thread may be
+// the one that must run those last callbacks), and the last reference may
+// well be dropped there (a callback holding a copy of the Client, a call
+// attempt holding its core): such a destruction is handed to a short-lived
+// thread of its own.
 std::shared_ptr<ClientCore> make_core(ClientOptions options) {
   return std::shared_ptr<ClientCore>(new ClientCore(std::move(options)), [](ClientCore* core) {
-    if (core->on_own_thread()) {
-      std::thread([core] { delete core; }).detach();
+    auto destroy = [core] {
+      core->close();
+      if (core->drain()) {
+        delete core;
+        return;
+      }
+      // gRPC has not completed everything close() cancelled (its callback
+      // threads are late): a call or stream would still reach the core, so
+      // it is left behind (its threads are gone; memory only) rather than
+      // freed under them.
+      static std::atomic<bool> said{false};
+      if (!said.exchange(true)) {
+        std::fprintf(stderr,
+                     "etcd-recipes: a closed client's gRPC calls did not complete in time; its memory is "
+                     "left behind\n");
+      }
+    };
+    if (core->on_own_thread() || detail::GrpcCallbackScope::active()) {
+      std::thread(destroy).detach();
     } else {
-      delete core;
+      destroy();
     }
   });
 }

@@ -13,6 +13,8 @@
 
 namespace etcd::detail {
 
+thread_local int GrpcCallbackScope::depth_ = 0;
+
 namespace {
 
 std::string read_file(const std::string& path) {
@@ -183,7 +185,12 @@ class UnaryAttempt : public CallWatch::Watched, public std::enable_shared_from_t
       on_done(ep, s);
       return;
     }
-    issue_(*ep, ctx_.get(), [self = shared_from_this(), ep](grpc::Status s) { self->on_done(ep, s); });
+    issue_(*ep, ctx_.get(), [self = shared_from_this(), ep](grpc::Status s) mutable {
+      GrpcCallbackScope scope;
+      // Released inside the scope, not when gRPC destroys this callback.
+      auto attempt = std::move(self);
+      attempt->on_done(ep, s);
+    });
   }
 
   void on_done(const std::shared_ptr<Endpoint>& ep, const grpc::Status& grpc_status) {
@@ -339,13 +346,14 @@ ClientCore::~ClientCore() {
   drain();
 }
 
-void ClientCore::drain() {
+bool ClientCore::drain() {
   // In-flight calls were cancelled by close(); gRPC completes them promptly.
   std::unique_lock lock(gate_mu_);
   gate_cv_.wait_for(lock, std::chrono::seconds(5), [this] { return inflight_ == 0; });
   lock.unlock();
-  watch_hub_->wait_stopped(std::chrono::seconds(5));
-  lease_keeper_->wait_stopped(std::chrono::seconds(5));
+  const bool watches = watch_hub_->wait_stopped(std::chrono::seconds(5));
+  const bool leases = lease_keeper_->wait_stopped(std::chrono::seconds(5));
+  return watches && leases;
 }
 
 std::shared_ptr<Endpoint> ClientCore::build_endpoint(const std::string& address) const {

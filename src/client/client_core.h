@@ -36,6 +36,23 @@
 
 namespace etcd::detail {
 
+// Marks the calling thread, for the scope's life, as running one of gRPC's
+// callbacks. A client core whose last reference goes on such a thread is
+// deleted on a thread of its own: its destructor waits for its streams'
+// last callbacks, which gRPC may have to run on this very thread (waiting
+// there would time out, and the late callback would meet a freed core).
+class GrpcCallbackScope {
+ public:
+  GrpcCallbackScope() { ++depth_; }
+  ~GrpcCallbackScope() { --depth_; }
+  GrpcCallbackScope(const GrpcCallbackScope&) = delete;
+  GrpcCallbackScope& operator=(const GrpcCallbackScope&) = delete;
+  static bool active() { return depth_ > 0; }
+
+ private:
+  static thread_local int depth_;
+};
+
 // One member endpoint: its channel and stubs, created on first use.
 struct Endpoint {
   std::string address;
@@ -188,8 +205,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void leave();
   bool closed() const { return closing_.load(); }
   void close();
-  // Waits (bounded) until cancelled calls and streams have completed.
-  void drain();
+  // Waits (bounded) for the calls and streams close() cancelled; true if
+  // they all completed (nothing of gRPC's will call into the core again).
+  bool drain();
   // On the I/O thread or one of the client's own callback threads.
   bool on_own_thread() const;
 

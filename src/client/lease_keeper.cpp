@@ -358,12 +358,13 @@ void LeaseKeeper::on_stream_done(KeepAliveStream* stream, const grpc::Status& s)
 void LeaseKeeper::shutdown() {
   std::vector<std::shared_ptr<LeaseState>> states;
   std::vector<Callback<LeaseKeepAliveResponse>> failed;
+  std::shared_ptr<KeepAliveStream> stream;
   {
     std::lock_guard lock(mu_);
     if (shutdown_) return;
     shutdown_ = true;
-    if (stream_) asio::post(core_.io(), [stream = stream_] { stream->cancel(); });
-    stream_.reset();
+    // Cancelled below, not through the io loop (see WatchHub::shutdown).
+    stream = std::move(stream_);
     asio::post(core_.io(), [this] { tick_timer_.cancel(); });
     for (auto& [id, k] : kept_) {
       for (auto& w : k.states) {
@@ -376,14 +377,15 @@ void LeaseKeeper::shutdown() {
     }
     once_.clear();
   }
+  if (stream) stream->cancel();
   // The lease may well be alive on the server, but nobody renews it now.
   for (auto& s : states) s->mark_lost(Closed("client"));
   for (auto& d : failed) d(Closed("client"));
 }
 
-void LeaseKeeper::wait_stopped(std::chrono::milliseconds timeout) {
+bool LeaseKeeper::wait_stopped(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
-  stopped_cv_.wait_for(lock, timeout, [this] { return live_streams_ == 0 && !tick_armed_; });
+  return stopped_cv_.wait_for(lock, timeout, [this] { return live_streams_ == 0 && !tick_armed_; });
 }
 
 uint64_t LeaseKeeper::kept_leases() const {

@@ -72,7 +72,8 @@ class LeaseKeeper {
   void keep_alive_once(int64_t id, Deadline deadline, Callback<LeaseKeepAliveResponse> done);
 
   void shutdown();
-  void wait_stopped(std::chrono::milliseconds timeout);
+  // True once every stream ended (false: the time ran out first).
+  bool wait_stopped(std::chrono::milliseconds timeout);
   uint64_t kept_leases() const;
 
   // From the stream (gRPC threads).

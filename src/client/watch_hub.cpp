@@ -358,23 +358,28 @@ void WatchHub::check_liveness() {
 }
 
 void WatchHub::shutdown() {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   if (shutdown_) return;
   shutdown_ = true;
   asio::post(core_.io(), [this] {
     if (reconnect_timer_) reconnect_timer_->cancel();
     if (liveness_timer_) liveness_timer_->cancel();
   });
-  if (stream_) asio::post(core_.io(), [stream = stream_] { stream->cancel(); });
-  stream_.reset();
+  // Cancelled here, not through the io loop: a client closed on one of its
+  // own io threads stops that loop, and a cancel queued there would never
+  // run — the stream would outlive the core's drain and complete into a
+  // destroyed hub. Outside our lock: its reactions take it.
+  auto stream = std::move(stream_);
   auto entries = entries_;
   for (auto& e : entries) finish_entry_locked(e, Closed("client"));
   pending_creates_.clear();
+  lock.unlock();
+  if (stream) stream->cancel();
 }
 
-void WatchHub::wait_stopped(std::chrono::milliseconds timeout) {
+bool WatchHub::wait_stopped(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
-  stopped_cv_.wait_for(lock, timeout,
+  return stopped_cv_.wait_for(lock, timeout,
                        [this] { return live_streams_ == 0 && !reconnect_scheduled_ && !liveness_armed_; });
 }
 

@@ -71,7 +71,8 @@ class WatchHub {
   void cancel(const std::shared_ptr<WatchEntry>& entry);
 
   void shutdown();
-  void wait_stopped(std::chrono::milliseconds timeout);
+  // True once every stream ended (false: the time ran out first).
+  bool wait_stopped(std::chrono::milliseconds timeout);
   uint64_t stream_restarts() const { return restarts_.load(); }
   uint64_t open_watches() const;
 
