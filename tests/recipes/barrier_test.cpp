@@ -106,6 +106,14 @@ TEST_F(BarrierTest, WaitUntilSetBlocksOnAnOpenGateUntilItIsSetAndRemoved) {
   ASSERT_TRUE(setter.remove().wait().value());
   ASSERT_TRUE(w.done(10s));
   EXPECT_TRUE(w.future.get().ok());
+
+  // One that comes while the gate is set waits for its removal only.
+  ASSERT_TRUE(setter.set().wait().value());
+  Pending<void> closed(strict.wait());
+  EXPECT_FALSE(closed.done(300ms));
+  ASSERT_TRUE(setter.remove().wait().value());
+  ASSERT_TRUE(closed.done(10s));
+  EXPECT_TRUE(closed.future.get().ok());
 }
 
 TEST_F(BarrierTest, AGateInteroperatesWithAPlainKey) {

@@ -78,7 +78,7 @@ class GateState : public std::enable_shared_from_this<GateState> {
   // One read decides at the call's own revision R (the view may lag a set
   // that completed just before): open at R, done; otherwise the waiter
   // needs the view to show the gate open at a revision after R. With
-  // wait_until_set it needs a closing after R that was then opened.
+  // wait_until_set, a gate open at R must close after R and then open.
   Call<void> wait() {
     return core_->call<void>([self = shared_from_this()](CallOptions options, Callback<void> done) {
       auto link = self->core_->link();
@@ -93,7 +93,7 @@ class GateState : public std::enable_shared_from_this<GateState> {
                                     const bool closed =
                                         !r->responses.at(0).get().kvs.empty() || !r->responses.at(1).get().kvs.empty();
                                     const auto needed = static_cast<uint64_t>(r->header.revision) + 1;
-                                    if (self->options_.wait_until_set) {
+                                    if (!closed && self->options_.wait_until_set) {
                                       return self->opened_after_closing_->add_until(
                                           options, std::move(done), "the gate to be set and removed", needed);
                                     }
