@@ -258,7 +258,11 @@ class UnaryAttempt : public CallWatch::Watched, public std::enable_shared_from_t
     // A member without a leader rejects a request before proposing it, and
     // a connection that never opened sent nothing: both are safe to retry.
     const bool safe = idempotent_ || never_sent(s) || status.is(Errc::kNoLeader);
-    if (unavailable && safe && attempts_ < core_->options().retry.max_attempts && !cancelled) {
+    // "No leader" lasts an election (a second or two after the leader
+    // died): retried within the call's deadline, beyond max_attempts,
+    // which a few quick backoffs would use up before a new leader is there.
+    const bool attempts_left = attempts_ < core_->options().retry.max_attempts || status.is(Errc::kNoLeader);
+    if (unavailable && safe && attempts_left && !cancelled) {
       auto delay = core_->backoff(attempts_);
       if (Clock::now() + delay < deadline_) {
         core_->retries.fetch_add(1, std::memory_order_relaxed);
