@@ -33,22 +33,7 @@ class DoubleBarrierState : public std::enable_shared_from_this<DoubleBarrierStat
         parties_(parties),
         ttl_(ttl) {}
 
-  void install() {
-    std::weak_ptr<DoubleBarrierState> weak = weak_from_this();
-    presence_ = std::make_shared<OwnPresence>(
-        PresenceOptions{.ttl = ttl_}, "the party's lease",
-        [weak](PresenceEvent event, const Status& why) {
-          if (auto self = weak.lock()) self->presence_event(event, why);
-        },
-        [weak](int64_t lease) -> Call<void> {
-          auto self = weak.lock();
-          if (!self) return Call<void>::ready(Closed("DistributedDoubleBarrier"), Executor(asio::system_executor()));
-          return self->restore(lease);
-        });
-    core_->set_close_action([weak] {
-      if (auto self = weak.lock()) self->presence_->drop(/*for_good=*/true, nullptr);
-    });
-  }
+  void install() { presence_ = attach_presence(shared_from_this(), *core_, ttl_, "the party's lease"); }
 
   int64_t parties() const { return parties_; }
 
@@ -61,6 +46,11 @@ class DoubleBarrierState : public std::enable_shared_from_this<DoubleBarrierStat
   Call<void> leave() { return begin(Phase::kLeaving); }
 
  private:
+  // attach_presence() reaches presence_event() and restore().
+  template <class Owner>
+  friend std::shared_ptr<OwnPresence> attach_presence(const std::shared_ptr<Owner>&, RecipeCore&, std::chrono::seconds,
+                                                      std::string);
+
   enum class Phase { kOut, kEntering, kIn, kLeaving };
 
   // What the view shows, for one evaluation.

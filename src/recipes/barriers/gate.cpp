@@ -29,22 +29,7 @@ class GateState : public std::enable_shared_from_this<GateState> {
         open_at_(std::make_shared<WaiterSet>(core_)),
         opened_after_closing_(std::make_shared<WaiterSet>(core_)) {}
 
-  void install() {
-    std::weak_ptr<GateState> weak = weak_from_this();
-    presence_ = std::make_shared<OwnPresence>(
-        PresenceOptions{.ttl = ttl_}, "the gate's lease",
-        [weak](PresenceEvent event, const Status& why) {
-          if (auto self = weak.lock()) self->presence_event(event, why);
-        },
-        [weak](int64_t lease) -> Call<void> {
-          auto self = weak.lock();
-          if (!self) return Call<void>::ready(Closed("DistributedBarrier"), Executor(asio::system_executor()));
-          return self->restore(lease);
-        });
-    core_->set_close_action([weak] {
-      if (auto self = weak.lock()) self->presence_->drop(/*for_good=*/true, nullptr);
-    });
-  }
+  void install() { presence_ = attach_presence(shared_from_this(), *core_, ttl_, "the gate's lease"); }
 
   Call<bool> set() {
     return core_->call<bool>([self = shared_from_this()](CallOptions, Callback<bool> done) {
@@ -109,6 +94,11 @@ class GateState : public std::enable_shared_from_this<GateState> {
   }
 
  private:
+  // attach_presence() reaches presence_event() and restore().
+  template <class Owner>
+  friend std::shared_ptr<OwnPresence> attach_presence(const std::shared_ptr<Owner>&, RecipeCore&, std::chrono::seconds,
+                                                      std::string);
+
   void ensure_view() {
     std::lock_guard lock(mu_);
     if (view_) return;

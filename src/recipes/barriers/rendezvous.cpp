@@ -48,25 +48,7 @@ class RendezvousState : public std::enable_shared_from_this<RendezvousState> {
         ttl_(ttl),
         released_(std::make_shared<WaiterSet>(core_)) {}
 
-  void install() {
-    std::weak_ptr<RendezvousState> weak = weak_from_this();
-    presence_ = std::make_shared<OwnPresence>(
-        PresenceOptions{.ttl = ttl_}, "the parties' lease",
-        [weak](PresenceEvent event, const Status& why) {
-          if (auto self = weak.lock()) self->presence_event(event, why);
-        },
-        [weak](int64_t lease) -> Call<void> {
-          auto self = weak.lock();
-          if (!self) {
-            return Call<void>::ready(Closed("DistributedBarrierWithCount"), Executor(asio::system_executor()));
-          }
-          return self->restore(lease);
-        });
-    core_->set_close_action([weak] {
-      // Revoking the lease deletes the parties' keys: they stop counting.
-      if (auto self = weak.lock()) self->presence_->drop(/*for_good=*/true, nullptr);
-    });
-  }
+  void install() { presence_ = attach_presence(shared_from_this(), *core_, ttl_, "the parties' lease"); }
 
   int64_t parties() const { return parties_; }
 
@@ -107,6 +89,11 @@ class RendezvousState : public std::enable_shared_from_this<RendezvousState> {
   }
 
  private:
+  // attach_presence() reaches presence_event() and restore().
+  template <class Owner>
+  friend std::shared_ptr<OwnPresence> attach_presence(const std::shared_ptr<Owner>&, RecipeCore&, std::chrono::seconds,
+                                                      std::string);
+
   struct Party {
     std::string key;
     int64_t arrived = 0;  // the revision of its first arrival (under mu_)

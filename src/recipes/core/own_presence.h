@@ -12,6 +12,7 @@
 #pragma once
 
 #include <asio/strand.hpp>
+#include <asio/system_executor.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -80,6 +81,29 @@ class OwnPresence : public std::enable_shared_from_this<OwnPresence> {
   Subscription sub_;
   bool closed_ = false;
 };
+
+// The OwnPresence of a presence recipe's state object, wired as each of them
+// does: its events go to owner->presence_event(event, why), its restore hook
+// to owner->restore(lease) (held weakly: once the owner is gone the hook
+// answers closed), and the recipe's close() revokes the lease (its keys go
+// with it).
+template <class Owner>
+std::shared_ptr<OwnPresence> attach_presence(const std::shared_ptr<Owner>& owner, RecipeCore& core,
+                                             std::chrono::seconds ttl, std::string what) {
+  std::weak_ptr<Owner> weak = owner;
+  auto presence = std::make_shared<OwnPresence>(
+      PresenceOptions{.ttl = ttl}, what,
+      [weak](PresenceEvent event, const Status& why) {
+        if (auto self = weak.lock()) self->presence_event(event, why);
+      },
+      [weak, what](int64_t lease) -> Call<void> {
+        auto self = weak.lock();
+        if (!self) return Call<void>::ready(Closed(what), Executor(asio::system_executor()));
+        return self->restore(lease);
+      });
+  core.set_close_action([presence] { presence->drop(/*for_good=*/true, nullptr); });
+  return presence;
+}
 
 // How a presence recipe tells its user about a lost lease: recorded in
 // errors() (kHoldLost unless the cause says more) and state() kLost; once
