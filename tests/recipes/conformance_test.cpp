@@ -36,6 +36,7 @@
 #include "etcd/recipes/queue.h"
 #include "etcd/recipes/rwlock.h"
 #include "etcd/recipes/semaphore.h"
+#include "etcd/recipes/service_discovery.h"
 #include "etcd/recipes/transient.h"
 #include "etcd/recipes/work_queue.h"
 #include "support/etcd_fixture.h"
@@ -409,6 +410,68 @@ struct ChildrenCacheAdapterOf : FirstReadAdapterOf<recipes::TypedPathChildrenCac
     return sub;
   }
 };
+// Service discovery. A recipe name "BASE/SERVICE" is split into the base
+// path and the service, so that every bad name is bad input.
+inline std::pair<std::string, std::string> base_and_service(const std::string& name) {
+  const auto slash = name.rfind('/');
+  if (slash == std::string::npos) return {std::string(), name};
+  return {name.substr(0, slash), name.substr(slash + 1)};
+}
+inline recipes::ServiceInstance conformance_instance() {
+  return recipes::ServiceInstance{.name = "svc", .id = "i1", .address = "127.0.0.1", .port = 1};
+}
+// A registry never parks: a registration is one Txn (another owner's key is
+// refused at once); on_lost is heard when a registration's lease is revoked.
+struct RegistryAdapter {
+  using Recipe = recipes::ServiceRegistry;
+  static Recipe make(Client c, std::string name, RecipeOptions o) {
+    return Recipe(c, recipes::ServiceRegistryOptions{.base_path = std::move(name), .recipe = std::move(o)});
+  }
+  static Call<void> operation(Recipe& r, Client&) { return r.register_instance(conformance_instance()); }
+  static constexpr bool kParks = false;
+  static std::any listen(Recipe& r, std::function<void()> fn, Client& c) {
+    r.register_instance(conformance_instance()).wait().value();
+    auto sub =
+        std::make_shared<Subscription>(r.on_lost([fn](const recipes::ServiceInstance&, const Status&) { fn(); }));
+    auto kv = c.get(r.key_of(conformance_instance())).wait().value();
+    (void)c.lease_revoke(kv.kvs.at(0).lease).wait();
+    return sub;
+  }
+};
+// kAdded, for an instance that the first read finds.
+struct ServiceCacheAdapter : FirstReadAdapterOf<recipes::ServiceCache> {
+  static Recipe make(Client c, std::string name, RecipeOptions o) {
+    auto [base, service] = base_and_service(name);
+    return Recipe(c, service, recipes::ServiceCacheOptions{.base_path = base, .recipe = std::move(o)});
+  }
+  static std::any listen(Recipe& r, std::function<void()> fn, Client& c) {
+    (void)c.put(r.path() + "/i1", recipes::ServiceInstanceCodec::encode(conformance_instance()).value()).wait().value();
+    auto sub = std::make_shared<Subscription>(r.on_event([fn](const recipes::ServiceCache::Event&) { fn(); }));
+    r.start();
+    return sub;
+  }
+};
+// Its only listeners are those of every recipe.
+struct ServiceProviderAdapter : FirstReadAdapterOf<recipes::ServiceProvider> {
+  static Recipe make(Client c, std::string name, RecipeOptions o) {
+    auto [base, service] = base_and_service(name);
+    return Recipe(c, service, recipes::ServiceProviderOptions{.base_path = base, .recipe = std::move(o)});
+  }
+  static constexpr bool kListens = false;
+  static std::any listen(Recipe&, std::function<void()>, Client&) { return {}; }
+};
+// The facade's own operations are single reads; its listeners are those of
+// every recipe.
+struct ServiceDiscoveryAdapter {
+  using Recipe = recipes::ServiceDiscovery;
+  static Recipe make(Client c, std::string name, RecipeOptions o) {
+    return Recipe(c, recipes::ServiceDiscoveryOptions{.base_path = std::move(name), .recipe = std::move(o)});
+  }
+  static Call<void> operation(Recipe& r, Client& c) { return as_void(r.query_names(), c.executor()); }
+  static constexpr bool kParks = false;
+  static constexpr bool kListens = false;
+  static std::any listen(Recipe&, std::function<void()>, Client&) { return {}; }
+};
 using NodeCacheAdapter = NodeCacheAdapterOf<std::string>;
 using TypedNodeCacheAdapter = NodeCacheAdapterOf<int64_t>;
 using PathChildrenCacheAdapter = ChildrenCacheAdapterOf<std::string>;
@@ -478,7 +541,8 @@ using Recipes =
                      SelectorAdapter, ObserverAdapter, QueueAdapter, TypedQueueAdapter, PriorityQueueAdapter,
                      TypedPriorityQueueAdapter, WorkQueueAdapter, TypedWorkQueueAdapter, TransientAdapter,
                      TypedTransientAdapter, AtomicLongAdapter, GateAdapter, CountBarrierAdapter, DoubleBarrierAdapter,
-                     NodeCacheAdapter, TypedNodeCacheAdapter, PathChildrenCacheAdapter, TypedPathChildrenCacheAdapter>;
+                     NodeCacheAdapter, TypedNodeCacheAdapter, PathChildrenCacheAdapter, TypedPathChildrenCacheAdapter,
+                     RegistryAdapter, ServiceCacheAdapter, ServiceProviderAdapter, ServiceDiscoveryAdapter>;
 class Names {
  public:
   template <class T>
@@ -505,7 +569,11 @@ class Names {
                                   "NodeCache",
                                   "TypedNodeCache",
                                   "PathChildrenCache",
-                                  "TypedPathChildrenCache"};
+                                  "TypedPathChildrenCache",
+                                  "ServiceRegistry",
+                                  "ServiceCache",
+                                  "ServiceProvider",
+                                  "ServiceDiscovery"};
     return names[i];
   }
 };

@@ -183,17 +183,27 @@ class TypedPathChildrenCache : public detail::CacheBase {
 
   const C& codec() const { return *codec_; }
 
- private:
-  TypedPathChildrenCache(Client client, std::string path, Options options, std::shared_ptr<const C> codec)
-      : CacheBase(std::move(client), std::move(path), config(options), codec_for(codec), std::move(options.recipe),
-                  options.page_size < 1
+ protected:
+  // For a recipe built on this cache (ServiceCache): its kind names it in
+  // errors, and `input` is its own check of its arguments (OK if none).
+  TypedPathChildrenCache(Client client, std::string path, Options options, std::shared_ptr<const C> codec,
+                         const char* kind, Status input)
+      : CacheBase(std::move(client), std::move(path), config(options, kind), codec_for(codec),
+                  std::move(options.recipe),
+                  !input.ok() ? std::move(input)
+                  : options.page_size < 1
                       ? InvalidArgument("page_size must be at least 1 (got " + std::to_string(options.page_size) + ")")
                       : Status()),
         codec_(std::move(codec)) {}
 
-  static detail::CacheConfig config(const Options& options) {
+ private:
+  TypedPathChildrenCache(Client client, std::string path, Options options, std::shared_ptr<const C> codec)
+      : TypedPathChildrenCache(std::move(client), std::move(path), std::move(options), std::move(codec), nullptr,
+                               Status()) {}
+
+  static detail::CacheConfig config(const Options& options, const char* kind) {
     detail::CacheConfig c;
-    c.kind = detail::kBytesCache<T, C> ? "PathChildrenCache" : "TypedPathChildrenCache";
+    c.kind = kind != nullptr ? kind : detail::kBytesCache<T, C> ? "PathChildrenCache" : "TypedPathChildrenCache";
     c.subtree = options.scope == Options::Scope::kSubtree;
     c.start_mode = static_cast<int>(options.start_mode);
     c.page_size = options.page_size;
