@@ -305,4 +305,36 @@ Supervised supervise(Context& ctx, CommandGroup& cmd, const SuperviseOptions& o)
   return run;
 }
 
+int run_while_present(Context& ctx, const std::vector<std::string>& command, const std::vector<std::string>& env,
+                      const std::string& kill_after, const std::function<void(const std::string&)>& complain,
+                      const std::function<void()>& remove) {
+  if (command.empty()) {
+    std::mutex m;
+    std::condition_variable_any cv;
+    std::unique_lock lock(m);
+    cv.wait(lock, ctx.stop(), [] { return false; });
+    lock.unlock();
+    remove();
+    return kExitOk;
+  }
+  if (ctx.stop().stop_requested()) {
+    remove();
+    return kExitSignalBase + stop_signal();
+  }
+  CommandGroup cmd;
+  if (int err = cmd.start(command, env); err != 0) {
+    remove();
+    complain(cat("cannot run ", command.front(), ": ", std::strerror(err)));
+    return err == ENOENT ? kExitNotFound : kExitCannotRun;
+  }
+  const Supervised run = supervise(ctx, cmd,
+                                   {.lost = {},  // it heals: its loss does not stop CMD
+                                    .kill_after = *parse_duration(kill_after),
+                                    .kill_after_text = kill_after,
+                                    .on_lost = nullptr,
+                                    .complain = complain});
+  remove();
+  return run.status;
+}
+
 }  // namespace etcd_cli

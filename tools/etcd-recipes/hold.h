@@ -111,6 +111,18 @@ struct Supervised {
 // signal SIGKILLs the group (set_forced_exit_group) while it may exist.
 Supervised supervise(Context& ctx, CommandGroup& cmd, const SuperviseOptions& options);
 
+// Runs CMD (`command`, with `env` added) while something that heals — a
+// transient key, a service registration — exists, or, without a command,
+// waits for SIGINT/SIGTERM; `remove` takes it away afterwards, whatever
+// happened (never cut short by the stop signal: that is exactly when it
+// must still be done). Its loss does not stop CMD: it is re-created where
+// free, and the caller's listeners say so. Returns the exit status:
+// CMD's, 0 after a signal without CMD, 126/127 when CMD could not run,
+// 128+N for a signal before CMD started.
+int run_while_present(Context& ctx, const std::vector<std::string>& command, const std::vector<std::string>& env,
+                      const std::string& kill_after, const std::function<void(const std::string&)>& complain,
+                      const std::function<void()>& remove);
+
 // Runs `make` on a fresh session of --ttl and holds what it gives; the
 // session is ended (its lease revoked) before this returns.
 template <class Make>

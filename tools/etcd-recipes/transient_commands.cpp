@@ -6,11 +6,8 @@
 // by etcd and re-created (only where free) once the link returns. Its loss
 // therefore does not stop CMD: it is reported on stderr, as is its return.
 
-#include <condition_variable>
-#include <cstring>
 #include <iostream>
 #include <memory>
-#include <mutex>
 
 #include "commands.h"
 #include "common.h"
@@ -64,32 +61,8 @@ int run_transient(Context& ctx, const TransientArgs& a) {
       print_line(a.key);
       print_line(std::to_string(transient.create_revision()));
     }
-    std::mutex m;
-    std::condition_variable_any cv;
-    std::unique_lock lock(m);
-    cv.wait(lock, ctx.stop(), [] { return false; });
-    remove();
-    return kExitOk;
   }
-  if (ctx.stop().stop_requested()) {
-    remove();
-    return kExitSignalBase + stop_signal();
-  }
-  const std::string& program = a.command.front();
-  CommandGroup cmd;
-  if (int err = cmd.start(a.command, {cat(kTransientKeyEnv, "=", a.key)}); err != 0) {
-    remove();
-    complain(cat("cannot run ", program, ": ", std::strerror(err)));
-    return err == ENOENT ? kExitNotFound : kExitCannotRun;
-  }
-  const Supervised run = supervise(ctx, cmd,
-                                   {.lost = {},  // the key heals: its loss does not stop CMD
-                                    .kill_after = *parse_duration(a.kill_after),
-                                    .kill_after_text = a.kill_after,
-                                    .on_lost = nullptr,
-                                    .complain = complain});
-  remove();
-  return run.status;
+  return run_while_present(ctx, a.command, {cat(kTransientKeyEnv, "=", a.key)}, a.kill_after, complain, remove);
 }
 
 }  // namespace
