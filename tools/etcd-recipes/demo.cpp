@@ -20,6 +20,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "etcd/recipes/service_provider.h"
 #include "etcd/testing/etcd_cluster.h"
 #include "process.h"
 
@@ -568,6 +569,68 @@ void work_queue_crash(Demo& d) {
             " twice delivered, once done), none lost"));
 }
 
+// Two processes register instances of a service; a provider in this
+// process picks among them; one process is SIGKILLed (it cannot
+// unregister), and once its lease expires the provider stops picking it.
+void service_leaves_provider(Demo& d) {
+  const std::string service = "demo-api";
+  struct Instance {
+    std::string id;
+    std::string port;
+    std::optional<ChildProcess> process;
+  };
+  Instance instances[] = {{"api-1", "9001", {}}, {"api-2", "9002", {}}};
+  struct StopAll {
+    Instance (&all)[2];
+    ~StopAll() {
+      for (auto& i : all) {
+        if (i.process) i.process->terminate();
+      }
+    }
+  } stop_all{instances};
+  for (auto& i : instances) {
+    const std::vector<std::string> args = {"discovery", "register", service, "--id",  i.id, "--address",
+                                           "127.0.0.1", "--port",   i.port,  "--ttl", "2"};
+    std::vector<std::string> argv = {d.self, "--endpoints", d.cluster->endpoints_csv(), "--timeout",
+                                     d.ctx.global().timeout};
+    argv.insert(argv.end(), args.begin(), args.end());
+    i.process.emplace(ChildProcess::spawn(argv));
+    d.say(cat("process ", i.id, " (pid ", i.process->pid(), ") started: etcd-recipes ", shell_words(args)));
+  }
+  etcd::recipes::ServiceProvider provider(d.etcd(), service);
+  d.call(provider.wait_initialized(), "start a provider of " + service);
+  auto until = [&](auto done, std::string_view what) {
+    const auto deadline = d.deadline() + 5s;
+    while (!done()) {
+      if (etcd::Clock::now() >= deadline) throw StepFailed(cat("timed out waiting until ", what));
+      d.pause(20ms);
+    }
+  };
+  auto picks = [&](int n) {
+    std::string out;
+    for (int k = 0; k < n; ++k) {
+      auto p = provider.pick();
+      out += (out.empty() ? "" : ", ") + (p ? p->id : std::string("none"));
+    }
+    return out;
+  };
+  until([&] { return provider.candidates().size() == 2; }, "both instances are registered");
+  d.say(cat("the provider (round robin) picks: ", picks(4)));
+
+  instances[1].process->kill_now();
+  const auto killed_at = etcd::Clock::now();
+  d.say(cat("process api-2 SIGKILLed: it cannot unregister; its registration expires with its lease (TTL 2 s)"));
+  until([&] { return provider.candidates().size() == 1; }, "api-2's registration expires");
+  d.say(cat("the cache saw api-2 removed ",
+            std::chrono::duration_cast<std::chrono::milliseconds>(etcd::Clock::now() - killed_at).count(),
+            " ms after the kill; the provider picks: ", picks(4)));
+  if (picks(100).find("api-2") != std::string::npos) throw StepFailed("the provider picked a removed instance");
+
+  instances[0].process->terminate();
+  until([&] { return provider.candidates().empty(); }, "api-1 unregisters");
+  d.say("process api-1 SIGTERMed: it unregistered at once; the provider has none to pick: " + picks(1));
+}
+
 struct Step {
   std::string_view title;
   void (*run)(Demo&);
@@ -584,6 +647,7 @@ constexpr Step kSteps[] = {
     {"cluster status", cluster_status},
     {"lock handover between processes", lock_handover},
     {"a work queue survives a worker killed mid-job", work_queue_crash},
+    {"service discovery: a killed instance leaves the provider's picks", service_leaves_provider},
 };
 
 // Stops everything the demo started and says so; the destructors do the
