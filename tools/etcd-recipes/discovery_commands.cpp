@@ -125,16 +125,7 @@ void add_register(CLI::App* parent, Commands& commands) {
   cmd->add_option("--id", a->id, "The instance's id (default: HOSTNAME-PID)");
   cmd->add_option("--payload", a->payload, "Any JSON value kept with the instance (an object, \"a string\", ...)");
   cmd->add_flag("--disabled", a->disabled, "Register it disabled: listed, never picked");
-  cmd->add_option("--ttl", a->ttl,
-                  "TTL in seconds of the registration's lease: how long it outlives this process when it dies or is "
-                  "cut off from etcd")
-      ->check(int_range(1, INT32_MAX))
-      ->capture_default_str();
-  cmd->add_option("--kill-after", a->kill_after,
-                  "When a signal is passed on to CMD, SIGKILL CMD's process group this long after it if CMD has not "
-                  "exited by then")
-      ->check(duration_validator())
-      ->capture_default_str();
+  add_presence_options(cmd, a->ttl, a->kill_after, "registration");
   add_base(cmd, a->base);
   cmd->add_option("command", a->command,
                   "Run CMD [ARGS...] while registered (put -- before it); without it, print the instance and keep it "

@@ -305,6 +305,19 @@ Supervised supervise(Context& ctx, CommandGroup& cmd, const SuperviseOptions& o)
   return run;
 }
 
+void add_presence_options(CLI::App* cmd, int& ttl, std::string& kill_after, const std::string& what) {
+  cmd->add_option("--ttl", ttl,
+                  cat("TTL in seconds of the ", what,
+                      "'s lease: how long it outlives this process when it dies or is cut off from etcd"))
+      ->check(int_range(1, INT32_MAX))
+      ->capture_default_str();
+  cmd->add_option("--kill-after", kill_after,
+                  "When a signal is passed on to CMD, SIGKILL CMD's process group this long after it if CMD has not "
+                  "exited by then")
+      ->check(duration_validator())
+      ->capture_default_str();
+}
+
 int run_while_present(Context& ctx, const std::vector<std::string>& command, const std::vector<std::string>& env,
                       const std::string& kill_after, const std::function<void(const std::string&)>& complain,
                       const std::function<void()>& remove) {

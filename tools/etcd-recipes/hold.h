@@ -119,6 +119,10 @@ Supervised supervise(Context& ctx, CommandGroup& cmd, const SuperviseOptions& op
 // free, and the caller's listeners say so. Returns the exit status:
 // CMD's, 0 after a signal without CMD, 126/127 when CMD could not run,
 // 128+N for a signal before CMD started.
+// --ttl (of the lease `what` lives on) and --kill-after, as
+// run_while_present's callers take them.
+void add_presence_options(CLI::App* cmd, int& ttl, std::string& kill_after, const std::string& what);
+
 int run_while_present(Context& ctx, const std::vector<std::string>& command, const std::vector<std::string>& env,
                       const std::string& kill_after, const std::function<void(const std::string&)>& complain,
                       const std::function<void()>& remove);

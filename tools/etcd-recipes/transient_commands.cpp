@@ -73,16 +73,7 @@ void add_transient_commands(Commands& commands) {
       "transient", "Create KEY with VALUE while CMD runs (only if KEY is absent), remove it when CMD exits");
   cmd->add_option("key", a->key, "The key")->required()->check(name_validator("key"));
   cmd->add_option("value", a->value, "Its value")->required();
-  cmd->add_option("--ttl", a->ttl,
-                  "TTL in seconds of the key's lease: how long the key outlives this process when it dies or is cut "
-                  "off from etcd")
-      ->check(int_range(1, INT32_MAX))
-      ->capture_default_str();
-  cmd->add_option("--kill-after", a->kill_after,
-                  "When a signal is passed on to CMD, SIGKILL CMD's process group this long after it if CMD has not "
-                  "exited by then")
-      ->check(duration_validator())
-      ->capture_default_str();
+  add_presence_options(cmd, a->ttl, a->kill_after, "key");
   cmd->add_option("command", a->command,
                   "Run CMD [ARGS...] while the key exists (put -- before it); without it, print the key and its "
                   "create revision and keep it until SIGINT/SIGTERM");
