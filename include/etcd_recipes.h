@@ -328,7 +328,8 @@ ETCDR_API etcdr_code etcdr_semaphore_try_acquire(etcdr_semaphore* sem, etcdr_per
 typedef void (*etcdr_permit_cb)(void* user, const etcdr_error* result, etcdr_permit* permit);
 ETCDR_API etcdr_code etcdr_semaphore_acquire_async(etcdr_semaphore* sem, int64_t timeout_ms, etcdr_permit_cb done,
                                                    void* user);
-/* Permits not taken (or waited for) now; one read. */
+/* Permits not taken (or waited for) now; one read, within the client's
+ * default timeout. */
 ETCDR_API etcdr_code etcdr_semaphore_available(etcdr_semaphore* sem, int32_t* available, etcdr_error* err);
 /* Fails pending acquires (reason CLOSED) and frees the handle; permits
  * already granted stay held until released or destroyed. */
@@ -363,7 +364,8 @@ ETCDR_API etcdr_code etcdr_election_campaign_async(etcdr_election* election, int
 /* Advisory: 1 while this candidate leads. */
 ETCDR_API int etcdr_election_is_leader(const etcdr_election* election);
 /* The current leader's value (freed with etcdr_free) and term, as etcd has
- * them now (one read); ETCDR_NOT_FOUND when there is no leader. */
+ * them now (one read, within the client's default timeout);
+ * ETCDR_NOT_FOUND when there is no leader. */
 ETCDR_API etcdr_code etcdr_election_leader(etcdr_election* election, char** value, size_t* value_len, int64_t* term,
                                            etcdr_error* err);
 /* Leaves the election; `was_leader` (may be NULL) gets 1 if this candidate
