@@ -1,0 +1,160 @@
+// What the C API's translation units share (internal): turning Status and
+// exceptions into etcdr_error, reading size-prefixed options structs,
+// timeouts, and the callback slot that makes "the callback never runs
+// after destroy" hold.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <utility>
+
+#include "etcd/call.h"
+#include "etcd/client.h"
+#include "etcd/recipes/recipe.h"
+#include "etcd/status.h"
+#include "etcd_recipes.h"
+
+struct etcdr_client {
+  etcd::Client client;
+};
+
+namespace etcdr_impl {
+
+// Overwrites `err` (freeing the message it held) with `status`.
+void set_error(etcdr_error* err, const etcd::Status& status) noexcept;
+
+inline etcdr_code ok(etcdr_error* err) noexcept {
+  set_error(err, etcd::Status());
+  return ETCDR_OK;
+}
+inline etcdr_code fail(etcdr_error* err, const etcd::Status& status) noexcept {
+  set_error(err, status);
+  return static_cast<etcdr_code>(status.code());
+}
+inline etcdr_code invalid(etcdr_error* err, const char* message) noexcept {
+  try {
+    return fail(err, etcd::InvalidArgument(message));
+  } catch (...) {
+    // Building the Status allocates; the code alone still tells the caller.
+    return ETCDR_INVALID_ARGUMENT;
+  }
+}
+inline etcdr_code hold_lost(etcdr_error* err, const char* message) {
+  return fail(err, etcd::Status(etcd::StatusCode::kAborted, message, etcd::Errc::kHoldLost));
+}
+
+// Runs `f` (which returns an etcdr_code and fills `err`), so that no
+// exception crosses into C: etcd::Error keeps its status, anything else
+// becomes RESOURCE_EXHAUSTED or INTERNAL.
+template <class F>
+etcdr_code guarded(etcdr_error* err, F&& f) noexcept {
+  try {
+    return std::forward<F>(f)();
+  } catch (const etcd::Error& e) {
+    return fail(err, e.status());
+  } catch (const std::bad_alloc&) {
+    set_error(err, etcd::Status());  // no memory for a message either
+    if (err != nullptr) err->code = ETCDR_RESOURCE_EXHAUSTED;
+    return ETCDR_RESOURCE_EXHAUSTED;
+  } catch (const std::exception& e) {
+    return fail(err, etcd::Status(etcd::StatusCode::kInternal, std::string("etcd-recipes C API: ") + e.what()));
+  } catch (...) {
+    return fail(err, etcd::Status(etcd::StatusCode::kInternal, "etcd-recipes C API: unknown exception"));
+  }
+}
+
+// Calls `cb(user, &e, args...)` with `status` as an etcdr_error the library
+// owns for the duration of the call.
+template <class Cb, class... Args>
+void invoke_with_status(Cb cb, void* user, const etcd::Status& status, Args&&... args) noexcept {
+  etcdr_error e = ETCDR_ERROR_INIT;
+  set_error(&e, status);
+  cb(user, &e, std::forward<Args>(args)...);
+  etcdr_error_clear(&e);
+}
+
+// A copy of a caller's options struct as this library knows it: the bytes
+// the caller declared (`size`), the rest zero (every field's default). A
+// struct from a newer header is accepted when the fields this library does
+// not know are all zero (their defaults): otherwise the caller asked for
+// something this library cannot do.
+template <class T>
+etcd::Status read_options(const T* in, T& out) {
+  std::memset(&out, 0, sizeof(T));
+  if (in == nullptr) return etcd::Status();
+  if (in->size < sizeof(size_t)) {
+    return etcd::InvalidArgument("options->size is not set: fill the struct with its _init() function");
+  }
+  const auto* bytes = reinterpret_cast<const unsigned char*>(in);
+  if (in->size > sizeof(T)) {
+    for (size_t i = sizeof(T); i < in->size; ++i) {
+      if (bytes[i] != 0) {
+        return etcd::InvalidArgument("options set fields that this version of the library does not know (built with " +
+                                     std::string(etcdr_version_string()) + ")");
+      }
+    }
+  }
+  std::memcpy(&out, in, in->size < sizeof(T) ? in->size : sizeof(T));
+  out.size = sizeof(T);
+  return etcd::Status();
+}
+
+// The _init() of every options struct: zero the caller's bytes, set size.
+template <class T>
+void init_options(T* options, size_t size) noexcept {
+  if (options == nullptr || size < sizeof(size_t)) return;
+  std::memset(options, 0, size);
+  options->size = size;
+}
+
+// A negative timeout leaves the call without a deadline of its own: a
+// waiting recipe call then waits until it can complete, a plain call gets
+// the client's default timeout.
+template <class T>
+etcd::Call<T> with_timeout(etcd::Call<T> call, int64_t timeout_ms) {
+  if (timeout_ms >= 0) call.timeout(std::chrono::milliseconds(timeout_ms));
+  return call;
+}
+
+// A copy of `bytes` in a malloc'd, NUL-terminated buffer for etcdr_free.
+char* copy_out(const std::string& bytes);
+
+// The recipes' options from the C struct (NULL: defaults), or why not.
+etcd::Status to_recipe_options(const etcdr_recipe_options* in, etcd::recipes::RecipeOptions& out);
+
+// The user's one callback of a handle (on_lost, on_change), shared with the
+// listener that calls it. Setting it (and so destroying the handle) waits
+// for a run in progress on another thread, so that after
+// etcdr_*_destroy/on_*() returns the old callback never runs again; a run
+// on the calling thread (the callback changing itself) does not deadlock.
+template <class Fn>
+class CallbackSlot {
+ public:
+  void set(Fn fn, void* user) {
+    std::lock_guard lock(mu_);
+    fn_ = fn;
+    user_ = user;
+  }
+  // Runs `call(fn, user)` if a callback is set.
+  template <class F>
+  void run(F&& call) {
+    std::lock_guard lock(mu_);
+    if (fn_ != nullptr) std::forward<F>(call)(fn_, user_);
+  }
+
+ private:
+  std::recursive_mutex mu_;
+  Fn fn_ = nullptr;
+  void* user_ = nullptr;
+};
+
+// A recipe name as the C API accepts it: not NULL, not empty (the recipe
+// checks the rest).
+inline bool bad_name(const char* name) { return name == nullptr || *name == '\0'; }
+
+}  // namespace etcdr_impl
