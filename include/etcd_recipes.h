@@ -499,6 +499,107 @@ ETCDR_API etcdr_code etcdr_counter_compare_and_set(etcdr_counter* counter, int64
                                                    int64_t timeout_ms, int* swapped, etcdr_error* err);
 ETCDR_API void etcdr_counter_destroy(etcdr_counter* counter);
 
+/* --- Service discovery ---------------------------------------------------
+ * Instances of a service registered at BASE/SERVICE/ID (BASE "/services"
+ * unless given), each while its registering process lives (a lease of its
+ * own, healed after a loss only where the key is free); a provider picks
+ * one with a strategy and leaves out instances reported failing for a
+ * while. The value is the instance's JSON (docs/recipes.md, "Service
+ * discovery"). */
+
+typedef struct etcdr_discovery etcdr_discovery;
+typedef struct etcdr_provider etcdr_provider;
+
+typedef struct etcdr_discovery_options {
+  size_t size; /* set by etcdr_discovery_options_init */
+  /* Where instances live. NULL: "/services". */
+  const char* base_path;
+  /* Shows in errors. NULL: "<hostname>:<pid>". */
+  const char* client_id;
+  /* TTL of each registration's lease: how long a registration outlives a
+   * process that died without unregistering. 0: 10 s. */
+  int64_t ttl_s;
+} etcdr_discovery_options;
+
+ETCDR_API void etcdr_discovery_options_init(etcdr_discovery_options* options, size_t size);
+
+/* One instance. Strings are NUL-terminated; an instance the library
+ * returns is one allocation (strings included) freed with
+ * etcdr_instance_free. */
+typedef struct etcdr_instance {
+  size_t size; /* set by etcdr_instance_init */
+  const char* name;    /* the service: one key segment */
+  const char* id;      /* the instance: one key segment */
+  const char* address; /* host name or address */
+  int32_t port;        /* 0: none */
+  int32_t ssl_port;    /* 0: none */
+  /* JSON text of any value, or NULL: none. */
+  const char* payload;
+  /* Milliseconds since the Unix epoch, UTC; 0 when registering: now. */
+  int64_t registration_time_ms;
+  /* Non-zero: registered but never picked. */
+  int32_t disabled;
+} etcdr_instance;
+
+ETCDR_API void etcdr_instance_init(etcdr_instance* instance, size_t size);
+ETCDR_API void etcdr_instance_free(etcdr_instance* instance);
+/* An array of instances from etcdr_discovery_query, with its count. */
+ETCDR_API void etcdr_instances_free(etcdr_instance** instances, size_t count);
+
+ETCDR_API etcdr_code etcdr_discovery_create(etcdr_client* client, const etcdr_discovery_options* options,
+                                            etcdr_discovery** out, etcdr_error* err);
+/* Unregisters every instance registered through it and destroys its
+ * providers' caches (a provider handle must still be destroyed). */
+ETCDR_API void etcdr_discovery_destroy(etcdr_discovery* discovery);
+
+/* Registers `instance` (only where its key is absent: ETCDR_ALREADY_EXISTS,
+ * nothing written, if another owner has the id). */
+ETCDR_API etcdr_code etcdr_discovery_register(etcdr_discovery* discovery, const etcdr_instance* instance,
+                                              int64_t timeout_ms, etcdr_error* err);
+/* Replaces a registered instance (same name and id): ETCDR_NOT_FOUND if
+ * not registered here; ETCDR_ABORTED (HOLD_LOST) while its key is lost
+ * (the new instance is written when it heals). */
+ETCDR_API etcdr_code etcdr_discovery_update(etcdr_discovery* discovery, const etcdr_instance* instance,
+                                            int64_t timeout_ms, etcdr_error* err);
+/* Removes a registration; `was_ours` (may be NULL) gets 1 if its key was
+ * still this process's. */
+ETCDR_API etcdr_code etcdr_discovery_unregister(etcdr_discovery* discovery, const char* service, const char* id,
+                                                int64_t timeout_ms, int* was_ours, etcdr_error* err);
+/* The instances of `service`, sorted by id: `*instances` is an array of
+ * `*count` instances (NULL when none), freed with etcdr_instances_free. */
+ETCDR_API etcdr_code etcdr_discovery_query(etcdr_discovery* discovery, const char* service, int64_t timeout_ms,
+                                           etcdr_instance*** instances, size_t* count, etcdr_error* err);
+/* The names of the services with instances, sorted: `*names` holds
+ * `*count` NUL-terminated names back to back (NULL when none), freed with
+ * etcdr_free. */
+ETCDR_API etcdr_code etcdr_discovery_query_names(etcdr_discovery* discovery, int64_t timeout_ms, char** names,
+                                                 size_t* count, etcdr_error* err);
+
+enum { ETCDR_STRATEGY_ROUND_ROBIN = 0, ETCDR_STRATEGY_RANDOM = 1, ETCDR_STRATEGY_STICKY = 2 };
+
+typedef struct etcdr_provider_options {
+  size_t size; /* set by etcdr_provider_options_init */
+  int32_t strategy; /* ETCDR_STRATEGY_*; 0: round robin */
+  /* Errors reported against an instance before it is left out. 0: 2. */
+  int32_t errors_before_ejection;
+  /* How long an ejected instance stays out. 0: 30000. */
+  int64_t ejection_time_ms;
+} etcdr_provider_options;
+
+ETCDR_API void etcdr_provider_options_init(etcdr_provider_options* options, size_t size);
+/* A provider of `service`, following its instances with a watch. */
+ETCDR_API etcdr_code etcdr_provider_create(etcdr_discovery* discovery, const char* service,
+                                           const etcdr_provider_options* options, etcdr_provider** out,
+                                           etcdr_error* err);
+/* Waits for the provider's first read, then picks an instance (enabled,
+ * not ejected; never one the provider saw removed): ETCDR_NOT_FOUND when
+ * there is none. `*instance` is freed with etcdr_instance_free. */
+ETCDR_API etcdr_code etcdr_provider_pick(etcdr_provider* provider, int64_t timeout_ms, etcdr_instance** instance,
+                                         etcdr_error* err);
+/* A request to instance `id` failed (see errors_before_ejection). */
+ETCDR_API etcdr_code etcdr_provider_note_error(etcdr_provider* provider, const char* id, etcdr_error* err);
+ETCDR_API void etcdr_provider_destroy(etcdr_provider* provider);
+
 #ifdef __cplusplus
 }
 #endif

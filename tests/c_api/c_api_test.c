@@ -813,6 +813,105 @@ static void test_close(const char* endpoint) {
 }
 
 /* The tests named on the command line (all when none is). */
+static etcdr_discovery* make_discovery(etcdr_client* c, const char* base) {
+  etcdr_discovery_options o;
+  etcdr_discovery_options_init(&o, sizeof o);
+  o.base_path = base;
+  etcdr_discovery* d = NULL;
+  etcdr_error err = ETCDR_ERROR_INIT;
+  CHECK_CODE(etcdr_discovery_create(c, &o, &d, &err), ETCDR_OK, err, "discovery_create");
+  etcdr_error_clear(&err);
+  return d;
+}
+
+static etcdr_instance api_instance(const char* id, int32_t port) {
+  etcdr_instance i;
+  etcdr_instance_init(&i, sizeof i);
+  i.name = "api";
+  i.id = id;
+  i.address = "10.0.0.7";
+  i.port = port;
+  return i;
+}
+
+static void test_discovery(etcdr_client* c1, etcdr_client* c2) {
+  char base[192];
+  snprintf(base, sizeof base, "%s/services", prefix);
+  etcdr_error err = ETCDR_ERROR_INIT;
+  etcdr_discovery* mine = make_discovery(c1, base);
+  etcdr_discovery* theirs = make_discovery(c2, base);
+
+  etcdr_instance a1 = api_instance("a1", 8081);
+  a1.payload = "{\"zone\":\"eu\"}";
+  etcdr_instance a2 = api_instance("a2", 8082);
+  CHECK_CODE(etcdr_discovery_register(mine, &a1, 5000, &err), ETCDR_OK, err, "register a1");
+  CHECK_CODE(etcdr_discovery_register(mine, &a2, 5000, &err), ETCDR_OK, err, "register a2");
+  CHECK_CODE(etcdr_discovery_register(theirs, &a1, 5000, &err), ETCDR_ALREADY_EXISTS, err,
+             "another process's id is refused");
+  etcdr_instance bad = api_instance("bad", 1);
+  bad.address = "";
+  CHECK_CODE(etcdr_discovery_register(mine, &bad, 5000, &err), ETCDR_INVALID_ARGUMENT, err, "no address");
+  bad = api_instance("bad", 70000);
+  CHECK_CODE(etcdr_discovery_register(mine, &bad, 5000, &err), ETCDR_INVALID_ARGUMENT, err, "port out of range");
+
+  char* names = NULL;
+  size_t count = 0;
+  CHECK_CODE(etcdr_discovery_query_names(theirs, 5000, &names, &count, &err), ETCDR_OK, err, "query names");
+  CHECK(count == 1 && names != NULL && strcmp(names, "api") == 0, "one service, api");
+  etcdr_free(names);
+  etcdr_instance** found = NULL;
+  CHECK_CODE(etcdr_discovery_query(theirs, "api", 5000, &found, &count, &err), ETCDR_OK, err, "query api");
+  CHECK(count == 2 && strcmp(found[0]->id, "a1") == 0 && found[0]->port == 8081 && found[0]->payload != NULL &&
+            strcmp(found[0]->payload, "{\"zone\":\"eu\"}") == 0 && found[0]->registration_time_ms > 0,
+        "two instances, a1 first, with its payload and registration time");
+  etcdr_instances_free(found, count);
+
+  etcdr_provider_options po;
+  etcdr_provider_options_init(&po, sizeof po);
+  po.errors_before_ejection = 1;
+  po.ejection_time_ms = 60000;
+  etcdr_provider* provider = NULL;
+  CHECK_CODE(etcdr_provider_create(theirs, "api", &po, &provider, &err), ETCDR_OK, err, "provider_create");
+  etcdr_instance* first = NULL;
+  etcdr_instance* second = NULL;
+  CHECK_CODE(etcdr_provider_pick(provider, 5000, &first, &err), ETCDR_OK, err, "pick");
+  CHECK_CODE(etcdr_provider_pick(provider, 5000, &second, &err), ETCDR_OK, err, "pick again");
+  CHECK(first && second && strcmp(first->id, second->id) != 0, "round robin: two different instances");
+  CHECK_CODE(etcdr_provider_note_error(provider, first->id, &err), ETCDR_OK, err, "note_error");
+  int others = 1;
+  for (int k = 0; k < 10; ++k) {
+    etcdr_instance* p = NULL;
+    if (etcdr_provider_pick(provider, 5000, &p, &err) != ETCDR_OK || strcmp(p->id, first->id) == 0) others = 0;
+    etcdr_instance_free(p);
+  }
+  CHECK(others, "an ejected instance is left out");
+  etcdr_instance_free(first);
+  etcdr_instance_free(second);
+
+  a2.disabled = 1;
+  CHECK_CODE(etcdr_discovery_update(mine, &a2, 5000, &err), ETCDR_OK, err, "update: disable a2");
+  int64_t give_up = now_ms() + 5000;
+  etcdr_code picked = ETCDR_OK;
+  while (now_ms() < give_up) {
+    etcdr_instance* p = NULL;
+    picked = etcdr_provider_pick(provider, 5000, &p, &err);
+    etcdr_instance_free(p);
+    if (picked == ETCDR_NOT_FOUND) break;
+    sleep_ms(10);
+  }
+  CHECK(picked == ETCDR_NOT_FOUND, "a1 ejected and a2 disabled: none to pick (%s)", etcdr_code_name(picked));
+
+  int was_ours = 0;
+  CHECK_CODE(etcdr_discovery_unregister(mine, "api", "a1", 5000, &was_ours, &err), ETCDR_OK, err, "unregister a1");
+  CHECK(was_ours == 1, "a1 was ours");
+  etcdr_discovery_destroy(mine);  /* unregisters a2 */
+  CHECK_CODE(etcdr_discovery_query(theirs, "api", 5000, &found, &count, &err), ETCDR_OK, err, "query after destroy");
+  CHECK(count == 0 && found == NULL, "destroying the handle removed its registrations");
+  etcdr_provider_destroy(provider);
+  etcdr_discovery_destroy(theirs);
+  etcdr_error_clear(&err);
+}
+
 static char** only;
 static int only_count;
 static int selected(const char* test) {
@@ -849,6 +948,7 @@ int main(int argc, char** argv) {
   if (selected("queue")) test_queue(c1, c2);
   if (selected("work_queue")) test_work_queue(c1, c2, self, endpoint);
   if (selected("counter")) test_counter(c1, c2);
+  if (selected("discovery")) test_discovery(c1, c2);
   if (selected("close")) test_close(endpoint);
   count_and_delete(c1, prefix);
   etcdr_client_destroy(c1);
