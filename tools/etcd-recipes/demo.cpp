@@ -20,6 +20,8 @@
 
 #include "commands.h"
 #include "common.h"
+#include "etcd/recipes/election.h"
+#include "etcd/recipes/path_children_cache.h"
 #include "etcd/recipes/service_provider.h"
 #include "etcd/testing/etcd_cluster.h"
 #include "process.h"
@@ -569,6 +571,136 @@ void work_queue_crash(Demo& d) {
             " twice delivered, once done), none lost"));
 }
 
+// Background `etcd-recipes ARGS...` processes of a scene, terminated
+// (SIGTERM, which each passes on and cleans up after) however it ends.
+class Processes {
+ public:
+  explicit Processes(Demo& d) : d_(d) {}
+  Processes(const Processes&) = delete;
+  Processes& operator=(const Processes&) = delete;
+  ~Processes() {
+    for (auto it = all_.rbegin(); it != all_.rend(); ++it) it->second.terminate();
+  }
+  ChildProcess& start(const std::string& name, const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {d_.self, "--endpoints", d_.cluster->endpoints_csv(), "--timeout",
+                                     d_.ctx.global().timeout};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto& p = all_.emplace_back(name, ChildProcess::spawn(argv)).second;
+    d_.say(cat("process ", name, " (pid ", p.pid(), ") started: etcd-recipes ", shell_words(args)));
+    return p;
+  }
+
+ private:
+  Demo& d_;
+  std::deque<std::pair<std::string, ChildProcess>> all_;
+};
+
+// Polls `done` every 20 ms until it holds, or fails the step at the
+// deadline.
+template <class Done>
+void until(Demo& d, Done done, std::string_view what) {
+  const auto deadline = d.deadline() + 5s;
+  while (!done()) {
+    if (etcd::Clock::now() >= deadline) throw StepFailed(cat("timed out waiting until ", what));
+    d.pause(20ms);
+  }
+}
+
+std::string leader_name(const std::optional<etcd::recipes::LeaderInfo>& l) {
+  return l ? cat("\"", l->value, "\" (term ", l->term, ")") : std::string("none");
+}
+
+// Two processes campaign; the leader is SIGKILLed (it cannot resign): the
+// other takes over once the dead leader's lease (TTL 2 s) expires, with a
+// larger term token.
+void leader_failover(Demo& d) {
+  const std::string election = "demo/leader";
+  Processes processes(d);
+  etcd::recipes::LeaderObserver observer(d.etcd(), election);
+  observer.start();
+  d.call(observer.wait_initialized(), "observe " + election);
+  auto& a = processes.start("A", {"elect", election, "--value", "node-A", "--ttl", "2"});
+  until(
+      d, [&] { return observer.current() && observer.current()->value == "node-A"; }, "node-A leads");
+  processes.start("B", {"elect", election, "--value", "node-B", "--ttl", "2"});
+  const auto first = *observer.current();
+  d.say(cat("the observer sees leader ", leader_name(first), "; node-B waits in line"));
+  a.kill_now();
+  const auto killed_at = etcd::Clock::now();
+  d.say("process A SIGKILLed: it cannot resign; its leadership ends when its lease (TTL 2 s) expires");
+  until(
+      d, [&] { return observer.current() && observer.current()->value == "node-B"; }, "node-B takes over");
+  const auto second = *observer.current();
+  if (second.term <= first.term) throw StepFailed("the term token did not increase");
+  d.say(cat("node-B leads ",
+            std::chrono::duration_cast<std::chrono::milliseconds>(etcd::Clock::now() - killed_at).count(),
+            " ms after the kill: ", leader_name(second), ", a larger term than node-A's ", first.term));
+}
+
+// Three processes wait at a barrier for 3 parties: the first two stay
+// blocked until the third arrives, then all three go on.
+void barrier_group(Demo& d) {
+  const std::string barrier = "demo/barrier";
+  Processes processes(d);
+  std::vector<ChildProcess*> parties;
+  for (const char* name : {"P1", "P2"}) {
+    parties.push_back(&processes.start(name, {"barrier", "wait", barrier, "--parties", "3", "--timeout", "20s"}));
+  }
+  etcd::GetOptions count;
+  count.prefix = true;
+  count.count_only = true;
+  until(
+      d, [&] { return d.call(d.etcd().get(barrier + "/parties/", count), "count parties").count == 2; },
+      "two parties wait");
+  d.pause(300ms);
+  for (auto* p : parties) {
+    if (p->wait(d.ctx.stop(), etcd::Clock::now())) throw StepFailed("a party went on before the third arrived");
+  }
+  d.say("two parties arrived and wait (still blocked 300 ms later)");
+  parties.push_back(&processes.start("P3", {"barrier", "wait", barrier, "--parties", "3", "--timeout", "20s"}));
+  const auto third_at = etcd::Clock::now();
+  for (auto* p : parties) {
+    auto code = p->wait(d.ctx.stop(), d.deadline());
+    if (!code) throw StepFailed("a party did not go on");
+    if (*code != 0) throw StepFailed(cat("a party exited ", *code));
+  }
+  d.say(cat("the third arrived: all three went on (exit 0) within ",
+            std::chrono::duration_cast<std::chrono::milliseconds>(etcd::Clock::now() - third_at).count(), " ms"));
+}
+
+// A cache in this process follows what other processes write under a
+// prefix: added, updated, removed, in order.
+void cache_follows(Demo& d) {
+  const std::string path = "demo/config";
+  etcd::recipes::PathChildrenCache cache(d.etcd(), path);
+  auto log = std::make_shared<std::pair<std::mutex, std::vector<std::string>>>();
+  auto sub = cache.on_event([log](const etcd::recipes::ChildEvent<std::string>& e) {
+    using T = etcd::recipes::ChildEvent<std::string>::Type;
+    std::string line = e.type == T::kAdded     ? "ADDED " + e.name + "=" + *e.current->value
+                       : e.type == T::kUpdated ? "UPDATED " + e.name + "=" + *e.current->value
+                       : e.type == T::kRemoved ? "REMOVED " + e.name
+                                               : std::string();
+    if (line.empty()) return;
+    std::lock_guard lock(log->first);
+    log->second.push_back(std::move(line));
+  });
+  cache.start();
+  d.call(cache.wait_initialized(), "start a cache of " + path);
+  auto seen = [&](size_t n) {
+    std::lock_guard lock(log->first);
+    return log->second.size() >= n;
+  };
+  d.run_self({"kv", "put", path + "/limit", "10"});
+  d.run_self({"kv", "put", path + "/limit", "20"});
+  d.run_self({"kv", "del", path + "/limit"});
+  until(
+      d, [&] { return seen(3); }, "the cache saw three changes");
+  std::lock_guard lock(log->first);
+  const std::vector<std::string> expected = {"ADDED limit=10", "UPDATED limit=20", "REMOVED limit"};
+  if (log->second != expected) throw StepFailed("the cache's events were not the three changes in order");
+  d.say("the cache's listener saw, in order: " + log->second[0] + ", " + log->second[1] + ", " + log->second[2]);
+}
+
 // Two processes register instances of a service; a provider in this
 // process picks among them; one process is SIGKILLed (it cannot
 // unregister), and once its lease expires the provider stops picking it.
@@ -646,6 +778,9 @@ constexpr Step kSteps[] = {
     {"revoking the lease deletes its key", revoke_lease},
     {"cluster status", cluster_status},
     {"lock handover between processes", lock_handover},
+    {"leader election: the leader is killed, the other candidate takes over", leader_failover},
+    {"a barrier releases a group of three processes together", barrier_group},
+    {"a cache follows what other processes write", cache_follows},
     {"a work queue survives a worker killed mid-job", work_queue_crash},
     {"service discovery: a killed instance leaves the provider's picks", service_leaves_provider},
 };
