@@ -42,9 +42,10 @@ std::string text(const Report& r, const Leases& leases = {}, int64_t now_ms = 0)
 
 TEST(CliInspect, LockHolderIsTheLowestCreateRevisionAndTheRestWaitInOrder) {
   // Listed out of order on purpose: order comes from create revisions, not keys.
-  const Report r = build_report({kv("/locks/orders/7b", "host:3", 30, 0x7b), kv("/locks/orders/694d", "host:1", 10, 0x694d),
-                                 kv("/locks/orders/1a", "host:2", 20, 0x1a)},
-                                40);
+  const Report r =
+      build_report({kv("/locks/orders/7b", "host:3", 30, 0x7b), kv("/locks/orders/694d", "host:1", 10, 0x694d),
+                    kv("/locks/orders/1a", "host:2", 20, 0x1a)},
+                   40);
   const Recipe& lock = only(r);
   EXPECT_EQ(lock.kind, Kind::kLockOrElection);
   EXPECT_EQ(lock.name, "/locks/orders");
@@ -55,9 +56,10 @@ TEST(CliInspect, LockHolderIsTheLowestCreateRevisionAndTheRestWaitInOrder) {
   EXPECT_EQ(lock.entries[1].kv.value, "host:2");
   EXPECT_EQ(lock.entries[2].kv.value, "host:3");
   const std::string t = text(r, {{0x694d, {7, 10}}});
-  EXPECT_NE(t.find("lock or election /locks/orders: held by \"host:1\" (lease 000000000000694d, TTL 7/10 s), token 10; 2 "
-                   "waiting"),
-            std::string::npos)
+  EXPECT_NE(
+      t.find("lock or election /locks/orders: held by \"host:1\" (lease 000000000000694d, TTL 7/10 s), token 10; 2 "
+             "waiting"),
+      std::string::npos)
       << t;
 }
 
@@ -68,8 +70,8 @@ TEST(CliInspect, AContenderKeyMustBeNamedByItsOwnLease) {
 }
 
 TEST(CliInspect, ParentPrefixGroupsManyRecipes) {
-  const Report r = build_report({kv("/locks/a/1", "h1", 5, 1), kv("/locks/b/2", "h2", 6, 2), kv("/locks/b/3", "h3", 7, 3)},
-                                8);
+  const Report r =
+      build_report({kv("/locks/a/1", "h1", 5, 1), kv("/locks/b/2", "h2", 6, 2), kv("/locks/b/3", "h3", 7, 3)}, 8);
   ASSERT_EQ(r.recipes.size(), 2u);
   EXPECT_EQ(r.recipes[0].name, "/locks/a");
   EXPECT_EQ(r.recipes[1].name, "/locks/b");
@@ -110,8 +112,8 @@ TEST(CliInspect, SemaphoreHoldsTheFirstNAndQueuesTheRest) {
 
 TEST(CliInspect, QueueDepthAndOldestItem) {
   const std::string p = "00000000000000aa";
-  const Report r = build_report({kv("/q/items/" + p + "-0000000000000002", "b", 12), kv("/q/items/" + p + "-0000000000000001", "a", 11),
-                                 kv("/q/producers/" + p, "2", 12)},
+  const Report r = build_report({kv("/q/items/" + p + "-0000000000000002", "b", 12),
+                                 kv("/q/items/" + p + "-0000000000000001", "a", 11), kv("/q/producers/" + p, "2", 12)},
                                 20);
   const Recipe& q = only(r);
   EXPECT_EQ(q.kind, Kind::kQueue);
@@ -154,7 +156,8 @@ TEST(CliInspect, WorkQueueInFlightClaimsDelaysAndDeadLetters) {
   EXPECT_EQ(count(q, Role::kClaimed), 1);
   EXPECT_EQ(count(q, Role::kDead), 1);
   EXPECT_EQ(count(q, Role::kClaim), 1) << "a claim whose item is gone stays visible";
-  const auto claimed = std::find_if(q.entries.begin(), q.entries.end(), [](const Entry& e) { return e.role == Role::kClaimed; });
+  const auto claimed =
+      std::find_if(q.entries.begin(), q.entries.end(), [](const Entry& e) { return e.role == Role::kClaimed; });
   EXPECT_EQ(claimed->claimed_by, "worker:7");
   EXPECT_EQ(claimed->claim_lease, 0x77);
   EXPECT_EQ(claimed->deliveries, 2);
@@ -170,9 +173,8 @@ TEST(CliInspect, WorkQueueInFlightClaimsDelaysAndDeadLetters) {
 
 TEST(CliInspect, Barriers) {
   // A gate whose setter is alive, and one whose setter's lease is gone.
-  const Report g = build_report({kv("/b", "setter:1", 5, 0x5), kv("/b/set-by", "setter:1", 5),
-                                 kv("/g/set-by", "setter:2", 6)},
-                                7);
+  const Report g =
+      build_report({kv("/b", "setter:1", 5, 0x5), kv("/b/set-by", "setter:1", 5), kv("/g/set-by", "setter:2", 6)}, 7);
   ASSERT_EQ(g.recipes.size(), 2u);
   EXPECT_EQ(g.recipes[0].kind, Kind::kGate);
   EXPECT_EQ(g.recipes[0].entries.size(), 2u);
@@ -181,9 +183,10 @@ TEST(CliInspect, Barriers) {
             std::string::npos)
       << text(g);
 
-  const Report c = build_report({kv("/c/parties/h:1-0123456789abcdef-1", "h:1", 8, 1),
-                                 kv("/c/parties/h-x:2-0123456789abcdee-3", "h-x:2", 9, 2), kv("/c/ready", "h:9", 3, 0, 4)},
-                                10);
+  const Report c =
+      build_report({kv("/c/parties/h:1-0123456789abcdef-1", "h:1", 8, 1),
+                    kv("/c/parties/h-x:2-0123456789abcdee-3", "h-x:2", 9, 2), kv("/c/ready", "h:9", 3, 0, 4)},
+                   10);
   EXPECT_EQ(only(c).kind, Kind::kCountBarrier);
   EXPECT_NE(text(c).find("count barrier /c: 2 parties waiting; last round completed at revision 4"), std::string::npos)
       << text(c);
@@ -194,10 +197,10 @@ TEST(CliInspect, Barriers) {
 }
 
 TEST(CliInspect, CountersTransientAndPlainKeys) {
-  const Report r = build_report({kv("/c", "42", 3, 0, 9, 4), kv("/c/receipts/h:1-0123456789abcdef", "7", 9),
-                                 kv("/n", "-7", 4), kv("/t", "busy", 5, 0x99), kv("/p", "hello\nworld", 6),
-                                 kv("/z", "007", 7)},
-                                10);
+  const Report r =
+      build_report({kv("/c", "42", 3, 0, 9, 4), kv("/c/receipts/h:1-0123456789abcdef", "7", 9), kv("/n", "-7", 4),
+                    kv("/t", "busy", 5, 0x99), kv("/p", "hello\nworld", 6), kv("/z", "007", 7)},
+                   10);
   ASSERT_EQ(r.recipes.size(), 5u);
   EXPECT_EQ(find(r, Kind::kCounter, "/c")->value, 42);
   EXPECT_EQ(count(*find(r, Kind::kCounter, "/c"), Role::kReceipt), 1);

@@ -205,11 +205,15 @@ void settle_work_queue(Recipe& r) {
 
 int role_rank(Role role) {
   switch (role) {
-    case Role::kHolder: return 0;
-    case Role::kWaiting: return 1;
+    case Role::kHolder:
+      return 0;
+    case Role::kWaiting:
+      return 1;
     case Role::kClaimed:
-    case Role::kItem: return 2;
-    default: return 3;
+    case Role::kItem:
+      return 2;
+    default:
+      return 3;
   }
 }
 
@@ -241,63 +245,108 @@ void sort_entries(Recipe& r) {
 
 const char* kind_id(Kind kind) {
   switch (kind) {
-    case Kind::kLockOrElection: return "lock_or_election";
-    case Kind::kRwLock: return "rwlock";
-    case Kind::kSemaphore: return "semaphore";
-    case Kind::kQueue: return "queue";
-    case Kind::kPriorityQueue: return "priority_queue";
-    case Kind::kWorkQueue: return "work_queue";
-    case Kind::kGate: return "barrier";
-    case Kind::kCountBarrier: return "count_barrier";
-    case Kind::kDoubleBarrier: return "double_barrier";
-    case Kind::kBarrier: return "count_or_double_barrier";
-    case Kind::kCounter: return "counter";
-    case Kind::kServices: return "services";
-    case Kind::kTransient: return "transient";
-    case Kind::kPlain: return "key";
+    case Kind::kLockOrElection:
+      return "lock_or_election";
+    case Kind::kRwLock:
+      return "rwlock";
+    case Kind::kSemaphore:
+      return "semaphore";
+    case Kind::kQueue:
+      return "queue";
+    case Kind::kPriorityQueue:
+      return "priority_queue";
+    case Kind::kWorkQueue:
+      return "work_queue";
+    case Kind::kGate:
+      return "barrier";
+    case Kind::kCountBarrier:
+      return "count_barrier";
+    case Kind::kDoubleBarrier:
+      return "double_barrier";
+    case Kind::kBarrier:
+      return "count_or_double_barrier";
+    case Kind::kCounter:
+      return "counter";
+    case Kind::kServices:
+      return "services";
+    case Kind::kTransient:
+      return "transient";
+    case Kind::kPlain:
+      return "key";
   }
   return "key";
 }
 
 const char* kind_words(Kind kind) {
   switch (kind) {
-    case Kind::kLockOrElection: return "lock or election";
-    case Kind::kRwLock: return "rwlock";
-    case Kind::kSemaphore: return "semaphore";
-    case Kind::kQueue: return "queue";
-    case Kind::kPriorityQueue: return "priority queue";
-    case Kind::kWorkQueue: return "work queue";
-    case Kind::kGate: return "barrier";
-    case Kind::kCountBarrier: return "count barrier";
-    case Kind::kDoubleBarrier: return "double barrier";
-    case Kind::kBarrier: return "count or double barrier";
-    case Kind::kCounter: return "counter";
-    case Kind::kServices: return "services";
-    case Kind::kTransient: return "transient key";
-    case Kind::kPlain: return "key";
+    case Kind::kLockOrElection:
+      return "lock or election";
+    case Kind::kRwLock:
+      return "rwlock";
+    case Kind::kSemaphore:
+      return "semaphore";
+    case Kind::kQueue:
+      return "queue";
+    case Kind::kPriorityQueue:
+      return "priority queue";
+    case Kind::kWorkQueue:
+      return "work queue";
+    case Kind::kGate:
+      return "barrier";
+    case Kind::kCountBarrier:
+      return "count barrier";
+    case Kind::kDoubleBarrier:
+      return "double barrier";
+    case Kind::kBarrier:
+      return "count or double barrier";
+    case Kind::kCounter:
+      return "counter";
+    case Kind::kServices:
+      return "services";
+    case Kind::kTransient:
+      return "transient key";
+    case Kind::kPlain:
+      return "key";
   }
   return "key";
 }
 
 const char* role_id(Role role) {
   switch (role) {
-    case Role::kHolder: return "holder";
-    case Role::kWaiting: return "waiting";
-    case Role::kPermits: return "permits";
-    case Role::kItem: return "item";
-    case Role::kClaimed: return "in_flight";
-    case Role::kClaim: return "claim";
-    case Role::kDead: return "dead_letter";
-    case Role::kProducer: return "producer";
-    case Role::kParty: return "party";
-    case Role::kReady: return "ready";
-    case Role::kGaveUp: return "gave_up";
-    case Role::kGateKey: return "gate";
-    case Role::kSetBy: return "set_by";
-    case Role::kValue: return "value";
-    case Role::kReceipt: return "receipt";
-    case Role::kInstance: return "instance";
-    case Role::kKey: return "key";
+    case Role::kHolder:
+      return "holder";
+    case Role::kWaiting:
+      return "waiting";
+    case Role::kPermits:
+      return "permits";
+    case Role::kItem:
+      return "item";
+    case Role::kClaimed:
+      return "in_flight";
+    case Role::kClaim:
+      return "claim";
+    case Role::kDead:
+      return "dead_letter";
+    case Role::kProducer:
+      return "producer";
+    case Role::kParty:
+      return "party";
+    case Role::kReady:
+      return "ready";
+    case Role::kGaveUp:
+      return "gave_up";
+    case Role::kGateKey:
+      return "gate";
+    case Role::kSetBy:
+      return "set_by";
+    case Role::kValue:
+      return "value";
+    case Role::kReceipt:
+      return "receipt";
+    case Role::kInstance:
+      return "instance";
+    case Role::kKey:
+      return "key";
   }
   return "key";
 }
@@ -412,7 +461,9 @@ Report build_report(std::vector<etcd::KeyValue> kvs, int64_t revision) {
       case Family::kBarrier:
         r.kind = pending.count ? Kind::kCountBarrier : pending.dbl ? Kind::kDoubleBarrier : Kind::kBarrier;
         break;
-      case Family::kGate: r.kind = Kind::kGate; break;
+      case Family::kGate:
+        r.kind = Kind::kGate;
+        break;
       case Family::kCounter:
         r.kind = Kind::kCounter;
         for (const Entry& e : r.entries) {
@@ -424,7 +475,9 @@ Report build_report(std::vector<etcd::KeyValue> kvs, int64_t revision) {
         std::sort(r.entries.begin(), r.entries.end(), by_creation);
         if (!r.entries.empty()) r.entries.front().role = Role::kHolder;
         break;
-      case Family::kServices: r.kind = Kind::kServices; break;
+      case Family::kServices:
+        r.kind = Kind::kServices;
+        break;
     }
     sort_entries(r);
     report.recipes.push_back(std::move(r));
@@ -498,10 +551,11 @@ void render_contenders(const Recipe& r, const Leases& leases, std::vector<std::s
   } else if (holders == 0) {
     head += "free";
   } else {
-    const Entry& h = *std::find_if(r.entries.begin(), r.entries.end(),
-                                   [](const Entry& e) { return e.role == Role::kHolder; });
+    const Entry& h =
+        *std::find_if(r.entries.begin(), r.entries.end(), [](const Entry& e) { return e.role == Role::kHolder; });
     if (r.kind == Kind::kRwLock) {
-      head += h.mode == "write" ? "write-locked by " : "read-locked by " + plural(holders, "reader", "readers") + ", first ";
+      head += h.mode == "write" ? "write-locked by "
+                                : "read-locked by " + plural(holders, "reader", "readers") + ", first ";
     } else {
       head += "held by ";
     }
@@ -540,7 +594,8 @@ void render_queue(const Recipe& r, const Report& report, const Leases& leases, i
         if (e.role == Role::kItem) ++by_priority[e.priority];
       }
       std::string parts;
-      for (auto [p, n] : by_priority) parts += (parts.empty() ? "" : ", ") + std::to_string(n) + " at " + std::to_string(p);
+      for (auto [p, n] : by_priority)
+        parts += (parts.empty() ? "" : ", ") + std::to_string(n) + " at " + std::to_string(p);
       head += "; by priority: " + parts;
     }
     // A producer key outlives its items only while (or if) its producer did not close.
@@ -594,7 +649,8 @@ void render_queue(const Recipe& r, const Report& report, const Leases& leases, i
         line = "  claim " + e.id + " without its item, by " + excerpt(e.kv.value) + " (" +
                lease_words(e.kv.lease, leases) + ")";
         break;
-      default: continue;
+      default:
+        continue;
     }
     out.push_back(line);
   }
@@ -646,8 +702,9 @@ void render_counter(const Recipe& r, std::vector<std::string>& out) {
   } else {
     head += "0 (the key is absent)";
   }
-  if (value) head += " (" + plural(value->kv.version, "write", "writes") + ", last at revision " +
-                     std::to_string(value->kv.mod_revision) + ")";
+  if (value)
+    head += " (" + plural(value->kv.version, "write", "writes") + ", last at revision " +
+            std::to_string(value->kv.mod_revision) + ")";
   if (const int64_t n = count(r, Role::kReceipt); n > 0) head += "; " + plural(n, "receipt", "receipts");
   out.push_back(head);
 }
@@ -658,7 +715,8 @@ void render_services(const Recipe& r, const Leases& leases, std::vector<std::str
   std::string head = std::string(kind_words(r.kind)) + " " + r.name + ": ";
   std::string parts;
   for (const auto& [service, list] : by_service) {
-    parts += (parts.empty() ? "" : "; ") + service + ": " + plural(static_cast<int64_t>(list.size()), "instance", "instances");
+    parts += (parts.empty() ? "" : "; ") + service + ": " +
+             plural(static_cast<int64_t>(list.size()), "instance", "instances");
   }
   out.push_back(head + parts);
   for (const auto& [service, list] : by_service) {
@@ -680,16 +738,28 @@ std::vector<std::string> render_text(const Report& report, const Leases& leases,
     switch (r.kind) {
       case Kind::kLockOrElection:
       case Kind::kRwLock:
-      case Kind::kSemaphore: render_contenders(r, leases, out); break;
+      case Kind::kSemaphore:
+        render_contenders(r, leases, out);
+        break;
       case Kind::kQueue:
       case Kind::kPriorityQueue:
-      case Kind::kWorkQueue: render_queue(r, report, leases, now_ms, out); break;
+      case Kind::kWorkQueue:
+        render_queue(r, report, leases, now_ms, out);
+        break;
       case Kind::kCountBarrier:
       case Kind::kDoubleBarrier:
-      case Kind::kBarrier: render_barrier(r, leases, out); break;
-      case Kind::kGate: render_gate(r, leases, out); break;
-      case Kind::kCounter: render_counter(r, out); break;
-      case Kind::kServices: render_services(r, leases, out); break;
+      case Kind::kBarrier:
+        render_barrier(r, leases, out);
+        break;
+      case Kind::kGate:
+        render_gate(r, leases, out);
+        break;
+      case Kind::kCounter:
+        render_counter(r, out);
+        break;
+      case Kind::kServices:
+        render_services(r, leases, out);
+        break;
       case Kind::kTransient:
       case Kind::kPlain: {
         const etcd::KeyValue& kv = r.entries.front().kv;

@@ -61,23 +61,23 @@ using Leases = std::map<int64_t, LeaseTtl>;
 
 // One key's part in a recipe.
 enum class Role {
-  kHolder,     // holds (lock, leader, writer, reader, semaphore permit)
-  kWaiting,    // queued behind the holders
-  kPermits,    // a semaphore's NAME/permits
-  kItem,       // a queue item (work queue: not claimed)
-  kClaimed,    // a work-queue item with a claim
-  kClaim,      // NAME/claims/<id>
-  kDead,       // NAME/dead/<id>
-  kProducer,   // NAME/producers/<p>
-  kParty,      // a barrier party
-  kReady,      // a barrier's NAME/ready
-  kGaveUp,     // a count barrier's NAME/gave-up
-  kGateKey,    // a gate's NAME
-  kSetBy,      // a gate's NAME/set-by
-  kValue,      // a counter's NAME
-  kReceipt,    // a counter's NAME/receipts/...
-  kInstance,   // a service instance
-  kKey,        // a transient or plain key
+  kHolder,    // holds (lock, leader, writer, reader, semaphore permit)
+  kWaiting,   // queued behind the holders
+  kPermits,   // a semaphore's NAME/permits
+  kItem,      // a queue item (work queue: not claimed)
+  kClaimed,   // a work-queue item with a claim
+  kClaim,     // NAME/claims/<id>
+  kDead,      // NAME/dead/<id>
+  kProducer,  // NAME/producers/<p>
+  kParty,     // a barrier party
+  kReady,     // a barrier's NAME/ready
+  kGaveUp,    // a count barrier's NAME/gave-up
+  kGateKey,   // a gate's NAME
+  kSetBy,     // a gate's NAME/set-by
+  kValue,     // a counter's NAME
+  kReceipt,   // a counter's NAME/receipts/...
+  kInstance,  // a service instance
+  kKey,       // a transient or plain key
 };
 const char* role_id(Role role);
 
@@ -92,9 +92,9 @@ struct Entry {
   int64_t not_before_ms = 0;  // work queue: a delayed item's time (ms since the epoch)
   std::string claimed_by;     // work queue items: the claim's value (the consumer's client id)
   int64_t claim_lease = 0;
-  std::string reason;         // dead letters
-  int64_t since_ms = 0;       // dead letters
-  std::string payload;        // work queue items and dead letters: the value without the record line
+  std::string reason;    // dead letters
+  int64_t since_ms = 0;  // dead letters
+  std::string payload;   // work queue items and dead letters: the value without the record line
   std::optional<etcd::recipes::ServiceInstance> instance;
 };
 

@@ -69,12 +69,9 @@ in::Leases read_leases(Context& ctx, const std::vector<etcd::KeyValue>& kvs, con
 }
 
 nlohmann::json entry_json(const in::Entry& e, const in::Leases& leases) {
-  nlohmann::json j = {{"role", in::role_id(e.role)},
-                      {"key", base64(e.kv.key)},
-                      {"value", base64(e.kv.value)},
-                      {"create_revision", e.kv.create_revision},
-                      {"mod_revision", e.kv.mod_revision},
-                      {"version", e.kv.version}};
+  nlohmann::json j = {{"role", in::role_id(e.role)},       {"key", base64(e.kv.key)},
+                      {"value", base64(e.kv.value)},       {"create_revision", e.kv.create_revision},
+                      {"mod_revision", e.kv.mod_revision}, {"version", e.kv.version}};
   auto lease = [&](const char* field, int64_t id) {
     if (id == 0) return;
     nlohmann::json l = {{"id", lease_hex(id)}};
@@ -173,9 +170,10 @@ void add_inspect_commands(Commands& commands) {
   auto prefix = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   auto* cmd = commands.root().add_subcommand(
-      "inspect", "Show the state of the recipes under PREFIX in human terms: holders and waiters with their tokens "
-                 "and lease TTLs, leaders, queue depths, in-flight work and dead letters, barriers, counters, "
-                 "services; other keys listed as they are");
+      "inspect",
+      "Show the state of the recipes under PREFIX in human terms: holders and waiters with their tokens "
+      "and lease TTLs, leaders, queue depths, in-flight work and dead letters, barriers, counters, "
+      "services; other keys listed as they are");
   cmd->add_option("prefix", *prefix,
                   "A recipe's name (/locks/orders) or a path above many (/locks): the key PREFIX and the keys "
                   "under PREFIX/; \"\" means every key")
