@@ -1,0 +1,776 @@
+#include "inspect.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <set>
+#include <tuple>
+#include <utility>
+
+// The work queue's own record parser: the inspector reads items and dead
+// letters exactly as the library does, never by a second reading of the format.
+#include "recipes/queues/work_record.h"
+
+namespace etcd_cli::inspect {
+namespace {
+
+namespace wr = etcd::recipes::detail;
+
+bool is_hex(std::string_view s, size_t min, size_t max) {
+  if (s.size() < min || s.size() > max) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+bool is_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// A canonical decimal int64, as IntegerCodec writes it (no '+', no leading
+// zeros, no "-0"): only such a value is what a counter stores.
+std::optional<int64_t> canonical_int(std::string_view s) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  if (std::to_string(v) != s) return std::nullopt;
+  return v;
+}
+
+// Contender keys name their lease as the Go concurrency package does:
+// lower-case hex without padding.
+std::string go_lease_hex(int64_t lease) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(lease));
+  return buf;
+}
+
+// KEY split at its last two '/': KEY = grand + "/" + mid + "/" + last.
+struct Path {
+  std::string_view parent;  // everything before the last '/'
+  std::string_view last;
+  std::string_view grand;  // everything before the second-to-last '/' (npos: none)
+  std::string_view mid;
+  bool has_mid = false;
+};
+
+Path split(std::string_view key) {
+  Path p;
+  const size_t a = key.rfind('/');
+  if (a == std::string_view::npos) {
+    p.last = key;
+    return p;
+  }
+  p.parent = key.substr(0, a);
+  p.last = key.substr(a + 1);
+  const size_t b = p.parent.rfind('/');
+  if (b != std::string_view::npos) {
+    p.grand = p.parent.substr(0, b);
+    p.mid = p.parent.substr(b + 1);
+    p.has_mid = true;
+  }
+  return p;
+}
+
+// Families found in the first pass; a family's kind is settled once all
+// its keys are known (a queue is a work queue when any of it says so).
+enum class Family { kRw, kSem, kQueue, kBarrier, kGate, kCounter, kLowest, kServices };
+
+struct Pending {
+  std::vector<Entry> entries;
+  bool work = false;      // a claim, a dead letter, or a record
+  bool priority = false;  // an item key of the priority queue's form
+  bool count = false;     // a count barrier's party key or NAME/gave-up
+  bool dbl = false;       // a double barrier's party key
+};
+
+bool priority_key(std::string_view id) {
+  // <4 hex>-<producer>-<seq>, as the priority queue's producer names them.
+  return id.size() == 4 + 1 + 16 + 1 + 16 && is_hex(id.substr(0, 4), 4, 4) && id[4] == '-' &&
+         is_hex(id.substr(5, 16), 16, 16) && id[21] == '-' && is_hex(id.substr(22), 16, 16);
+}
+
+// The priority a priority queue gives an item id (docs/recipes.md: 4
+// lower-case hex digits and '-', otherwise the lowest, 65535).
+int64_t priority_of(std::string_view id) {
+  if (id.size() >= 5 && is_hex(id.substr(0, 4), 4, 4) && id[4] == '-') {
+    return std::stoll(std::string(id.substr(0, 4)), nullptr, 16);
+  }
+  return 65535;
+}
+
+// <client id>-<16 hex>-<n>: a count barrier's party; <client id>-<16 hex>: a double barrier's.
+bool count_party(std::string_view s) {
+  const size_t a = s.rfind('-');
+  if (a == std::string_view::npos || !is_digits(s.substr(a + 1))) return false;
+  const std::string_view rest = s.substr(0, a);
+  const size_t b = rest.rfind('-');
+  return b != std::string_view::npos && is_hex(rest.substr(b + 1), 16, 16);
+}
+bool double_party(std::string_view s) {
+  const size_t a = s.rfind('-');
+  return a != std::string_view::npos && is_hex(s.substr(a + 1), 16, 16);
+}
+
+bool by_creation(const Entry& a, const Entry& b) {
+  return std::tie(a.kv.create_revision, a.kv.key) < std::tie(b.kv.create_revision, b.kv.key);
+}
+bool by_key(const Entry& a, const Entry& b) { return a.kv.key < b.kv.key; }
+
+Entry entry(Role role, etcd::KeyValue kv) {
+  Entry e;
+  e.role = role;
+  e.kv = std::move(kv);
+  return e;
+}
+
+std::string fmt_age(int64_t ms) {
+  if (ms < 0) ms = 0;
+  const int64_t s = ms / 1000;
+  if (s < 120) return std::to_string(s) + " s";
+  if (s < 7200) return std::to_string(s / 60) + " min " + std::to_string(s % 60) + " s";
+  if (s < 172800) return std::to_string(s / 3600) + " h " + std::to_string(s / 60 % 60) + " min";
+  return std::to_string(s / 86400) + " d " + std::to_string(s / 3600 % 24) + " h";
+}
+
+std::string plural(int64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+void settle_rw(Recipe& r) {
+  std::sort(r.entries.begin(), r.entries.end(), by_creation);
+  bool writer_before = false;  // a live write key created earlier
+  bool any_before = false;
+  for (Entry& e : r.entries) {
+    const bool downgraded = e.mode == "write" && e.kv.mod_revision != e.kv.create_revision;
+    if (downgraded) e.mode = "read";
+    if (e.mode == "write") {
+      e.role = any_before ? Role::kWaiting : Role::kHolder;
+      writer_before = true;
+    } else {
+      e.role = writer_before ? Role::kWaiting : Role::kHolder;
+    }
+    any_before = true;
+  }
+}
+
+void settle_semaphore(Recipe& r) {
+  std::vector<Entry> holders;
+  for (Entry& e : r.entries) {
+    if (e.role == Role::kPermits) {
+      r.permits = canonical_int(e.kv.value);
+    } else {
+      holders.push_back(std::move(e));
+    }
+  }
+  std::sort(holders.begin(), holders.end(), by_creation);
+  int64_t i = 0;
+  for (Entry& e : holders) e.role = (!r.permits || i++ < *r.permits) ? Role::kHolder : Role::kWaiting;
+  std::erase_if(r.entries, [](const Entry& e) { return e.role != Role::kPermits; });
+  r.entries.insert(r.entries.end(), std::make_move_iterator(holders.begin()), std::make_move_iterator(holders.end()));
+}
+
+void settle_work_queue(Recipe& r) {
+  std::map<std::string, const Entry*> claims;
+  for (const Entry& e : r.entries) {
+    if (e.role == Role::kClaim) claims[e.id] = &e;
+  }
+  std::set<std::string> claimed_ids;
+  for (Entry& e : r.entries) {
+    if (e.role != Role::kItem) continue;
+    const wr::WorkRecord rec = wr::parse_work_record(e.kv.value);
+    e.deliveries = rec.deliveries(e.kv.version);
+    e.not_before_ms = rec.not_before_ms;
+    e.payload = std::string(wr::work_payload(e.kv.value, rec));
+    if (auto c = claims.find(e.id); c != claims.end()) {
+      e.role = Role::kClaimed;
+      e.claimed_by = c->second->kv.value;
+      e.claim_lease = c->second->kv.lease;
+      claimed_ids.insert(e.id);
+    }
+  }
+  // A claim of an item that is gone (an ack half seen, or removed by hand)
+  // stays listed on its own; the others live in their item's entry.
+  std::erase_if(r.entries, [&](const Entry& e) { return e.role == Role::kClaim && claimed_ids.count(e.id); });
+  for (Entry& e : r.entries) {
+    if (e.role != Role::kDead) continue;
+    if (auto d = wr::parse_dead_record(e.kv.value)) {
+      e.deliveries = d->deliveries;
+      e.since_ms = d->since_ms;
+      e.reason = d->reason;
+      e.payload = d->payload;
+    } else {
+      e.payload = e.kv.value;
+    }
+  }
+}
+
+int role_rank(Role role) {
+  switch (role) {
+    case Role::kHolder:
+      return 0;
+    case Role::kWaiting:
+      return 1;
+    case Role::kClaimed:
+    case Role::kItem:
+      return 2;
+    default:
+      return 3;
+  }
+}
+
+void sort_entries(Recipe& r) {
+  if (r.kind == Kind::kLockOrElection || r.kind == Kind::kRwLock || r.kind == Kind::kSemaphore) {
+    std::stable_sort(r.entries.begin(), r.entries.end(), [](const Entry& a, const Entry& b) {
+      const int ra = a.role == Role::kPermits ? -1 : role_rank(a.role);
+      const int rb = b.role == Role::kPermits ? -1 : role_rank(b.role);
+      if (ra != rb) return ra < rb;
+      return by_creation(a, b);
+    });
+    return;
+  }
+  std::sort(r.entries.begin(), r.entries.end(), [&](const Entry& a, const Entry& b) {
+    const int ra = role_rank(a.role), rb = role_rank(b.role);
+    if (ra != rb) return ra < rb;
+    if (ra == 2) {  // items in the order they are served
+      return std::tie(a.priority, a.kv.create_revision, a.kv.key) <
+             std::tie(b.priority, b.kv.create_revision, b.kv.key);
+    }
+    if (r.kind == Kind::kCountBarrier || r.kind == Kind::kDoubleBarrier || r.kind == Kind::kBarrier) {
+      return by_creation(a, b);
+    }
+    return by_key(a, b);
+  });
+}
+
+}  // namespace
+
+const char* kind_id(Kind kind) {
+  switch (kind) {
+    case Kind::kLockOrElection:
+      return "lock_or_election";
+    case Kind::kRwLock:
+      return "rwlock";
+    case Kind::kSemaphore:
+      return "semaphore";
+    case Kind::kQueue:
+      return "queue";
+    case Kind::kPriorityQueue:
+      return "priority_queue";
+    case Kind::kWorkQueue:
+      return "work_queue";
+    case Kind::kGate:
+      return "barrier";
+    case Kind::kCountBarrier:
+      return "count_barrier";
+    case Kind::kDoubleBarrier:
+      return "double_barrier";
+    case Kind::kBarrier:
+      return "count_or_double_barrier";
+    case Kind::kCounter:
+      return "counter";
+    case Kind::kServices:
+      return "services";
+    case Kind::kTransient:
+      return "transient";
+    case Kind::kPlain:
+      return "key";
+  }
+  return "key";
+}
+
+const char* kind_words(Kind kind) {
+  switch (kind) {
+    case Kind::kLockOrElection:
+      return "lock or election";
+    case Kind::kRwLock:
+      return "rwlock";
+    case Kind::kSemaphore:
+      return "semaphore";
+    case Kind::kQueue:
+      return "queue";
+    case Kind::kPriorityQueue:
+      return "priority queue";
+    case Kind::kWorkQueue:
+      return "work queue";
+    case Kind::kGate:
+      return "barrier";
+    case Kind::kCountBarrier:
+      return "count barrier";
+    case Kind::kDoubleBarrier:
+      return "double barrier";
+    case Kind::kBarrier:
+      return "count or double barrier";
+    case Kind::kCounter:
+      return "counter";
+    case Kind::kServices:
+      return "services";
+    case Kind::kTransient:
+      return "transient key";
+    case Kind::kPlain:
+      return "key";
+  }
+  return "key";
+}
+
+const char* role_id(Role role) {
+  switch (role) {
+    case Role::kHolder:
+      return "holder";
+    case Role::kWaiting:
+      return "waiting";
+    case Role::kPermits:
+      return "permits";
+    case Role::kItem:
+      return "item";
+    case Role::kClaimed:
+      return "in_flight";
+    case Role::kClaim:
+      return "claim";
+    case Role::kDead:
+      return "dead_letter";
+    case Role::kProducer:
+      return "producer";
+    case Role::kParty:
+      return "party";
+    case Role::kReady:
+      return "ready";
+    case Role::kGaveUp:
+      return "gave_up";
+    case Role::kGateKey:
+      return "gate";
+    case Role::kSetBy:
+      return "set_by";
+    case Role::kValue:
+      return "value";
+    case Role::kReceipt:
+      return "receipt";
+    case Role::kInstance:
+      return "instance";
+    case Role::kKey:
+      return "key";
+  }
+  return "key";
+}
+
+int64_t count(const Recipe& recipe, Role role) {
+  return std::count_if(recipe.entries.begin(), recipe.entries.end(), [&](const Entry& e) { return e.role == role; });
+}
+
+Report build_report(std::vector<etcd::KeyValue> kvs, int64_t revision) {
+  std::sort(kvs.begin(), kvs.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
+  std::map<std::pair<Family, std::string>, Pending> families;
+  std::vector<etcd::KeyValue> rest;
+
+  // Names whose NAME key belongs to them: gates (NAME/set-by) and counters (NAME/receipts/).
+  std::set<std::string, std::less<>> gates, counters;
+  for (const auto& kv : kvs) {
+    const Path p = split(kv.key);
+    if (p.last == "set-by" && kv.lease == 0) gates.insert(std::string(p.parent));
+    if (p.has_mid && p.mid == "receipts") counters.insert(std::string(p.grand));
+  }
+
+  for (auto& kv : kvs) {
+    // The parts of the path view this copy: `kv` itself is moved into its entry.
+    const std::string key = kv.key;
+    const Path p = split(key);
+    auto add = [&](Family f, std::string_view name, Entry e) -> Pending& {
+      Pending& pending = families[{f, std::string(name)}];
+      pending.entries.push_back(std::move(e));
+      return pending;
+    };
+    if (p.has_mid && (p.mid == "read" || p.mid == "write") && is_hex(p.last, 1, 16)) {
+      Entry e = entry(Role::kWaiting, std::move(kv));
+      e.mode = std::string(p.mid);
+      add(Family::kRw, p.grand, std::move(e));
+    } else if (p.has_mid && p.mid == "holders" && p.last.find('-') != std::string_view::npos &&
+               is_hex(p.last.substr(0, p.last.find('-')), 1, 16) && is_digits(p.last.substr(p.last.find('-') + 1))) {
+      add(Family::kSem, p.grand, entry(Role::kWaiting, std::move(kv)));
+    } else if (p.last == "permits" && kv.lease == 0 && canonical_int(kv.value)) {
+      add(Family::kSem, p.parent, entry(Role::kPermits, std::move(kv)));
+    } else if (p.has_mid && p.mid == "items") {
+      Entry e = entry(Role::kItem, std::move(kv));
+      e.id = std::string(p.last);
+      const bool record = e.kv.value.starts_with("wq1\n") || e.kv.value.starts_with("wq1 ");
+      const bool prio = priority_key(e.id);
+      Pending& q = add(Family::kQueue, p.grand, std::move(e));
+      q.work = q.work || record;
+      q.priority = q.priority || prio;
+    } else if (p.has_mid && p.mid == "producers" && is_hex(p.last, 16, 16)) {
+      add(Family::kQueue, p.grand, entry(Role::kProducer, std::move(kv)));
+    } else if (p.has_mid && (p.mid == "claims" || p.mid == "dead")) {
+      Entry e = entry(p.mid == "claims" ? Role::kClaim : Role::kDead, std::move(kv));
+      e.id = std::string(p.last);
+      add(Family::kQueue, p.grand, std::move(e)).work = true;
+    } else if (p.has_mid && p.mid == "parties") {
+      const bool c = count_party(p.last), d = !c && double_party(p.last);
+      Pending& b = add(Family::kBarrier, p.grand, entry(Role::kParty, std::move(kv)));
+      b.count = b.count || c;
+      b.dbl = b.dbl || d;
+    } else if ((p.last == "ready" || p.last == "gave-up") && kv.lease == 0 && !p.parent.empty()) {
+      const bool gave_up = p.last == "gave-up";
+      Pending& b = add(Family::kBarrier, p.parent, entry(gave_up ? Role::kGaveUp : Role::kReady, std::move(kv)));
+      b.count = b.count || gave_up;
+    } else if (p.last == "set-by" && kv.lease == 0) {
+      add(Family::kGate, p.parent, entry(Role::kSetBy, std::move(kv)));
+    } else if (gates.count(kv.key)) {
+      const std::string name = kv.key;
+      add(Family::kGate, name, entry(Role::kGateKey, std::move(kv)));
+    } else if (p.has_mid && p.mid == "receipts") {
+      add(Family::kCounter, p.grand, entry(Role::kReceipt, std::move(kv)));
+    } else if (counters.count(kv.key)) {
+      const std::string name = kv.key;
+      add(Family::kCounter, name, entry(Role::kValue, std::move(kv)));
+    } else if (kv.lease != 0 && !p.parent.empty() && p.last == go_lease_hex(kv.lease)) {
+      add(Family::kLowest, p.parent, entry(Role::kWaiting, std::move(kv)));
+    } else if (p.has_mid && !p.grand.empty() && [&] {
+                 auto i = etcd::recipes::ServiceInstanceCodec::decode(kv.value, kv.key);
+                 return i.ok() && i->name == p.mid && i->id == p.last;
+               }()) {
+      Entry e = entry(Role::kInstance, std::move(kv));
+      e.instance = etcd::recipes::ServiceInstanceCodec::decode(e.kv.value, e.kv.key).value();
+      e.id = e.instance->id;
+      add(Family::kServices, p.grand, std::move(e));
+    } else {
+      rest.push_back(std::move(kv));
+    }
+  }
+
+  Report report;
+  report.revision = revision;
+  for (auto& [id, pending] : families) {
+    Recipe r;
+    r.name = id.second;
+    r.entries = std::move(pending.entries);
+    switch (id.first) {
+      case Family::kRw:
+        r.kind = Kind::kRwLock;
+        settle_rw(r);
+        break;
+      case Family::kSem:
+        r.kind = Kind::kSemaphore;
+        settle_semaphore(r);
+        break;
+      case Family::kQueue:
+        r.kind = pending.work ? Kind::kWorkQueue : pending.priority ? Kind::kPriorityQueue : Kind::kQueue;
+        if (r.kind == Kind::kWorkQueue) settle_work_queue(r);
+        if (r.kind == Kind::kPriorityQueue) {
+          for (Entry& e : r.entries) {
+            if (e.role == Role::kItem) e.priority = priority_of(e.id);
+          }
+        }
+        break;
+      case Family::kBarrier:
+        r.kind = pending.count ? Kind::kCountBarrier : pending.dbl ? Kind::kDoubleBarrier : Kind::kBarrier;
+        break;
+      case Family::kGate:
+        r.kind = Kind::kGate;
+        break;
+      case Family::kCounter:
+        r.kind = Kind::kCounter;
+        for (const Entry& e : r.entries) {
+          if (e.role == Role::kValue) r.value = canonical_int(e.kv.value);
+        }
+        break;
+      case Family::kLowest:
+        r.kind = Kind::kLockOrElection;
+        std::sort(r.entries.begin(), r.entries.end(), by_creation);
+        if (!r.entries.empty()) r.entries.front().role = Role::kHolder;
+        break;
+      case Family::kServices:
+        r.kind = Kind::kServices;
+        break;
+    }
+    sort_entries(r);
+    report.recipes.push_back(std::move(r));
+  }
+  for (auto& kv : rest) {
+    Recipe r;
+    r.name = kv.key;
+    const auto v = kv.lease == 0 ? canonical_int(kv.value) : std::nullopt;
+    r.kind = v ? Kind::kCounter : kv.lease != 0 ? Kind::kTransient : Kind::kPlain;
+    if (v) r.value = v;
+    r.entries.push_back(entry(v ? Role::kValue : Role::kKey, std::move(kv)));
+    report.recipes.push_back(std::move(r));
+  }
+  std::stable_sort(report.recipes.begin(), report.recipes.end(), [](const Recipe& a, const Recipe& b) {
+    return std::tie(a.name, a.kind) < std::tie(b.name, b.kind);
+  });
+  return report;
+}
+
+std::string excerpt(std::string_view bytes, size_t max) {
+  std::string out = "\"";
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    if (i == max) {
+      out += "\"...";
+      return out;
+    }
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20 || c >= 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string lease_words(int64_t lease, const Leases& leases) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(lease));
+  std::string out = std::string("lease ") + hex;
+  const auto it = leases.find(lease);
+  if (it == leases.end()) return out;
+  if (it->second.ttl < 0) return out + ", expired";
+  return out + ", TTL " + std::to_string(it->second.ttl) + "/" + std::to_string(it->second.granted) + " s";
+}
+
+namespace {
+
+std::string revs(const etcd::KeyValue& kv) { return "created at revision " + std::to_string(kv.create_revision); }
+
+// "KEY VALUE (lease ..., created at revision R)": one key as a detail line.
+std::string key_line(const char* label, const etcd::KeyValue& kv, const Leases& leases) {
+  std::string line = std::string("  ") + label + " " + kv.key + " " + excerpt(kv.value) + " (";
+  if (kv.lease != 0) line += lease_words(kv.lease, leases) + ", ";
+  return line + revs(kv) + ")";
+}
+
+void render_contenders(const Recipe& r, const Leases& leases, std::vector<std::string>& out) {
+  const int64_t holders = count(r, Role::kHolder), waiting = count(r, Role::kWaiting);
+  std::string head = std::string(kind_words(r.kind)) + " " + r.name + ": ";
+  if (r.kind == Kind::kSemaphore) {
+    head += r.permits ? std::to_string(holders) + " of " + std::to_string(*r.permits) + " permits held"
+                      : std::to_string(holders) + " holders (the permit count, NAME/permits, is missing)";
+  } else if (holders == 0) {
+    head += "free";
+  } else {
+    const Entry& h =
+        *std::find_if(r.entries.begin(), r.entries.end(), [](const Entry& e) { return e.role == Role::kHolder; });
+    if (r.kind == Kind::kRwLock) {
+      head += h.mode == "write" ? "write-locked by "
+                                : "read-locked by " + plural(holders, "reader", "readers") + ", first ";
+    } else {
+      head += "held by ";
+    }
+    head += excerpt(h.kv.value) + " (" + lease_words(h.kv.lease, leases) + "), token " +
+            std::to_string(h.kv.create_revision);
+  }
+  if (waiting > 0) head += "; " + std::to_string(waiting) + " waiting";
+  out.push_back(head);
+  for (const Entry& e : r.entries) {
+    if (e.role == Role::kPermits) continue;
+    std::string label = e.role == Role::kHolder ? "holder " : "waiting";
+    if (r.kind == Kind::kRwLock) label += " " + e.mode;
+    out.push_back("  " + label + " " + excerpt(e.kv.value) + " " + e.kv.key + " (" + lease_words(e.kv.lease, leases) +
+                  "), token " + std::to_string(e.kv.create_revision));
+  }
+}
+
+void render_queue(const Recipe& r, const Report& report, const Leases& leases, int64_t now_ms,
+                  std::vector<std::string>& out) {
+  std::string head = std::string(kind_words(r.kind)) + " " + r.name + ": ";
+  const int64_t producers = count(r, Role::kProducer);
+  if (r.kind != Kind::kWorkQueue) {
+    const int64_t items = count(r, Role::kItem);
+    head += plural(items, "item", "items");
+    const Entry* oldest = nullptr;
+    for (const Entry& e : r.entries) {
+      if (e.role == Role::kItem && (!oldest || e.kv.create_revision < oldest->kv.create_revision)) oldest = &e;
+    }
+    if (oldest) {
+      head += ", oldest " + revs(oldest->kv) + " (" + std::to_string(report.revision - oldest->kv.create_revision) +
+              " revisions ago)";
+    }
+    if (r.kind == Kind::kPriorityQueue && items > 0) {
+      std::map<int64_t, int64_t> by_priority;
+      for (const Entry& e : r.entries) {
+        if (e.role == Role::kItem) ++by_priority[e.priority];
+      }
+      std::string parts;
+      for (auto [p, n] : by_priority)
+        parts += (parts.empty() ? "" : ", ") + std::to_string(n) + " at " + std::to_string(p);
+      head += "; by priority: " + parts;
+    }
+    // A producer key outlives its items only while (or if) its producer did not close.
+    if (producers > 0) head += "; " + plural(producers, "producer key", "producer keys");
+    out.push_back(head);
+    for (const Entry& e : r.entries) {
+      if (e.role != Role::kItem) continue;
+      std::string line = "  item " + e.id;
+      if (r.kind == Kind::kPriorityQueue) line += " priority " + std::to_string(e.priority);
+      out.push_back(line + " " + excerpt(e.kv.value) + " (" + revs(e.kv) + ")");
+    }
+    return;
+  }
+  int64_t ready = 0, delayed = 0;
+  for (const Entry& e : r.entries) {
+    if (e.role == Role::kItem) (e.not_before_ms > now_ms ? delayed : ready) += 1;
+  }
+  const int64_t in_flight = count(r, Role::kClaimed), dead = count(r, Role::kDead);
+  head += std::to_string(ready) + " ready, " + std::to_string(delayed) + " delayed, " + std::to_string(in_flight) +
+          " in flight, " + plural(dead, "dead letter", "dead letters");
+  const Entry* oldest = nullptr;
+  for (const Entry& e : r.entries) {
+    if ((e.role == Role::kItem || e.role == Role::kClaimed) &&
+        (!oldest || e.kv.create_revision < oldest->kv.create_revision)) {
+      oldest = &e;
+    }
+  }
+  if (oldest) {
+    head += "; oldest item " + revs(oldest->kv) + " (" + std::to_string(report.revision - oldest->kv.create_revision) +
+            " revisions ago)";
+  }
+  out.push_back(head);
+  for (const Entry& e : r.entries) {
+    std::string line;
+    switch (e.role) {
+      case Role::kClaimed:
+        line = "  in flight " + e.id + " claimed by " + excerpt(e.claimed_by) + ", attempt " +
+               std::to_string(e.deliveries) + " (visibility " + lease_words(e.claim_lease, leases) + ") " +
+               excerpt(e.payload);
+        break;
+      case Role::kItem:
+        line = std::string("  ") + (e.not_before_ms > now_ms ? "delayed " : "ready ") + e.id + " " + excerpt(e.payload);
+        if (e.not_before_ms > now_ms) line += " (ready in " + fmt_age(e.not_before_ms - now_ms) + ")";
+        if (e.deliveries > 0) line += " (delivered " + plural(e.deliveries, "time", "times") + " before)";
+        break;
+      case Role::kDead:
+        line = "  dead letter " + e.id + " after " + plural(e.deliveries, "delivery", "deliveries") + ", dead for " +
+               fmt_age(now_ms - e.since_ms) + ": " + excerpt(e.reason, 200) + " " + excerpt(e.payload);
+        break;
+      case Role::kClaim:
+        line = "  claim " + e.id + " without its item, by " + excerpt(e.kv.value) + " (" +
+               lease_words(e.kv.lease, leases) + ")";
+        break;
+      default:
+        continue;
+    }
+    out.push_back(line);
+  }
+}
+
+void render_barrier(const Recipe& r, const Leases& leases, std::vector<std::string>& out) {
+  std::string head = std::string(kind_words(r.kind)) + " " + r.name + ": ";
+  const int64_t parties = count(r, Role::kParty);
+  const Entry* ready = nullptr;
+  for (const Entry& e : r.entries) {
+    if (e.role == Role::kReady) ready = &e;
+  }
+  if (r.kind == Kind::kDoubleBarrier) {
+    head += ready ? "round in progress (started at revision " + std::to_string(ready->kv.create_revision) + "), "
+                  : "between rounds, ";
+    head += plural(parties, "party", "parties") + " in";
+  } else {
+    // N is each party's argument and not stored in etcd: only the arrivals can be counted.
+    head += plural(parties, "party", "parties") + " waiting";
+    if (ready) head += "; last round completed at revision " + std::to_string(ready->kv.mod_revision);
+  }
+  out.push_back(head);
+  for (const Entry& e : r.entries) {
+    if (e.role == Role::kParty) out.push_back(key_line("party", e.kv, leases));
+  }
+}
+
+void render_gate(const Recipe& r, const Leases& leases, std::vector<std::string>& out) {
+  const Entry *gate = nullptr, *set_by = nullptr;
+  for (const Entry& e : r.entries) (e.role == Role::kGateKey ? gate : set_by) = &e;
+  std::string head = std::string(kind_words(r.kind)) + " " + r.name + ": set by ";
+  head += excerpt((set_by ? set_by : gate)->kv.value);
+  if (set_by) head += " at revision " + std::to_string(set_by->kv.mod_revision);
+  head += gate ? " (setter alive: " + lease_words(gate->kv.lease, leases) + ")"
+               : " (the setter's lease is gone; the gate stays set until `barrier remove`)";
+  out.push_back(head);
+}
+
+void render_counter(const Recipe& r, std::vector<std::string>& out) {
+  std::string head = std::string(kind_words(r.kind)) + " " + r.name + ": ";
+  const Entry* value = nullptr;
+  for (const Entry& e : r.entries) {
+    if (e.role == Role::kValue) value = &e;
+  }
+  if (r.value) {
+    head += std::to_string(*r.value);
+  } else if (value) {
+    head += "not a decimal int64: " + excerpt(value->kv.value);
+  } else {
+    head += "0 (the key is absent)";
+  }
+  if (value)
+    head += " (" + plural(value->kv.version, "write", "writes") + ", last at revision " +
+            std::to_string(value->kv.mod_revision) + ")";
+  if (const int64_t n = count(r, Role::kReceipt); n > 0) head += "; " + plural(n, "receipt", "receipts");
+  out.push_back(head);
+}
+
+void render_services(const Recipe& r, const Leases& leases, std::vector<std::string>& out) {
+  std::map<std::string, std::vector<const Entry*>> by_service;
+  for (const Entry& e : r.entries) by_service[e.instance->name].push_back(&e);
+  std::string head = std::string(kind_words(r.kind)) + " " + r.name + ": ";
+  std::string parts;
+  for (const auto& [service, list] : by_service) {
+    parts += (parts.empty() ? "" : "; ") + service + ": " +
+             plural(static_cast<int64_t>(list.size()), "instance", "instances");
+  }
+  out.push_back(head + parts);
+  for (const auto& [service, list] : by_service) {
+    for (const Entry* e : list) {
+      std::string line = "  " + service + " " + e->id + " " + e->instance->endpoint();
+      if (!e->instance->enabled) line += " disabled";
+      line += " (";
+      if (e->kv.lease != 0) line += lease_words(e->kv.lease, leases) + ", ";
+      out.push_back(line + revs(e->kv) + ")");
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> render_text(const Report& report, const Leases& leases, int64_t now_ms) {
+  std::vector<std::string> out;
+  for (const Recipe& r : report.recipes) {
+    switch (r.kind) {
+      case Kind::kLockOrElection:
+      case Kind::kRwLock:
+      case Kind::kSemaphore:
+        render_contenders(r, leases, out);
+        break;
+      case Kind::kQueue:
+      case Kind::kPriorityQueue:
+      case Kind::kWorkQueue:
+        render_queue(r, report, leases, now_ms, out);
+        break;
+      case Kind::kCountBarrier:
+      case Kind::kDoubleBarrier:
+      case Kind::kBarrier:
+        render_barrier(r, leases, out);
+        break;
+      case Kind::kGate:
+        render_gate(r, leases, out);
+        break;
+      case Kind::kCounter:
+        render_counter(r, out);
+        break;
+      case Kind::kServices:
+        render_services(r, leases, out);
+        break;
+      case Kind::kTransient:
+      case Kind::kPlain: {
+        const etcd::KeyValue& kv = r.entries.front().kv;
+        std::string line = std::string(kind_words(r.kind)) + " " + kv.key + ": " + excerpt(kv.value) + " (";
+        if (kv.lease != 0) line += lease_words(kv.lease, leases) + ", ";
+        out.push_back(line + revs(kv) + ")");
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace etcd_cli::inspect

@@ -1,0 +1,193 @@
+// inspect PREFIX: the recipes under PREFIX and their state, in human terms
+// (inspect.h recognizes them; this file reads etcd and prints).
+
+#include <chrono>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "common.h"
+#include "inspect.h"
+
+namespace etcd_cli {
+namespace {
+
+namespace in = etcd_cli::inspect;
+
+constexpr int64_t kPageSize = 1000;
+
+struct Snapshot {
+  std::vector<etcd::KeyValue> kvs;
+  int64_t revision = 0;
+};
+
+// The key `base` and every key under `base/` (every key when base is
+// empty), all at one revision: the first page fixes it, later pages and
+// the key itself are read at it. Pages keep each response small however
+// big the prefix is.
+Snapshot read_at_one_revision(Context& ctx, const std::string& base, const std::string& what) {
+  Snapshot s;
+  const std::string from = base.empty() ? std::string(etcd::kFromKey) : base + "/";
+  const std::string end = base.empty() ? std::string(etcd::kFromKey) : etcd::prefix_range_end(base + "/");
+  std::string key = from;
+  for (;;) {
+    etcd::GetOptions options;
+    options.range_end = end;
+    options.limit = kPageSize;
+    options.revision = s.revision;
+    auto page = check(ctx.client().get(key, options).timeout(ctx.timeout()).stop_token(ctx.stop()).wait(), what);
+    if (s.revision == 0) s.revision = page.header.revision;
+    for (auto& kv : page.kvs) s.kvs.push_back(std::move(kv));
+    if (!page.more || s.kvs.empty()) break;
+    key = s.kvs.back().key + '\0';
+  }
+  if (!base.empty()) {
+    etcd::GetOptions options;
+    options.revision = s.revision;
+    auto self = check(ctx.client().get(base, options).timeout(ctx.timeout()).stop_token(ctx.stop()).wait(), what);
+    for (auto& kv : self.kvs) s.kvs.push_back(std::move(kv));
+  }
+  return s;
+}
+
+// What each lease the keys carry has left. Asked after the read: a lease
+// that expired since shows as expired (its keys are gone by now).
+in::Leases read_leases(Context& ctx, const std::vector<etcd::KeyValue>& kvs, const std::string& what) {
+  std::set<int64_t> ids;
+  for (const auto& kv : kvs) {
+    if (kv.lease != 0) ids.insert(kv.lease);
+  }
+  in::Leases leases;
+  for (int64_t id : ids) {
+    auto ttl = check(ctx.client().lease_time_to_live(id).timeout(ctx.timeout()).stop_token(ctx.stop()).wait(),
+                     what + ": lease " + lease_hex(id));
+    leases[id] = in::LeaseTtl{.ttl = ttl.ttl, .granted = ttl.granted_ttl};
+  }
+  return leases;
+}
+
+nlohmann::json entry_json(const in::Entry& e, const in::Leases& leases) {
+  nlohmann::json j = {{"role", in::role_id(e.role)},       {"key", base64(e.kv.key)},
+                      {"value", base64(e.kv.value)},       {"create_revision", e.kv.create_revision},
+                      {"mod_revision", e.kv.mod_revision}, {"version", e.kv.version}};
+  auto lease = [&](const char* field, int64_t id) {
+    if (id == 0) return;
+    nlohmann::json l = {{"id", lease_hex(id)}};
+    if (auto it = leases.find(id); it != leases.end()) {
+      l["ttl"] = it->second.ttl;
+      l["granted_ttl"] = it->second.granted;
+    }
+    j[field] = l;
+  };
+  lease("lease", e.kv.lease);
+  if (e.role == in::Role::kHolder || e.role == in::Role::kWaiting) j["token"] = e.kv.create_revision;
+  if (!e.mode.empty()) j["mode"] = e.mode;
+  if (!e.id.empty()) j["id"] = e.id;
+  if (e.priority >= 0) j["priority"] = e.priority;
+  if (e.role == in::Role::kItem || e.role == in::Role::kClaimed || e.role == in::Role::kDead) {
+    j["deliveries"] = e.deliveries;
+  }
+  if (e.role == in::Role::kItem && e.not_before_ms > 0) j["not_before"] = e.not_before_ms;
+  if (e.role == in::Role::kClaimed) {
+    j["claimed_by"] = base64(e.claimed_by);
+    lease("claim_lease", e.claim_lease);
+  }
+  if (e.role == in::Role::kDead) {
+    j["reason"] = e.reason;
+    j["since"] = e.since_ms;
+  }
+  if (!e.payload.empty() || e.role == in::Role::kItem || e.role == in::Role::kClaimed || e.role == in::Role::kDead) {
+    if (e.role != in::Role::kKey) j["payload"] = base64(e.payload);
+  }
+  if (e.instance) {
+    j["service"] = e.instance->name;
+    j["address"] = e.instance->address;
+    j["endpoint"] = e.instance->endpoint();
+    j["enabled"] = e.instance->enabled;
+  }
+  return j;
+}
+
+nlohmann::json report_json(const std::string& prefix, const in::Report& report, const in::Leases& leases,
+                           int64_t now_ms) {
+  auto recipes = nlohmann::json::array();
+  for (const auto& r : report.recipes) {
+    nlohmann::json counts = nlohmann::json::object();
+    auto entries = nlohmann::json::array();
+    for (const auto& e : r.entries) {
+      entries.push_back(entry_json(e, leases));
+      counts[in::role_id(e.role)] = in::count(r, e.role);
+    }
+    if (r.kind == in::Kind::kWorkQueue) {
+      // Ready and delayed differ only by this host's clock.
+      int64_t delayed = 0;
+      for (const auto& e : r.entries) delayed += e.role == in::Role::kItem && e.not_before_ms > now_ms;
+      counts["delayed"] = delayed;
+      counts["ready"] = in::count(r, in::Role::kItem) - delayed;
+    }
+    nlohmann::json j = {{"kind", in::kind_id(r.kind)}, {"name", base64(r.name)}, {"counts", counts}};
+    if (r.permits) j["permits"] = *r.permits;
+    if (r.value) j["value"] = *r.value;
+    j["entries"] = std::move(entries);
+    recipes.push_back(std::move(j));
+  }
+  return {{"prefix", base64(prefix)}, {"revision", report.revision}, {"now", now_ms}, {"recipes", std::move(recipes)}};
+}
+
+int run_inspect(Context& ctx, std::string prefix, bool json_alias) {
+  // A path, as `cache` takes it: "/locks" and "/locks/" both mean the key
+  // /locks and the keys under /locks/, never /locksmith.
+  std::string base = prefix;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  const std::string what = "inspect " + prefix;
+  Snapshot s = read_at_one_revision(ctx, base, what);
+  const in::Leases leases = read_leases(ctx, s.kvs, what);
+  const int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  const size_t keys = s.kvs.size();
+  const in::Report report = in::build_report(std::move(s.kvs), s.revision);
+  if (ctx.json(json_alias)) {
+    print_line(dump_json(report_json(prefix, report, leases, now_ms)));
+    return kExitOk;
+  }
+  if (report.recipes.empty()) {
+    print_line(cat("nothing under ", prefix.empty() ? "\"\"" : prefix, " at revision ", report.revision));
+    return kExitOk;
+  }
+  print_line(cat(prefix.empty() ? "every key" : prefix, " at revision ", report.revision, ": ", keys,
+                 keys == 1 ? " key, " : " keys, ", leases.size(), leases.size() == 1 ? " lease" : " leases",
+                 " (TTLs read just after)"));
+  for (const auto& line : in::render_text(report, leases, now_ms)) print_line(line);
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_inspect_commands(Commands& commands) {
+  auto prefix = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  auto* cmd = commands.root().add_subcommand(
+      "inspect",
+      "Show the state of the recipes under PREFIX in human terms: holders and waiters with their tokens "
+      "and lease TTLs, leaders, queue depths, in-flight work and dead letters, barriers, counters, "
+      "services; other keys listed as they are");
+  cmd->add_option("prefix", *prefix,
+                  "A recipe's name (/locks/orders) or a path above many (/locks): the key PREFIX and the keys "
+                  "under PREFIX/; \"\" means every key")
+      ->required();
+  cmd->add_flag("--json", *json, "Same as -w json")->group("");
+  cmd->footer(
+      "Everything is read at one revision (in pages of 1000 keys), which the output states; each lease's remaining "
+      "and granted TTL is asked just after. Recipes are recognized by their key layouts (docs/cli.md lists the "
+      "rules); the Go lock and election layouts are the same, so such a name is shown as \"lock or election\". "
+      "Keys that match no layout are listed as transient keys (with a lease) or plain keys.\n\n"
+      "With -w json: {\"prefix\":B64,\"revision\":N,\"now\":MS,\"recipes\":[{\"kind\",\"name\":B64,\"counts\","
+      "\"entries\":[{\"role\",\"key\":B64,\"value\":B64,\"lease\":{\"id\":HEX,\"ttl\",\"granted_ttl\"},...}]}]}.\n\n"
+      "Exit 0 (also when nothing is there), 1 if etcd failed, 2 on invalid usage.");
+  commands.on_run(cmd, [prefix, json](Context& ctx) { return run_inspect(ctx, *prefix, *json); });
+}
+
+}  // namespace etcd_cli
