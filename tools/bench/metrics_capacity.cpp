@@ -473,34 +473,54 @@ double cache(Context& ctx) {
   return watchers;
 }
 
-// etcd's memory per watcher, which the parked rows multiply: 10,000 raw
+// etcd's live Go heap, from its own numbers: after a collection the Go
+// runtime sets the next target (go_memstats_next_gc_bytes) to twice the
+// heap that survived it (GOGC=100, etcd's default). Reads of `ballast`
+// (a prefix of large values) make garbage until two collections happened,
+// so the target reflects what is live now. A plain heap-in-use reading
+// would count garbage not collected yet and vary by a factor of ten.
+double live_heap_bytes(Context& ctx, const std::string& endpoint, const std::string& ballast) {
+  const auto gcs = [&] {
+    return sum_series(scrape_metrics(endpoint, std::chrono::seconds(5)), "go_gc_duration_seconds_count");
+  };
+  const double start = gcs();
+  etcd::GetOptions all;
+  all.prefix = true;
+  for (const auto give_up = Clock::now() + 60s; gcs() < start + 2;) {
+    if (Clock::now() > give_up) throw std::runtime_error("etcd did not collect its heap within 60 s");
+    for (int i = 0; i < 20; ++i) (void)ctx.client.get(ballast, all).wait().value();
+  }
+  return sum_series(scrape_metrics(endpoint, std::chrono::seconds(5)), "go_memstats_next_gc_bytes") / 2;
+}
+
+// etcd's memory per watcher, which the parked rows multiply: 20,000 raw
 // watches (one key each, on the client's one stream) and the growth of the
-// Go heap in use of the member serving them. The heap also holds garbage
-// not collected yet, so this is a rough figure, not an exact one.
+// live heap of the member serving them.
 double watcher_heap_bytes(Context& ctx) {
-  constexpr int kWatches = 10'000;
+  constexpr int kWatches = 20'000;
   if (ctx.client.options().endpoints.size() != 1) throw Skipped("one member only (the heap of the serving member)");
   const std::string endpoint = ctx.client.options().endpoints.front();
-  const auto heap = [&] {
-    return sum_series(scrape_metrics(endpoint, std::chrono::seconds(5)), "go_memstats_heap_inuse_bytes");
-  };
   const std::string prefix = Context::key_prefix("capacity_watcher_heap_bytes");
+  const std::string ballast = prefix + "ballast/";
+  for (int i = 0; i < 200; ++i) ctx.client.put(ballast + std::to_string(i), std::string(4096, 'b')).wait().value();
   const double watchers_before = settled(ctx).watchers;
-  const double before = heap();
+  const double before = live_heap_bytes(ctx, endpoint, ballast);
   std::vector<etcd::Watcher> watches;
   watches.reserve(kWatches);
   for (int i = 0; i < kWatches; ++i) {
     watches.push_back(ctx.client.watch(prefix + std::to_string(i), {}, [](etcd::Result<etcd::WatchResponse>) {}));
   }
   wait_until([&] { return scrape(ctx).watchers >= watchers_before + kWatches; }, 60s,
-             "10,000 watches were not all created");
+             "20,000 watches were not all created");
   (void)settled(ctx);
-  const double per = (heap() - before) / kWatches;
+  const double after = live_heap_bytes(ctx, endpoint, ballast);
+  const double per = (after - before) / kWatches;
   watches.clear();
+  delete_prefix(ctx, prefix);
   ctx.note(
-      fmt("capacity_watcher_heap_bytes: %d watches grew etcd's Go heap in use by %.0f bytes each "
-          "(uncollected garbage included)",
-          kWatches, per));
+      fmt("capacity_watcher_heap_bytes: etcd's live Go heap %.1f MiB before, %.1f MiB with %d more watchers: "
+          "%.0f bytes per watcher",
+          before / (1 << 20), after / (1 << 20), kWatches, per));
   return per;
 }
 
