@@ -168,6 +168,21 @@ double idle(Context& ctx) {
   std::this_thread::sleep_for(2s);
   const auto after = scrape(ctx);
   const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  // The disk's side of every write so far in this run (put_seq and
+  // put_pipelined included, when they ran): what docs/capacity.md's
+  // formulas take as their input.
+  for (const auto& endpoint : ctx.client.options().endpoints) {
+    const auto samples = scrape_metrics(endpoint, std::chrono::seconds(5));
+    const double fsyncs = sum_series(samples, "etcd_disk_wal_fsync_duration_seconds_count");
+    const double commits = sum_series(samples, "etcd_disk_backend_commit_duration_seconds_count");
+    ctx.note(
+        fmt("capacity: member %s: %.0f WAL fsyncs, mean %.3f ms; %.0f backend commits, mean %.3f ms; "
+            "%.0f raft entries committed",
+            endpoint.c_str(), fsyncs,
+            fsyncs > 0 ? 1000 * sum_series(samples, "etcd_disk_wal_fsync_duration_seconds_sum") / fsyncs : 0.0, commits,
+            commits > 0 ? 1000 * sum_series(samples, "etcd_disk_backend_commit_duration_seconds_sum") / commits : 0.0,
+            sum_series(samples, "etcd_server_proposals_committed_total")));
+  }
   report(ctx, "idle, per second", (after - before) / seconds);
   return (after - before).proposals / seconds;
 }
