@@ -28,6 +28,7 @@
 #include "etcd/recipes/service_discovery.h"
 #include "etcd/recipes/transient.h"
 #include "etcd/recipes/work_queue.h"
+#include "etcd/session.h"
 #include "server_metrics.h"
 
 namespace bench {
@@ -539,6 +540,64 @@ double watcher_heap_bytes(Context& ctx) {
   return per;
 }
 
+// etcd's memory per parked mutex waiter (its key in the index, its lease
+// attachment, its watcher): 5,000 waiters behind 50 held locks, measured
+// like watcher_heap_bytes. Waiter j of every name shares session j (a
+// name's contenders need distinct sessions), so 100 sessions serve them
+// all, as in waiters_threads; one session per waiter would add a lease each.
+double parked_mutex_heap_bytes(Context& ctx) {
+  constexpr int kNames = 50;
+  constexpr int kPerName = 100;
+  constexpr int kWaiters = kNames * kPerName;
+  if (ctx.client.options().endpoints.size() != 1) throw Skipped("one member only (the heap of the serving member)");
+  const std::string endpoint = ctx.client.options().endpoints.front();
+  const std::string prefix = Context::key_prefix("capacity_parked_mutex_heap_bytes");
+  const std::string ballast = prefix + "ballast/";
+  for (int i = 0; i < 200; ++i) ctx.client.put(ballast + std::to_string(i), std::string(4096, 'b')).wait().value();
+  const auto name = [&](int n) { return prefix + "locks/" + std::to_string(n); };
+  std::vector<std::shared_ptr<DistributedMutex>> holders;
+  for (int n = 0; n < kNames; ++n) {
+    holders.push_back(std::make_shared<DistributedMutex>(ctx.client, name(n)));
+    holders.back()->acquire().wait().value();
+  }
+  std::vector<std::shared_ptr<etcd::Session>> sessions;
+  for (int j = 0; j < kPerName; ++j) {
+    sessions.push_back(etcd::Session::create(ctx.client));
+    sessions.back()->start().wait().value();
+  }
+  (void)settled(ctx);
+  const double before = live_heap_bytes(ctx, endpoint, ballast);
+  const uint64_t watches_before = ctx.client.stats().watches_open;
+  std::vector<std::shared_ptr<DistributedMutex>> waiters;
+  // In batches of 1,000: an acquisition's internal RPCs run under the
+  // client's default timeout, which thousands queued at once would exceed.
+  for (int j = 0; j < kPerName; ++j) {
+    etcd::recipes::RecipeOptions options;
+    options.session = sessions[static_cast<std::size_t>(j)];
+    for (int n = 0; n < kNames; ++n) {
+      waiters.push_back(std::make_shared<DistributedMutex>(ctx.client, name(n), options));
+      waiters.back()->acquire().then(ignore<etcd::recipes::Hold>);
+    }
+    if ((j + 1) % 20 == 0) {
+      wait_until([&] { return ctx.client.stats().watches_open >= watches_before + waiters.size(); }, 120s,
+                 "the waiters did not park");
+    }
+  }
+  const auto parked = settled(ctx, 3);
+  const double after = live_heap_bytes(ctx, endpoint, ballast);
+  const double per = (after - before) / kWaiters;
+  ctx.note(
+      fmt("capacity_parked_mutex_heap_bytes: etcd's live Go heap %.1f MiB before, %.1f MiB with %d parked mutex "
+          "waiters (%.0f watchers, %.0f keys in etcd): %.0f bytes per waiter",
+          before / (1 << 20), after / (1 << 20), kWaiters, parked.watchers, parked.keys, per));
+  for (auto& w : waiters) w->close();
+  for (auto& h : holders) h->close();
+  for (auto& session : sessions) (void)session->close().wait();
+  waiters.clear();
+  delete_prefix(ctx, prefix);
+  return per;
+}
+
 Metric capacity(std::string name, int order, std::string unit, std::function<double(Context&)> run) {
   return {.name = std::move(name),
           .unit = std::move(unit),
@@ -575,6 +634,7 @@ Metric capacity(std::string name, int order, std::string unit, std::function<dou
     capacity("capacity_parked_gate_waiter", 3106, "watchers", parked_gate_waiter),
     capacity("capacity_cache", 3107, "watchers", cache),
     capacity("capacity_watcher_heap_bytes", 3110, "bytes", watcher_heap_bytes),
+    capacity("capacity_parked_mutex_heap_bytes", 3111, "bytes", parked_mutex_heap_bytes),
 });
 
 }  // namespace
