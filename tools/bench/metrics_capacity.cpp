@@ -238,6 +238,30 @@ double semaphore_cycle(Context& ctx) {
   return op_row(ctx, "semaphore (3 permits) acquire+release", cycle);
 }
 
+// The semaphore's contended hand-off (2 permits, one held throughout by
+// a third object, so the "one of N" path runs): A takes the other permit,
+// B parks, A releases, B takes it and releases: per hand-off.
+double semaphore_handoff(Context& ctx) {
+  const std::string name = Context::key_prefix("capacity_semaphore_handoff") + "sem";
+  etcd::recipes::DistributedSemaphore c(ctx.client, name, 2);
+  etcd::recipes::DistributedSemaphore a(ctx.client, name, 2);
+  etcd::recipes::DistributedSemaphore b(ctx.client, name, 2);
+  auto held = c.acquire().wait().value();
+  const auto cycle = [&](int) {
+    auto permit = a.acquire().wait().value();
+    const uint64_t watches = ctx.client.stats().watches_open;
+    auto waiting = std::async(std::launch::async, [&] { return b.acquire().wait(); });
+    wait_until([&] { return ctx.client.stats().watches_open > watches; }, 10s, "the waiter never parked");
+    if (!permit.release().wait().value()) throw std::runtime_error("release reported a lost permit");
+    auto handed = waiting.get().value();
+    if (!handed.release().wait().value()) throw std::runtime_error("release reported a lost permit");
+  };
+  cycle(0);
+  const double writes = op_row(ctx, "semaphore handoff: A acq, B parks, A rel, B acq+rel", cycle);
+  (void)held.release().wait();
+  return writes;
+}
+
 double rwlock_cycle(Context& ctx, bool write) {
   etcd::recipes::DistributedReadWriteLock rw(ctx.client, Context::key_prefix(ctx.metric()) + "lock");
   auto& side = write ? rw.write_lock() : rw.read_lock();
@@ -614,6 +638,7 @@ Metric capacity(std::string name, int order, std::string unit, std::function<dou
     capacity("capacity_mutex_first_cycle", 3001, "writes", mutex_first_cycle),
     capacity("capacity_mutex_handoff", 3002, "writes", mutex_handoff),
     capacity("capacity_semaphore_cycle", 3010, "writes", semaphore_cycle),
+    capacity("capacity_semaphore_handoff", 3011, "writes", semaphore_handoff),
     capacity("capacity_rwlock_read_cycle", 3020, "writes", [](Context& ctx) { return rwlock_cycle(ctx, false); }),
     capacity("capacity_rwlock_write_cycle", 3021, "writes", [](Context& ctx) { return rwlock_cycle(ctx, true); }),
     capacity("capacity_latch_cycle", 3030, "writes", latch_cycle),
