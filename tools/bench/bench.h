@@ -45,6 +45,7 @@ enum class Kind {
   kRate,     // ops/s: ratio = value / base
   kLatency,  // ms: ratio = value / (1000 / base), i.e. in base-op round trips
   kCount,    // no ratio
+  kCost,     // etcd requests per operation, counted on the server: two decimals, no ratio
 };
 
 struct Settings {
@@ -53,6 +54,7 @@ struct Settings {
   Clock::duration duration = std::chrono::seconds(5);  // timed window per metric
   Clock::duration warmup = std::chrono::seconds(1);    // before each timed window
   bool go_peer = false;
+  bool capacity = false;              // also run the capacity_* metrics
   std::filesystem::path go_peer_src;  // empty: look in the usual places
   std::filesystem::path go_workdir;
   std::chrono::milliseconds election_timeout{1000};  // of the cluster the bench started
@@ -97,6 +99,16 @@ class Context {
   void note(std::string text) { notes_.push_back(std::move(text)); }
   const std::vector<std::string>& notes() const { return notes_; }
 
+  // Named numbers that belong with a metric's value (a capacity row's
+  // columns): written into its JSON object as "detail".
+  void set_detail(const std::string& metric, std::map<std::string, double> detail) {
+    details_[metric] = std::move(detail);
+  }
+  const std::map<std::string, double>* detail(const std::string& metric) const {
+    const auto it = details_.find(metric);
+    return it == details_.end() ? nullptr : &it->second;
+  }
+
   // The metric being run (set by main() before each metric's `run`).
   const std::string& metric() const { return metric_; }
   void set_metric(std::string name) { metric_ = std::move(name); }
@@ -133,6 +145,7 @@ class Context {
   std::string metric_;
   std::vector<std::string> notes_;
   std::map<std::string, double> paired_bases_;
+  std::map<std::string, std::map<std::string, double>> details_;
   std::map<std::string, std::any> memo_;
   const etcd::testing::EtcdCluster* cluster_;
 };
@@ -155,6 +168,10 @@ struct Metric {
   std::string base = "put_seq";  // empty: no ratio
   int order = 1000;
   bool needs_go_peer = false;  // only run with --go-peer
+  // Only run with --capacity (or named in --only): their hundreds of
+  // recipe objects and counter scrapes answer an operator's question, not a
+  // regression's, and would lengthen every ordinary run.
+  bool needs_capacity = false;
   std::function<double(Context&)> run;
 };
 

@@ -68,21 +68,27 @@ std::string format_value(const Outcome& o) {
       return fixed(*o.value, 3);
     case Kind::kCount:
       return fixed(*o.value, 0);
+    case Kind::kCost:
+      return fixed(*o.value, 2);
   }
   return {};
 }
 
-// Selects the metrics to run: all (minus Go ones without --go-peer) or
-// --only's, plus the base metrics their ratios need.
+// Selects the metrics to run: all (minus Go ones without --go-peer and
+// capacity ones without --capacity) or --only's (plus the capacity ones with
+// --capacity), plus the base metrics their ratios need.
 std::vector<Metric> select(const std::vector<std::string>& only, Settings& settings) {
   const auto all = metrics();
   const auto find = [&](const std::string& name) { return std::ranges::find(all, name, &Metric::name); };
   std::set<std::string> wanted;
   if (only.empty()) {
     for (const auto& m : all) {
-      if (!m.needs_go_peer || settings.go_peer) wanted.insert(m.name);
+      if ((!m.needs_go_peer || settings.go_peer) && (!m.needs_capacity || settings.capacity)) wanted.insert(m.name);
     }
   } else {
+    for (const auto& m : all) {
+      if (m.needs_capacity && settings.capacity) wanted.insert(m.name);
+    }
     for (const auto& name : only) {
       const auto it = find(name);
       if (it == all.end()) {
@@ -142,6 +148,7 @@ void compute_ratios(std::vector<Outcome>& outcomes) {
         o.ratio = *o.value / (1000.0 / *base);
         break;
       case Kind::kCount:
+      case Kind::kCost:
         break;
     }
   }
@@ -203,8 +210,8 @@ void print_table(const RunInfo& info, const std::vector<Outcome>& outcomes, cons
   std::fflush(stdout);
 }
 
-nlohmann::json to_json(const RunInfo& info, const std::vector<Outcome>& outcomes, const std::vector<Derived>& derived,
-                       const std::vector<std::string>& notes) {
+nlohmann::json to_json(const RunInfo& info, const Context& ctx, const std::vector<Outcome>& outcomes,
+                       const std::vector<Derived>& derived, const std::vector<std::string>& notes) {
   nlohmann::json out = nlohmann::json::object();
   for (const auto& o : outcomes) {
     nlohmann::json m = {{"value", nullptr}, {"unit", o.metric.unit}};
@@ -220,6 +227,7 @@ nlohmann::json to_json(const RunInfo& info, const std::vector<Outcome>& outcomes
     if (o.paired_base) m["paired_base"] = *o.paired_base;
     if (!o.skipped.empty()) m["skipped"] = o.skipped;
     if (!o.error.empty()) m["error"] = o.error;
+    if (const auto* detail = ctx.detail(o.metric.name)) m["detail"] = *detail;
     out[o.metric.name] = std::move(m);
   }
   for (const auto& d : derived) out[d.name] = {{"value", d.value}, {"unit", "ratio"}};
@@ -235,6 +243,7 @@ nlohmann::json to_json(const RunInfo& info, const std::vector<Outcome>& outcomes
       {"election_ms", info.endpoints.empty() ? nlohmann::json(info.election.count()) : nlohmann::json()},
       {"endpoints", info.endpoints},
       {"go_peer", s.go_peer},
+      {"capacity", s.capacity},
       {"notes", notes},
   };
   return out;
@@ -273,6 +282,9 @@ int run(int argc, char** argv) {
   app.add_option("--json", json_path, "also write the results as JSON to this path");
   app.add_option("--only", only, "run only these metrics (and the base metrics of their ratios)")->delimiter(',');
   app.add_flag("--go-peer", s.go_peer, "also measure etcd's Go client (clientv3) side by side");
+  app.add_flag("--capacity", s.capacity,
+               "also run the capacity_* metrics: etcd writes, reads, watchers and keys per recipe operation and per "
+               "parked waiter, counted from etcd's /metrics (slow; see docs/capacity.md)");
   app.add_option("--go-peer-src", s.go_peer_src, "directory holding go-peer/main.go")->check(CLI::ExistingDirectory);
   app.add_option("--go-workdir", s.go_workdir, "where the Go peer is built (default: a per-user temp dir)");
   app.add_option("--heartbeat", heartbeat_ms, "etcd --heartbeat-interval in ms")->capture_default_str();
@@ -286,7 +298,8 @@ int run(int argc, char** argv) {
 
   if (list) {
     for (const auto& m : metrics()) {
-      std::printf("%-24s %-9s%s\n", m.name.c_str(), m.unit.c_str(), m.needs_go_peer ? " (--go-peer)" : "");
+      std::printf("%-24s %-9s%s\n", m.name.c_str(), m.unit.c_str(),
+                  m.needs_go_peer ? " (--go-peer)" : (m.needs_capacity ? " (--capacity)" : ""));
     }
     return 0;
   }
@@ -366,7 +379,7 @@ int run(int argc, char** argv) {
   print_table(info, outcomes, derived, ctx.notes());
   if (!json_path.empty()) {
     std::ofstream out(json_path);
-    out << to_json(info, outcomes, derived, ctx.notes()).dump(2) << "\n";
+    out << to_json(info, ctx, outcomes, derived, ctx.notes()).dump(2) << "\n";
     if (!out) {
       std::fprintf(stderr, "cannot write %s\n", json_path.c_str());
       return 1;
