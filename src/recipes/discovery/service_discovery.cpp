@@ -31,7 +31,7 @@ std::optional<std::pair<std::string_view, std::string_view>> split_instance_key(
 }  // namespace
 
 // What close() needs, apart from the core (the close action owns it).
-struct Made {
+struct DiscoveryChildren {
   std::mutex mu;
   std::vector<std::weak_ptr<RecipeHandle>> handles;
   bool closed = false;
@@ -64,7 +64,7 @@ class DiscoveryState {
       : core(OwnPresence::make_core(client, "ServiceDiscovery", options.base_path, options.recipe, Status())),
         registry(std::make_shared<ServiceRegistry>(
             std::move(client), ServiceRegistryOptions{.base_path = options.base_path, .recipe = options.recipe})),
-        made(std::make_shared<Made>()),
+        made(std::make_shared<DiscoveryChildren>()),
         options_(std::move(options)) {
     made->add(registry);
   }
@@ -157,7 +157,7 @@ class DiscoveryState {
 
   std::shared_ptr<RecipeCore> core;
   std::shared_ptr<ServiceRegistry> registry;
-  std::shared_ptr<Made> made;
+  std::shared_ptr<DiscoveryChildren> made;
 
  private:
   static void start_quietly(RecipeHandle& h) {
