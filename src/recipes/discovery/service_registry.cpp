@@ -33,7 +33,7 @@ int64_t now_ms() {
 
 }  // namespace
 
-struct Registration {
+struct ServiceRegistration {
   std::shared_ptr<RegisteredKey> key;
   bool lost = false;
   std::vector<Subscription> subscriptions;
@@ -41,13 +41,13 @@ struct Registration {
 
 // What close() needs, apart from the core: the close action owns it, and it
 // owns nothing that leads back to the core.
-struct Registrations {
+struct ServiceRegistrations {
   std::mutex mu;
-  std::map<std::string, std::shared_ptr<Registration>> by_key;
+  std::map<std::string, std::shared_ptr<ServiceRegistration>> by_key;
   bool closed = false;
 
   void close_all() {
-    std::map<std::string, std::shared_ptr<Registration>> all;
+    std::map<std::string, std::shared_ptr<ServiceRegistration>> all;
     {
       std::lock_guard lock(mu);
       closed = true;
@@ -65,7 +65,7 @@ class RegistryState : public std::enable_shared_from_this<RegistryState> {
   RegistryState(Client client, ServiceRegistryOptions options)
       : core(OwnPresence::make_core(std::move(client), "ServiceRegistry", options.base_path, options.recipe, Status())),
         child_options(std::move(options.recipe)),
-        registrations(std::make_shared<Registrations>()) {
+        registrations(std::make_shared<ServiceRegistrations>()) {
     child_options.session = nullptr;
     child_options.session_factory = nullptr;
   }
@@ -80,7 +80,7 @@ class RegistryState : public std::enable_shared_from_this<RegistryState> {
       if (Status st = validate_instance(*arg); !st.ok()) return done(self->core->named(st));
       if (arg->registration_time_ms == 0) arg->registration_time_ms = now_ms();
       const std::string key = self->key_of(*arg);
-      auto reg = std::make_shared<Registration>();
+      auto reg = std::make_shared<ServiceRegistration>();
       reg->key = std::make_shared<RegisteredKey>(link->client(), key, *arg, self->child_options);
       self->follow(reg);  // before anyone else can see it
       {
@@ -132,7 +132,7 @@ class RegistryState : public std::enable_shared_from_this<RegistryState> {
       if (Status st = validate_segment("service name", service); !st.ok()) return done(self->core->named(st));
       if (Status st = validate_segment("instance id", id); !st.ok()) return done(self->core->named(st));
       const std::string key = self->core->name() + "/" + service + "/" + id;
-      std::shared_ptr<Registration> reg;
+      std::shared_ptr<ServiceRegistration> reg;
       {
         std::lock_guard lock(self->registrations->mu);
         auto it = self->registrations->by_key.find(key);
@@ -160,18 +160,18 @@ class RegistryState : public std::enable_shared_from_this<RegistryState> {
 
   std::shared_ptr<RecipeCore> core;
   RecipeOptions child_options;
-  std::shared_ptr<Registrations> registrations;
+  std::shared_ptr<ServiceRegistrations> registrations;
   ListenerSet<const ServiceInstance&, const Status&> lost;
   ListenerSet<const ServiceInstance&> restored;
 
  private:
-  std::shared_ptr<Registration> find(const std::string& key) const {
+  std::shared_ptr<ServiceRegistration> find(const std::string& key) const {
     std::lock_guard lock(registrations->mu);
     auto it = registrations->by_key.find(key);
     return it == registrations->by_key.end() ? nullptr : it->second;
   }
 
-  void forget(const std::string& key, const std::shared_ptr<Registration>& reg) {
+  void forget(const std::string& key, const std::shared_ptr<ServiceRegistration>& reg) {
     {
       std::lock_guard lock(registrations->mu);
       auto it = registrations->by_key.find(key);
@@ -184,9 +184,9 @@ class RegistryState : public std::enable_shared_from_this<RegistryState> {
 
   // The key's listeners run on its client's executor: the registry's run
   // there too, in the key's order.
-  void follow(const std::shared_ptr<Registration>& reg) {
+  void follow(const std::shared_ptr<ServiceRegistration>& reg) {
     std::weak_ptr<RegistryState> weak = weak_from_this();
-    std::weak_ptr<Registration> weak_reg = reg;
+    std::weak_ptr<ServiceRegistration> weak_reg = reg;
     reg->subscriptions.push_back(reg->key->on_lost([weak, weak_reg](const Status& why) {
       auto self = weak.lock();
       auto r = weak_reg.lock();
