@@ -616,21 +616,9 @@ static void test_work_queue(etcdr_client* c1, etcdr_client* c2, const char* self
   CHECK_CODE(etcdr_work_queue_receive(a, 5000, &item, &err), ETCDR_OK, err, "a receives");
   snprintf(id, sizeof id, "%s", item ? etcdr_work_item_id(item) : "");
   etcdr_work_item_destroy(item);
-  /* Waits for the give-back to land before b looks: a receive that starts
-   * while it is in flight can miss it for its whole timeout (a race in the
-   * C++ work queue's consumer, seen under CPU load; reported separately). */
-  char claim[256];
-  snprintf(claim, sizeof claim, "%s/claims/%s", name, id);
-  int64_t t0 = now_ms();
-  int present = 1;
-  while (present && now_ms() - t0 < 5000) {
-    char* v = NULL;
-    size_t n = 0;
-    present = etcdr_get(c2, claim, strlen(claim), 5000, &v, &n, NULL, &err) == ETCDR_OK;
-    etcdr_free(v);
-    if (present) sleep_ms(10);
-  }
-  CHECK(!present, "destroying the unsettled item deleted its claim (after %lld ms)", (long long)(now_ms() - t0));
+  /* The give-back is in flight while b's receive starts (b's view may not
+   * have seen a's claim yet, and b's take of the item may fail): b still
+   * gets the item as soon as its view sees it ready. */
   CHECK_CODE(etcdr_work_queue_receive(b, 5000, &again, &err), ETCDR_OK, err, "b receives after a dropped it");
   CHECK(again && strcmp(etcdr_work_item_id(again), id) == 0 && etcdr_work_item_attempt(again) == 2,
         "  ... the dropped item, delivery 2");

@@ -323,6 +323,53 @@ TEST_F(WorkQueueTest, EachItemGoesToOneOfEightRacingConsumersWithoutFaults) {
   EXPECT_EQ(count(name + "/claims/"), 0);
 }
 
+// b's receive starts while a's give-back is in flight, and b's view has
+// not seen a's claim yet: b goes for the item with what its view has, that
+// take fails, and the view reports the claim and its release before the
+// failure comes back. The item must reach b as soon as b's view shows it
+// ready. b's link is slowed so that its view lags a's writes in every
+// round (the C API test saw the same race now and then under CPU load).
+TEST_F(WorkQueueTest, AnItemGivenBackWhileAnotherConsumersTakeOfItFailsReachesThatConsumer) {
+  const std::string name = key("giveback");
+  auto proxy = etcd::testing::FaultProxy::start(cluster().endpoint(0));
+  proxy->set_delay(25ms);
+  ClientOptions via_proxy = options();
+  via_proxy.endpoints = {proxy->endpoint()};
+  Client slow(via_proxy);
+  DistributedWorkQueue a(client(), name, visibility(10s));
+  constexpr int kRounds = 10;
+  int raced = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    // A new object each round: after a failed take an object waits a random
+    // moment before its next ones, which would mostly let its view catch up.
+    auto metrics = std::make_shared<recipes::PrometheusMetrics>();
+    WorkQueueOptions o = visibility(10s);
+    o.recipe.metrics = metrics;
+    DistributedWorkQueue b(slow, name, o);
+    // b's view and lease exist before the race.
+    (void)a.enqueue("warm-up").wait().value();
+    WorkItem warm = b.receive().timeout(10s).wait().value();
+    EXPECT_TRUE(warm.ack().wait().value());
+
+    (void)a.enqueue("job").wait().value();
+    WorkItem held = a.receive().timeout(10s).wait().value();
+    auto given_back = held.requeue().future();
+    auto got = b.receive().timeout(5s).wait();
+    ASSERT_TRUE(got.ok()) << got.status().to_string() << " (the claim was released "
+                          << (get(name + "/claims/" + held.id()) ? "not yet" : "already") << ")";
+    EXPECT_EQ(got->id(), held.id());
+    EXPECT_EQ(got->attempt(), 2);
+    EXPECT_TRUE(given_back.get().value());
+    EXPECT_TRUE(got->ack().wait().value());
+    if (metrics->value("etcd_recipes_workqueue_take_conflicts_total", {{"queue", name}}) > 0) ++raced;
+  }
+  EXPECT_EQ(count(name + "/items/"), 0);
+  // Otherwise the test no longer sets up the race it is about.
+  EXPECT_GT(raced, kRounds / 2) << raced << " of " << kRounds << " rounds had b's take fail";
+  RecordProperty("raced_rounds", std::to_string(raced));
+}
+
 TEST_F(WorkQueueTest, APureProducerTakesNoLeaseAndBadOptionsAreRefusedBeforeAnyWrite) {
   const std::string name = key("producer");
   const auto leases = [&] {

@@ -141,6 +141,7 @@ void QueueConsumer::on_batch(const ViewBatch& batch) {
     // Whatever we knew of an item that changed is out of date.
     const std::string item = driver_->note(ev, batch.revision);
     stale_.erase(item);
+    if (auto busy = busy_.find(item); busy != busy_.end()) busy->second = true;
     if (ev.type != ViewEvent::Type::kAdded && item == ev.key) poison_.erase(item);
   }
   order_.apply(batch, [this](std::string_view key) { return driver_->is_item(key); });
@@ -290,7 +291,7 @@ void QueueConsumer::claim(const std::shared_ptr<Taker>& t, Pick pick) {
     }
     decoded = std::move(*r);
   }
-  busy_.insert(key);
+  busy_[key] = false;
   t->claiming = true;
   const auto sent = Clock::now();
   const std::string item_key = key;  // `pick` moves into the continuation
@@ -304,7 +305,11 @@ void QueueConsumer::claim(const std::shared_ptr<Taker>& t, Pick pick) {
 
 void QueueConsumer::on_take(const std::shared_ptr<Taker>& t, const Pick& pick, TakeDriver::Outcome outcome) {
   const std::string& key = pick.position.second;
-  busy_.erase(key);
+  bool changed = false;
+  if (auto busy = busy_.find(key); busy != busy_.end()) {
+    changed = busy->second;
+    busy_.erase(busy);
+  }
   t->claiming = false;
   using Kind = TakeDriver::Outcome::Kind;
   switch (outcome.kind) {
@@ -321,8 +326,9 @@ void QueueConsumer::on_take(const std::shared_ptr<Taker>& t, const Pick& pick, T
       return repark(t);
     case Kind::kConflict:
       // Another consumer took it (or it changed) first: skip it until the
-      // view says what became of it.
-      if (order_.contains(pick.position.first, key)) stale_.insert(key);
+      // view says what became of it, unless it said so while the take was
+      // in flight (then what it shows now is already newer than the pick).
+      if (!changed && order_.contains(pick.position.first, key)) stale_.insert(key);
       core_->metrics().add(metric("_take_conflicts_total"), labels_, 1);
       lane_ = rng_() % kSpread;
       contended_ = kContendedTakes;

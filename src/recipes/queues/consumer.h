@@ -186,7 +186,12 @@ class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
   bool view_started_ = false;
   bool initialized_ = false;
   CreateOrder order_;
-  std::set<std::string> busy_;    // a take of ours is in flight
+  // A take of ours is in flight -> whether the view reported a change of
+  // the item meanwhile: a change reported before the take's failure comes
+  // back is the one that explains it, and no later one need come, so the
+  // failure must not mark the item stale then (it would wait for a change
+  // that already happened: a lost wake-up).
+  std::map<std::string, bool> busy_;
   std::set<std::string> stale_;   // our take failed: skipped until the view reports a change
   std::set<std::string> poison_;  // the check refused it (kDecodeFailed): skipped until it changes
   std::deque<std::shared_ptr<Taker>> parked_;
