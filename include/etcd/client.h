@@ -181,7 +181,9 @@ class Client {
   std::string current_endpoint() const;
   // Refuses new calls (Errc::kClosed), cancels watches and keep-alives,
   // waits (bounded) for in-flight calls. Idempotent; also done when the
-  // last handle goes away.
+  // last handle goes away. On one of the client's own threads or inside a
+  // gRPC callback it does not wait (the wait could not end there): the
+  // client's destruction waits instead, on a thread of its own.
   void close();
   bool closed() const;
 

@@ -55,6 +55,9 @@ std::shared_ptr<ClientCore> make_core(ClientOptions options) {
         delete core;
         return;
       }
+      // Its loops stop all the same (a close() inside a gRPC callback left
+      // them running); what they still run meets a core that stays.
+      core->finish_loops();
       // gRPC has not completed everything close() cancelled (its callback
       // threads are late): a call or stream would still reach the core, so
       // it is left behind (its threads are gone; memory only) rather than

@@ -348,6 +348,15 @@ ClientCore::~ClientCore() {
   // that ran on one of them could not wait: wait here, so that no stream or
   // call completes into a destroyed core.
   drain();
+  // One that ran inside a gRPC callback left the loops running: what they
+  // still have queued (the shutdown's timer cancels) reaches the hub and
+  // the keeper, which are destroyed before the loops are.
+  finish_loops();
+}
+
+void ClientCore::finish_loops() {
+  io_loop_.finish();
+  if (callback_loop_) callback_loop_->finish();
 }
 
 bool ClientCore::drain() {
@@ -594,9 +603,16 @@ void ClientCore::close() {
     to_cancel.clear();
     watch_hub_->shutdown();
     lease_keeper_->shutdown();
+    // Waiting for what was cancelled, or for the loops' threads, cannot end
+    // inside a gRPC callback: the call whose callback runs is in flight until
+    // it returns (the wait always ran out, after 5 s), and gRPC runs the
+    // other calls' and streams' last callbacks on the few threads it shares
+    // among every client in the process (two on two cores), so that two such
+    // closes at once stalled every client for as long as their waits lasted.
+    // The destructor waits instead, on a thread of its own (make_core).
+    if (GrpcCallbackScope::active()) return;
     if (!on_own_thread()) drain();  // otherwise the destructor does
-    io_loop_.finish();
-    if (callback_loop_) callback_loop_->finish();
+    finish_loops();
   });
 }
 

@@ -38,9 +38,11 @@ namespace etcd::detail {
 
 // Marks the calling thread, for the scope's life, as running one of gRPC's
 // callbacks. A client core whose last reference goes on such a thread is
-// deleted on a thread of its own: its destructor waits for its streams'
-// last callbacks, which gRPC may have to run on this very thread (waiting
-// there would time out, and the late callback would meet a freed core).
+// deleted on a thread of its own, and a close() there does not wait: its
+// destructor and close() wait for its calls' and streams' last callbacks,
+// which gRPC may have to run on this very thread (waiting there would time
+// out, holding up every client's callbacks meanwhile, and the late callback
+// would meet a freed core).
 class GrpcCallbackScope {
  public:
   GrpcCallbackScope() { ++depth_; }
@@ -208,6 +210,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   // Waits (bounded) for the calls and streams close() cancelled; true if
   // they all completed (nothing of gRPC's will call into the core again).
   bool drain();
+  // Lets the I/O and callback loops run out and joins their threads (on
+  // one of them: stops it and lets its threads go). Idempotent.
+  void finish_loops();
   // On the I/O thread or one of the client's own callback threads.
   bool on_own_thread() const;
 

@@ -1,7 +1,9 @@
 // A Client's lifetime: the last handle may be dropped anywhere, including
 // inside one of its own callbacks, with streams still open.
 #include <atomic>
+#include <thread>
 
+#include "client/client_access.h"
 #include "support/etcd_fixture.h"
 
 namespace etcd::test {
@@ -29,6 +31,41 @@ TEST_F(LifecycleTest, TheLastHandleMayBeDroppedInsideItsOwnCallbackWithAWatchOpe
   }
   // Under ASan a stream completing into a destroyed client is reported
   // here or at exit; without it, the test still must not crash or hang.
+  EXPECT_TRUE(client().put(key("after"), "ok").wait().ok());
+}
+
+// Internal continuations (start_inline) run on gRPC's callback threads, and
+// one may hold the last handle (a presence lease's revoke holds its Client).
+// close() there must not wait for what it cancelled: the call whose
+// continuation runs is itself in flight until it returns (the wait always
+// ran out, after 5 s), and gRPC has only a few callback threads for every
+// client in the process (two on two cores): two such closes at once stalled
+// them all for as long as their waits lasted (barrier tests, after sixteen
+// clients were dropped, saw their next client get nothing done for over a
+// minute).
+TEST_F(LifecycleTest, TheLastHandleDroppedInsideAGrpcCallbackDoesNotWaitThere) {
+  auto owned = std::make_shared<Client>(options());
+  {
+    Watcher w = owned->watch(key("w"), {}, [](Result<WatchResponse>) {});
+    ASSERT_TRUE(w.wait_created(Clock::now() + 5s));
+  }  // the watch stream stays open: its last callback is one more for close() to wait for
+  struct Released {
+    std::thread::id thread;
+    Clock::duration took;
+  };
+  Mailbox<Released> released;
+  auto call = owned->get(key("k"));
+  // The continuation holds the only handle from the start: dropping it
+  // there closes the client on the thread that completed the call.
+  detail::CallAccess::start_inline(std::move(call), [copy = std::move(owned), &released](Result<GetResponse>) mutable {
+    const auto start = Clock::now();
+    copy.reset();
+    released.put({std::this_thread::get_id(), Clock::now() - start});
+  });
+  auto r = released.take(30s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_NE(r->thread, std::this_thread::get_id()) << "completed on a gRPC thread, not inline here";
+  EXPECT_LT(r->took, 2s) << "close() waited inside the gRPC callback";
   EXPECT_TRUE(client().put(key("after"), "ok").wait().ok());
 }
 
