@@ -19,7 +19,8 @@ export LC_ALL=C
 BUILD=$(realpath "${1:?usage: deb_test.sh BUILD_DIR SOURCE_DIR}")
 SRC=$(realpath "${2:?usage: deb_test.sh BUILD_DIR SOURCE_DIR}")
 CPACK=${CPACK_COMMAND:-cpack}
-for tool in "$CPACK" dpkg-deb dpkg; do
+# file: CPack's DEB generator finds the binaries to give dpkg-shlibdeps with it.
+for tool in "$CPACK" dpkg-deb dpkg file; do
   if ! command -v "$tool" >/dev/null; then
     echo "SKIP: $tool not found"
     exit 77
