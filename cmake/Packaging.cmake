@@ -21,10 +21,14 @@ set(CPACK_PACKAGE_CONTACT "${ETCD_RECIPES_PACKAGE_MAINTAINER}")
 # No CPACK_PACKAGE_DESCRIPTION_SUMMARY: CPack would put that one line above
 # every package's own description. Each description's first line is its
 # package's synopsis.
-# Executables and the shared object lose their debug information; static
-# libraries are never stripped (CMake leaves them alone: it would remove
-# the symbol table they are linked by).
+# Executables and the shared object lose their debug information, static
+# libraries only theirs (cmake/PackagingStrip.cmake): CMake leaves those
+# alone, as a plain strip would remove the symbol table they are linked by.
 set(CPACK_STRIP_FILES ON)
+if(CMAKE_STRIP)
+  set(CPACK_ETCD_RECIPES_STRIP "${CMAKE_STRIP}")
+  set(CPACK_PRE_BUILD_SCRIPTS ${CMAKE_CURRENT_LIST_DIR}/PackagingStrip.cmake)
+endif()
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_RELEASE ${ETCD_RECIPES_PACKAGE_RELEASE})

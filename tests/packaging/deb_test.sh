@@ -149,6 +149,19 @@ step "extract into $ROOT"
 for p in "${EXPECTED[@]}"; do
   dpkg-deb -x "${DEB[$p]}" "$ROOT" || fail "dpkg-deb -x $p"
 done
+# cmake/PackagingStrip.cmake: a RelWithDebInfo build's static libraries are
+# mostly debug information.
+if command -v readelf >/dev/null; then
+  with_debug=()
+  for a in "$ROOT/usr/$LIBDIR"/*.a; do
+    readelf -S -W "$a" 2>/dev/null | grep -q '\.debug_info' && with_debug+=("${a##*/}")
+  done
+  if ((${#with_debug[@]} == 0)); then
+    pass "static libraries without debug information"
+  else
+    fail "static libraries with debug information: ${with_debug[*]}"
+  fi
+fi
 
 # --- what a clean Debian 12 would have -------------------------------------------
 # closure NAME DEB_OR_PACKAGE...: writes $WORK/closure.NAME, the packages an
