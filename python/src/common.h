@@ -252,6 +252,10 @@ struct ToBytes {
   py::object operator()(const std::string& s) const { return py::bytes(s); }
 };
 
+// One thread, for the whole process, that completes asyncio futures (takes
+// the GIL and hands the result to the loop). It lives as long as the process.
+Executor completion_executor();
+
 // --- pending calls -----------------------------------------------------------------
 
 // What a finished call's value becomes when nobody will take it: the task
@@ -309,7 +313,10 @@ class PendingCallOf final : public PendingCall {
     call.stop_token(op->token());
     SharedPy r(std::move(resolve));
     py::gil_scoped_release nogil;
-    std::move(call).then([r, op, convert = convert_](Result<T> result) {
+    // Completed on the binding's executor, not the client's: a client that
+    // was closed no longer runs what is posted to it, and a call made after
+    // close() must still fail the awaiting future (with Closed).
+    std::move(call).on(completion_executor()).then([r, op, convert = convert_](Result<T> result) {
       if constexpr (!std::is_void_v<T>) {
         if (result.ok() && op->token().stop_requested()) discard(*result);
       }

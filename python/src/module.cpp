@@ -1,6 +1,9 @@
 // etcd_recipes._core: the pybind11 module. The Python package
 // (python/etcd_recipes/) re-exports it and adds the asyncio twins.
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
 #include <cmath>
+#include <thread>
 #include <string>
 
 #include "common.h"
@@ -79,6 +82,16 @@ void wait_interruptibly(const std::function<bool(std::chrono::milliseconds)>& do
       throw pending;
     }
   }
+}
+
+Executor completion_executor() {
+  struct Loop {
+    asio::io_context io{1};
+    asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+    Loop() { std::thread([this] { io.run(); }).detach(); }
+  };
+  static Loop* loop = new Loop();  // never destroyed: completions may come until the process ends
+  return loop->io.get_executor();
 }
 
 recipes::RecipeOptions recipe_options(std::optional<std::string> client_id, std::shared_ptr<Session> session,
