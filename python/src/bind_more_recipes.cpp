@@ -379,7 +379,10 @@ void bind_more_recipes(py::module_& m) {
            [](const PathChildrenCache& c) {
              auto snap = c.snapshot();
              py::dict nodes;
-             for (auto& n : snap.nodes) nodes[py::str(n.name)] = py::cast(std::move(n));
+             for (auto& n : snap.nodes) {
+               py::str key(n.name);  // before n is moved from
+               nodes[key] = py::cast(std::move(n));
+             }
              return py::make_tuple(nodes, snap.revision);
            })
       .def(
