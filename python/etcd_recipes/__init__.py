@@ -65,6 +65,15 @@ __all__ = [
 ]
 
 
+def _keep(owner: Any, sub: Subscription) -> Subscription:
+    """Keeps a listener registered for as long as ``owner`` lives, unless
+    ``sub.cancel()`` is called: dropping the returned Subscription (the usual
+    ``cache.on_event(f)`` without keeping the result) must not unregister it,
+    as destroying a C++ Subscription would."""
+    owner.__dict__.setdefault("_subscriptions", []).append(sub)
+    return sub
+
+
 # --- client -----------------------------------------------------------------------
 
 
@@ -164,7 +173,7 @@ class Client:
         return self._c.state
 
     def on_state_change(self, listener: Callable[[str], None]) -> Subscription:
-        return self._c.on_state_change(listener)
+        return _keep(self, self._c.on_state_change(listener))
 
     @property
     def endpoints(self) -> List[str]:
@@ -211,7 +220,7 @@ class Lease:
         return self._c.alive
 
     def on_lost(self, listener: Callable[[EtcdError], None]) -> Subscription:
-        return self._c.on_lost(listener)
+        return _keep(self, self._c.on_lost(listener))
 
     def revoke(self, *, timeout: Optional[float] = None) -> None:
         self._c.revoke().wait(timeout)
@@ -329,10 +338,10 @@ class _Recipe:
         return self._c.errors()
 
     def on_state_change(self, listener: Callable[[str], None]) -> Subscription:
-        return self._c.on_state_change(listener)
+        return _keep(self, self._c.on_state_change(listener))
 
     def on_error(self, listener: Callable[[EtcdError], None]) -> Subscription:
-        return self._c.on_error(listener)
+        return _keep(self, self._c.on_error(listener))
 
 
 class _HoldBase:
@@ -365,7 +374,7 @@ class _HoldBase:
         return self._c.ended
 
     def on_lost(self, listener: Callable[[EtcdError], None]) -> Subscription:
-        return self._c.on_lost(listener)
+        return _keep(self, self._c.on_lost(listener))
 
     def __bool__(self) -> bool:
         return self._c.valid
@@ -406,7 +415,7 @@ class _LockBase(_Recipe):
         return self._c.is_held
 
     def on_lost(self, listener: Callable[[EtcdError], None]) -> Subscription:
-        return self._c.on_lost(listener)
+        return _keep(self, self._c.on_lost(listener))
 
 
 class _Lock(_LockBase):
@@ -474,10 +483,10 @@ class LockView(_Lock):
         return self._owner.errors()
 
     def on_state_change(self, listener: Callable[[str], None]) -> Subscription:
-        return self._owner.on_state_change(listener)
+        return _keep(self, self._owner.on_state_change(listener))
 
     def on_error(self, listener: Callable[[EtcdError], None]) -> Subscription:
-        return self._owner.on_error(listener)
+        return _keep(self, self._owner.on_error(listener))
 
 
 class DistributedReadWriteLock(_Recipe):
@@ -577,13 +586,13 @@ class LeaderLatch(_Recipe):
         return self._c.leader().wait(timeout)
 
     def on_is_leader(self, listener: Callable[[int], None]) -> Subscription:
-        return self._c.on_is_leader(listener)
+        return _keep(self, self._c.on_is_leader(listener))
 
     def on_not_leader(self, listener: Callable[[Optional[EtcdError]], None]) -> Subscription:
-        return self._c.on_not_leader(listener)
+        return _keep(self, self._c.on_not_leader(listener))
 
     def on_lost(self, listener: Callable[[EtcdError], None]) -> Subscription:
-        return self._c.on_lost(listener)
+        return _keep(self, self._c.on_lost(listener))
 
     def __enter__(self) -> "LeaderLatch":
         self.start()
@@ -647,7 +656,7 @@ class LeaderSelector(_Recipe):
         return self._c.is_held
 
     def on_term_end(self, listener: Callable[[str, Optional[EtcdError]], None]) -> Subscription:
-        return self._c.on_term_end(listener)
+        return _keep(self, self._c.on_term_end(listener))
 
     def participants(self, *, timeout: Optional[float] = None) -> List[Participant]:
         return self._c.participants().wait(timeout)
@@ -671,7 +680,7 @@ class LeaderObserver(_Recipe):
         return self._c.current
 
     def on_change(self, listener: Callable[[Optional[LeaderInfo]], None]) -> Subscription:
-        return self._c.on_change(listener)
+        return _keep(self, self._c.on_change(listener))
 
     def leader(self, *, timeout: Optional[float] = None) -> Optional[LeaderInfo]:
         return self._c.leader().wait(timeout)
@@ -980,10 +989,10 @@ class TransientKeyValue(_Recipe):
         return self._c.lease
 
     def on_lost(self, listener: Callable[[EtcdError], None]) -> Subscription:
-        return self._c.on_lost(listener)
+        return _keep(self, self._c.on_lost(listener))
 
     def on_restored(self, listener: Callable[[], None]) -> Subscription:
-        return self._c.on_restored(listener)
+        return _keep(self, self._c.on_restored(listener))
 
     def __enter__(self) -> "TransientKeyValue":
         self.create()
@@ -1054,7 +1063,7 @@ class PathChildrenCache(_CacheBase, Mapping[str, CachedNode]):
         return iter(self.snapshot())
 
     def on_event(self, listener: Callable[[ChildEvent], None]) -> Subscription:
-        return self._c.on_event(listener)
+        return _keep(self, self._c.on_event(listener))
 
 
 class NodeCache(_CacheBase):
@@ -1073,7 +1082,7 @@ class NodeCache(_CacheBase):
         return self._c.exists
 
     def on_change(self, listener: Callable[[NodeEvent], None]) -> Subscription:
-        return self._c.on_change(listener)
+        return _keep(self, self._c.on_change(listener))
 
 
 # --- service discovery ----------------------------------------------------------------
