@@ -15,6 +15,7 @@ PACKAGES=(
   libasio-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   etcd-server etcd-client openssl procps
+  pybind11-dev python3-dev python3-pytest python3-etcd3
 )
 # Only the benchmark needs these: etcd's own Go client, measured side by side.
 BENCH_PACKAGES=(golang-go golang-etcd-server-dev)
