@@ -383,7 +383,7 @@ void bind_client(py::module_& m) {
             SharedPy cb(std::move(f));
             return subscribe([&] {
               return l.on_lost([cb](const Status& why) {
-                if (Py_IsInitialized() == 0) return;
+                if (!python_alive()) return;
                 py::gil_scoped_acquire gil;
                 try {
                   cb.get()(make_exception(why));

@@ -128,7 +128,7 @@ class PySelector {
   static LeaderSelector::StopCallback make_callback(std::shared_ptr<Bridge> bridge) {
     return [bridge](std::stop_token stop, LeaderTerm& term) {
       if (bridge->user_callback) {
-        if (Py_IsInitialized() == 0) return;
+        if (!python_alive()) return;
         py::gil_scoped_acquire gil;
         try {
           bridge->user_callback.get()(term);

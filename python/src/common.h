@@ -49,6 +49,11 @@ py::object make_exception(const Status& status);
 
 // --- Python objects on C++ threads --------------------------------------------
 
+// False once the interpreter is shutting down: a thread that takes the GIL
+// then is ended by unwinding through C++ frames that cannot unwind
+// (std::terminate), so library threads leave Python alone from then on.
+inline bool python_alive() { return Py_IsInitialized() != 0 && _Py_IsFinalizing() == 0; }
+
 // A Python object that may be copied and destroyed on any thread (a listener
 // captured by a std::function that the library destroys on its executor):
 // the reference count is only touched with the GIL held.
@@ -62,7 +67,7 @@ class SharedPy {
  private:
   struct Deleter {
     void operator()(py::object* o) const {
-      if (Py_IsInitialized() == 0) {
+      if (!python_alive()) {
         // The interpreter is gone: leak the reference rather than touch it.
         (void)o->release();
         delete o;
@@ -80,7 +85,7 @@ class SharedPy {
 // library's executor, where nothing could handle it).
 template <class... A>
 void call_python(const SharedPy& f, const char* where, A&&... args) {
-  if (Py_IsInitialized() == 0) return;
+  if (!python_alive()) return;
   py::gil_scoped_acquire gil;
   try {
     f.get()(std::forward<A>(args)...);
@@ -94,7 +99,7 @@ void call_python(const SharedPy& f, const char* where, A&&... args) {
 template <class T>
 struct ReleasingDeleter {
   void operator()(T* p) const {
-    if (Py_IsInitialized() != 0 && PyGILState_Check() != 0) {
+    if (python_alive() && PyGILState_Check() != 0) {
       py::gil_scoped_release nogil;
       delete p;
     } else {
@@ -113,7 +118,7 @@ template <class T>
 std::shared_ptr<T> releasing(std::shared_ptr<T> p) {
   T* raw = p.get();
   return std::shared_ptr<T>(raw, [p = std::move(p)](T*) mutable {
-    if (Py_IsInitialized() != 0 && PyGILState_Check() != 0) {
+    if (python_alive() && PyGILState_Check() != 0) {
       py::gil_scoped_release nogil;
       p.reset();
     } else {
@@ -320,7 +325,7 @@ class PendingCallOf final : public PendingCall {
       if constexpr (!std::is_void_v<T>) {
         if (result.ok() && op->token().stop_requested()) discard(*result);
       }
-      if (Py_IsInitialized() == 0) return;
+      if (!python_alive()) return;
       py::gil_scoped_acquire gil;
       try {
         if (!result.ok()) {
@@ -410,7 +415,7 @@ template <class... A, class Convert>
 std::function<void(A...)> listener(py::object f, const char* where, Convert convert) {
   SharedPy cb(std::move(f));
   return [cb, where, convert](A... args) {
-    if (Py_IsInitialized() == 0) return;
+    if (!python_alive()) return;
     py::gil_scoped_acquire gil;
     try {
       convert(cb.get(), args...);

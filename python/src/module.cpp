@@ -69,6 +69,10 @@ void wait_interruptibly(const std::function<bool(std::chrono::milliseconds)>& do
     {
       py::gil_scoped_release nogil;
       finished = done(kSignalSlice);
+      // A (daemon) thread still waiting while the interpreter shuts down
+      // must not take the GIL back (see python_alive): it sleeps until the
+      // process is gone.
+      while (!python_alive()) std::this_thread::sleep_for(std::chrono::seconds(1));
     }
     if (finished) return;
     if (PyErr_CheckSignals() != 0) {
