@@ -1,5 +1,5 @@
 import asyncio
-import threading
+import os
 
 import pytest
 
@@ -55,12 +55,13 @@ def test_many_parked_waiters_use_no_thread_each(cluster, name):
         async with aio.Client(cluster.endpoints) as c:
             holder = aio.DistributedMutex(c, name)
             await holder.acquire()
-            threads_before = threading.active_count()
+            threads_before = len(os.listdir("/proc/self/task"))  # C++ threads included
             waiters = [aio.DistributedMutex(c, name) for _ in range(50)]
             tasks = [asyncio.ensure_future(w.acquire()) for w in waiters]
             await asyncio.sleep(1.0)
             assert not any(t.done() for t in tasks)
-            assert threading.active_count() == threads_before
+            # Not one thread per waiter (gRPC may add one or two of its own under load).
+            assert len(os.listdir("/proc/self/task")) <= threads_before + 2
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
