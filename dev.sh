@@ -16,6 +16,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   etcd-server etcd-client openssl procps
   file strace # cpack -G DEB runs file(1); tests/packaging traces the consumer build
+  pybind11-dev python3-dev python3-pytest python3-etcd3
 )
 # Only the benchmark needs these: etcd's own Go client, measured side by side.
 BENCH_PACKAGES=(golang-go golang-etcd-server-dev)

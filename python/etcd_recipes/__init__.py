@@ -1,0 +1,1185 @@
+"""etcd_recipes: etcd v3 coordination recipes (locks, elections, queues, caches,
+discovery, ...) over etcd-recipes' C++ asynchronous client.
+
+Blocking API here; the asyncio twins (same names, ``await``/``async for``/
+``async with``) are in :mod:`etcd_recipes.aio`; the test harness (real etcd
+members, fault proxy) in :mod:`etcd_recipes.testing`.
+
+Every blocking call releases the GIL while it waits and can be interrupted with
+Ctrl-C (KeyboardInterrupt; the C++ call is cancelled). ``timeout`` arguments are
+seconds; ``None`` means the client's default deadline for single calls and
+"until done" for waits (acquire, dequeue, ...). Listeners run on the client's
+executor thread, with the GIL.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import errors
+from .errors import Closed, EtcdError, HoldLost, InvalidArgument, Timeout
+from . import _core
+
+Bytes = Union[str, bytes]
+
+# Plain data the C++ side returns as is.
+KeyValue = _core.KeyValue
+ResponseHeader = _core.ResponseHeader
+GetResponse = _core.GetResponse
+PutResponse = _core.PutResponse
+DeleteResponse = _core.DeleteResponse
+TxnResponse = _core.TxnResponse
+LeaseGrantResponse = _core.LeaseGrantResponse
+LeaseTimeToLiveResponse = _core.LeaseTimeToLiveResponse
+WatchResponse = _core.WatchResponse
+Event = _core.Event
+StatusResponse = _core.StatusResponse
+MemberListResponse = _core.MemberListResponse
+Member = _core.Member
+Compare = _core.Compare
+Op = _core.Op
+Txn = _core.Txn
+Subscription = _core.Subscription
+Enqueued = _core.Enqueued
+Participant = _core.Participant
+LeaderInfo = _core.LeaderInfo
+DeadLetter = _core.DeadLetter
+CachedNode = _core.CachedNode
+ChildEvent = _core.ChildEvent
+NodeEvent = _core.NodeEvent
+ServiceInstance = _core.ServiceInstance
+
+__all__ = [
+    "EtcdError", "HoldLost", "Timeout", "Closed", "InvalidArgument",
+    "Client", "Lease", "Session", "Watch", "Compare", "Op", "Txn", "Subscription",
+    "KeyValue", "ResponseHeader", "GetResponse", "PutResponse", "DeleteResponse", "TxnResponse",
+    "LeaseGrantResponse", "LeaseTimeToLiveResponse", "WatchResponse", "Event", "StatusResponse",
+    "MemberListResponse", "Member",
+    "Hold", "LeaderTerm", "DistributedMutex", "DistributedReadWriteLock", "LockView", "DistributedSemaphore",
+    "LeaderLatch", "LeaderSelector", "LeaderObserver", "Participant", "LeaderInfo",
+    "DistributedQueue", "DistributedPriorityQueue", "Enqueued", "DistributedWorkQueue", "WorkItem",
+    "DeadLetter", "DistributedAtomicLong", "DistributedBarrier", "DistributedBarrierWithCount",
+    "DistributedDoubleBarrier", "TransientKeyValue", "PathChildrenCache", "NodeCache", "CachedNode",
+    "ChildEvent", "NodeEvent", "ServiceInstance", "ServiceRegistry", "ServiceCache", "ServiceProvider",
+    "ServiceDiscovery",
+]
+
+
+def _keep(owner: Any, sub: Subscription) -> Subscription:
+    """Keeps a listener registered for as long as ``owner`` lives, unless
+    ``sub.cancel()`` is called: dropping the returned Subscription (the usual
+    ``cache.on_event(f)`` without keeping the result) must not unregister it,
+    as destroying a C++ Subscription would."""
+    owner.__dict__.setdefault("_subscriptions", []).append(sub)
+    return sub
+
+
+# --- client -----------------------------------------------------------------------
+
+
+class Client:
+    """An etcd v3 client: KV, Txn, leases, watches. Cheap to share between threads.
+
+    ``Client(endpoints=["127.0.0.1:2379"], namespace="app/", user=..., password=...,
+    ca_file=..., cert_file=..., key_file=...)``. The constructor does no I/O;
+    a bad endpoint raises InvalidArgument.
+    """
+
+    def __init__(
+        self,
+        endpoints: Union[str, Sequence[str]],
+        *,
+        timeout: Optional[float] = None,
+        namespace: str = "",
+        user: Optional[str] = None,
+        password: Optional[str] = None,
+        ca_file: Optional[str] = None,
+        cert_file: Optional[str] = None,
+        key_file: Optional[str] = None,
+        server_name: Optional[str] = None,
+        tls: bool = False,
+        callback_threads: int = 2,
+    ) -> None:
+        if isinstance(endpoints, str):
+            endpoints = [e for e in endpoints.split(",") if e]
+        self._c = _core.Client(
+            list(endpoints), timeout=timeout, namespace=namespace, user=user, password=password,
+            ca_file=ca_file, cert_file=cert_file, key_file=key_file, server_name=server_name, tls=tls,
+            callback_threads=callback_threads)
+
+    # KV
+    def get(self, key: Bytes, *, prefix: bool = False, range_end: Bytes = b"", limit: int = 0, revision: int = 0,
+            keys_only: bool = False, count_only: bool = False, serializable: bool = False, sort_order: int = 0,
+            sort_target: int = 0, timeout: Optional[float] = None) -> GetResponse:
+        return self._c.get(key, prefix=prefix, range_end=range_end, limit=limit, revision=revision,
+                           keys_only=keys_only, count_only=count_only, serializable=serializable,
+                           sort_order=sort_order, sort_target=sort_target).wait(timeout)
+
+    def put(self, key: Bytes, value: Bytes, *, lease: int = 0, prev_kv: bool = False, ignore_value: bool = False,
+            ignore_lease: bool = False, timeout: Optional[float] = None) -> PutResponse:
+        return self._c.put(key, value, lease=lease, prev_kv=prev_kv, ignore_value=ignore_value,
+                           ignore_lease=ignore_lease).wait(timeout)
+
+    def delete(self, key: Bytes, *, prefix: bool = False, range_end: Bytes = b"", prev_kv: bool = False,
+               timeout: Optional[float] = None) -> DeleteResponse:
+        return self._c.delete(key, prefix=prefix, range_end=range_end, prev_kv=prev_kv).wait(timeout)
+
+    def txn(self, txn: Txn, *, timeout: Optional[float] = None) -> TxnResponse:
+        return self._c.txn(txn).wait(timeout)
+
+    def compact(self, revision: int, *, physical: bool = False, timeout: Optional[float] = None) -> Any:
+        return self._c.compact(revision, physical=physical).wait(timeout)
+
+    # Leases
+    def lease_grant(self, ttl: float, *, id: int = 0, timeout: Optional[float] = None) -> LeaseGrantResponse:
+        return self._c.lease_grant(ttl, id=id).wait(timeout)
+
+    def lease_revoke(self, id: int, *, timeout: Optional[float] = None) -> Any:
+        return self._c.lease_revoke(id).wait(timeout)
+
+    def lease_time_to_live(self, id: int, *, keys: bool = False,
+                           timeout: Optional[float] = None) -> LeaseTimeToLiveResponse:
+        return self._c.lease_time_to_live(id, keys=keys).wait(timeout)
+
+    def lease_leases(self, *, timeout: Optional[float] = None) -> List[int]:
+        return list(self._c.lease_leases().wait(timeout).leases)
+
+    def lease(self, ttl: float, *, timeout: Optional[float] = None) -> "Lease":
+        """Grants a lease kept alive while the returned Lease lives (or until revoke())."""
+        return Lease(self._c.lease(ttl).wait(timeout))
+
+    # Watches
+    def watch(self, key: Bytes, *, prefix: bool = False, range_end: Bytes = b"", start_revision: int = 0,
+              prev_kv: bool = False, progress_notify: bool = False, filter_puts: bool = False,
+              filter_deletes: bool = False) -> "Watch":
+        """A watch: iterate it for WatchResponses, in revision order, without loss across reconnects."""
+        return Watch(self._c.watch(key, prefix=prefix, range_end=range_end, start_revision=start_revision,
+                                   prev_kv=prev_kv, progress_notify=progress_notify, filter_puts=filter_puts,
+                                   filter_deletes=filter_deletes))
+
+    # Cluster
+    def status(self, endpoint: str = "", *, timeout: Optional[float] = None) -> StatusResponse:
+        return self._c.status(endpoint).wait(timeout)
+
+    def member_list(self, *, timeout: Optional[float] = None) -> MemberListResponse:
+        return self._c.member_list().wait(timeout)
+
+    def ping(self, *, timeout: Optional[float] = None) -> None:
+        self._c.ping().wait(timeout)
+
+    @property
+    def state(self) -> str:
+        """CONNECTED, SUSPENDED, RECONNECTED or LOST."""
+        return self._c.state
+
+    def on_state_change(self, listener: Callable[[str], None]) -> Subscription:
+        return _keep(self, self._c.on_state_change(listener))
+
+    @property
+    def endpoints(self) -> List[str]:
+        return list(self._c.endpoints)
+
+    @property
+    def namespace(self) -> str:
+        return self._c.namespace
+
+    def stats(self) -> Dict[str, int]:
+        return self._c.stats()
+
+    def close(self) -> None:
+        """Refuses new calls (Closed), cancels watches and keep-alives. Idempotent."""
+        self._c.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._c.closed
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class Lease:
+    """A granted lease, kept alive over the client's one keep-alive stream."""
+
+    def __init__(self, core: Any) -> None:
+        self._c = core
+
+    @property
+    def id(self) -> int:
+        return self._c.id
+
+    @property
+    def ttl(self) -> int:
+        return self._c.ttl
+
+    @property
+    def alive(self) -> bool:
+        return self._c.alive
+
+    def on_lost(self, listener: Callable[[EtcdError], None]) -> Subscription:
+        return _keep(self, self._c.on_lost(listener))
+
+    def revoke(self, *, timeout: Optional[float] = None) -> None:
+        self._c.revoke().wait(timeout)
+
+    def detach(self) -> None:
+        """Stops renewing without revoking: the lease expires after its TTL."""
+        self._c.detach()
+
+    def __enter__(self) -> "Lease":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._c.alive:
+            self._c.revoke().wait(None)
+
+
+class Session:
+    """A lease shared by recipes for their exclusive holds (pass ``session=`` to a recipe)."""
+
+    def __init__(self, client: Client, *, ttl: float = 10.0) -> None:
+        self._c = _core.Session(client._c, ttl=ttl)
+
+    def start(self, *, timeout: Optional[float] = None) -> None:
+        self._c.start().wait(timeout)
+
+    def close(self, *, timeout: Optional[float] = None) -> None:
+        self._c.close().wait(timeout)
+
+    @property
+    def lease_id(self) -> int:
+        return self._c.lease_id
+
+    @property
+    def alive(self) -> bool:
+        return self._c.alive
+
+
+class Watch:
+    """Iterate for WatchResponses; ``cancel()`` (or leaving ``with``) ends the iteration.
+
+    The watch's final error (e.g. reason ``resync_needed``) is raised by the iteration.
+    """
+
+    def __init__(self, core: Any) -> None:
+        self._c = core
+
+    def __iter__(self) -> Iterator[WatchResponse]:
+        return self
+
+    def __next__(self) -> WatchResponse:
+        return self._c.next(None)
+
+    def get(self, timeout: Optional[float] = None) -> Optional[WatchResponse]:
+        """The next response, or None when ``timeout`` ran out. StopIteration once cancelled."""
+        return self._c.next(timeout)
+
+    def events(self) -> Iterator[Event]:
+        for response in self:
+            yield from response.events
+
+    def wait_created(self, timeout: float = 5.0) -> bool:
+        return self._c.wait_created(timeout)
+
+    def cancel(self) -> None:
+        self._c.cancel()
+
+    @property
+    def delivered_revision(self) -> int:
+        return self._c.delivered_revision
+
+    def __enter__(self) -> "Watch":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.cancel()
+
+
+# --- recipes: what they share -----------------------------------------------------
+
+
+def _opts(client_id: Optional[str], session: Optional[Session], session_ttl: Optional[float]) -> Dict[str, Any]:
+    return {"client_id": client_id, "session": session._c if session is not None else None,
+            "session_ttl": session_ttl}
+
+
+class _Recipe:
+    """The one lifecycle of every recipe (docs/recipes.md): no I/O in the
+    constructor, start() is optional for most, close() is idempotent."""
+
+    _c: Any
+
+    @property
+    def name(self) -> str:
+        return self._c.name
+
+    @property
+    def identity(self) -> str:
+        return self._c.identity
+
+    def start(self) -> None:
+        self._c.start()
+
+    def close(self) -> None:
+        self._c.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._c.closed
+
+    @property
+    def state(self) -> str:
+        return self._c.state
+
+    def errors(self) -> List[EtcdError]:
+        return self._c.errors()
+
+    def on_state_change(self, listener: Callable[[str], None]) -> Subscription:
+        return _keep(self, self._c.on_state_change(listener))
+
+    def on_error(self, listener: Callable[[EtcdError], None]) -> Subscription:
+        return _keep(self, self._c.on_error(listener))
+
+
+class _HoldBase:
+    """An exclusive hold (lock, rwlock side, permit, leadership term): key,
+    fencing token, loss. Falsy when empty."""
+
+    def __init__(self, core: Any) -> None:
+        self._c = core
+
+    @property
+    def key(self) -> str:
+        return self._c.key
+
+    @property
+    def token(self) -> int:
+        """The fencing token: strictly increases from one holder to the next."""
+        return self._c.token
+
+    @property
+    def lease(self) -> int:
+        return self._c.lease
+
+    @property
+    def is_held(self) -> bool:
+        return self._c.is_held
+
+    @property
+    def ended(self) -> bool:
+        """True once the hold was lost or released (the C++ stop_token)."""
+        return self._c.ended
+
+    def on_lost(self, listener: Callable[[EtcdError], None]) -> Subscription:
+        return _keep(self, self._c.on_lost(listener))
+
+    def __bool__(self) -> bool:
+        return self._c.valid
+
+    def __repr__(self) -> str:
+        return repr(self._c)
+
+
+class Hold(_HoldBase):
+    def guarded(self, txn: Txn, *, timeout: Optional[float] = None) -> TxnResponse:
+        """Runs ``txn`` only while the hold is intact, atomically; HoldLost otherwise."""
+        return self._c.guarded(txn).wait(timeout)
+
+    def release(self, *, timeout: Optional[float] = None) -> bool:
+        """True if the hold was still intact, False if it had been lost."""
+        return self._c.release().wait(timeout)
+
+    def __enter__(self) -> "Hold":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+
+def _hold(core: Any) -> Optional[Hold]:
+    return Hold(core) if core is not None else None
+
+
+class _LockBase(_Recipe):
+    """acquire/try_acquire/release and ``with lock:`` (DistributedMutex, rwlock sides)."""
+
+    @property
+    def hold(self) -> Optional[Hold]:
+        return _hold(self._c.hold)
+
+    @property
+    def is_held(self) -> bool:
+        return self._c.is_held
+
+    def on_lost(self, listener: Callable[[EtcdError], None]) -> Subscription:
+        return _keep(self, self._c.on_lost(listener))
+
+
+class _Lock(_LockBase):
+    def acquire(self, timeout: Optional[float] = None) -> Hold:
+        """Waits until held; Timeout when ``timeout`` ran out."""
+        return Hold(self._c.acquire().wait(timeout))
+
+    def try_acquire(self, timeout: Optional[float] = None) -> Optional[Hold]:
+        """The hold if it can be had now (or within ``timeout``), else None."""
+        if timeout is None:
+            return _hold(self._c.try_acquire().wait(None))
+        return _hold(self._c.acquire().wait_or_none(timeout))
+
+    def release(self, *, timeout: Optional[float] = None) -> bool:
+        return self._c.release().wait(timeout)
+
+    def __enter__(self) -> Hold:
+        return self.acquire()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+
+class DistributedMutex(_Lock):
+    """Mutual exclusion across processes, with fencing; interoperates with ``etcdctl lock``.
+
+    ``with mutex as hold: write(hold.token)``.
+    """
+
+    def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
+        self._c = _core.DistributedMutex(client._c, name, **_opts(client_id, session, session_ttl))
+
+
+class LockView(_Lock):
+    """One side of a DistributedReadWriteLock (``rw.read_lock`` / ``rw.write_lock``)."""
+
+    def __init__(self, core: Any, owner: Any) -> None:
+        self._c = core
+        self._owner = owner
+
+    @property
+    def name(self) -> str:
+        return self._owner.name
+
+    @property
+    def identity(self) -> str:
+        return self._owner.identity
+
+    def start(self) -> None:
+        self._owner.start()
+
+    def close(self) -> None:
+        self._owner.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._owner.closed
+
+    @property
+    def state(self) -> str:
+        return self._owner.state
+
+    def errors(self) -> List[EtcdError]:
+        return self._owner.errors()
+
+    def on_state_change(self, listener: Callable[[str], None]) -> Subscription:
+        return _keep(self, self._owner.on_state_change(listener))
+
+    def on_error(self, listener: Callable[[EtcdError], None]) -> Subscription:
+        return _keep(self, self._owner.on_error(listener))
+
+
+class DistributedReadWriteLock(_Recipe):
+    """Many readers or one writer, fair to writers: ``with rw.read_lock:`` / ``with rw.write_lock:``."""
+
+    def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
+        self._c = _core.DistributedReadWriteLock(client._c, name, **_opts(client_id, session, session_ttl))
+        self.read_lock = LockView(self._c.read_lock, self._c)
+        self.write_lock = LockView(self._c.write_lock, self._c)
+
+    def downgrade(self, *, timeout: Optional[float] = None) -> None:
+        """Turns the write hold into a read hold, atomically, keeping its place."""
+        self._c.downgrade().wait(timeout)
+
+
+class DistributedSemaphore(_Recipe):
+    """At most ``permits`` holders across processes: ``with sem.acquire() as permit:`` or ``with sem:``."""
+
+    def __init__(self, client: Client, name: str, permits: int, *, client_id: Optional[str] = None,
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
+        self._c = _core.DistributedSemaphore(client._c, name, permits, **_opts(client_id, session, session_ttl))
+        self._entered: List[Hold] = []
+
+    @property
+    def permits(self) -> int:
+        return self._c.permits
+
+    def acquire(self, timeout: Optional[float] = None) -> Hold:
+        return Hold(self._c.acquire().wait(timeout))
+
+    def try_acquire(self, timeout: Optional[float] = None) -> Optional[Hold]:
+        if timeout is None:
+            return _hold(self._c.try_acquire().wait(None))
+        return _hold(self._c.acquire().wait_or_none(timeout))
+
+    def available_permits(self, *, timeout: Optional[float] = None) -> int:
+        return self._c.available_permits().wait(timeout)
+
+    def __enter__(self) -> Hold:
+        permit = self.acquire()
+        self._entered.append(permit)
+        return permit
+
+    def __exit__(self, *exc: Any) -> None:
+        self._entered.pop().release()
+
+
+# --- elections ------------------------------------------------------------------------
+
+
+class LeaderTerm(Hold):
+    """A leader's term: a Hold whose token is the term token."""
+
+    @property
+    def stop_requested(self) -> bool:
+        return self._c.stop_requested
+
+    @property
+    def end(self) -> Optional[str]:
+        """Why the term is ending (lost, interrupted, resigned, closed), None while it goes on."""
+        return self._c.end
+
+    def proclaim(self, value: Bytes, *, timeout: Optional[float] = None) -> None:
+        self._c.proclaim(value).wait(timeout)
+
+
+class LeaderLatch(_Recipe):
+    """Leader election: start() contends in the background; ``with latch:`` starts and closes."""
+
+    def __init__(self, client: Client, name: str, value: Bytes = "", *, client_id: Optional[str] = None,
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
+        self._c = _core.LeaderLatch(client._c, name, value, **_opts(client_id, session, session_ttl))
+
+    def await_leadership(self, timeout: Optional[float] = None) -> bool:
+        """True once this object leads; False when ``timeout`` ran out."""
+        return bool(self._c.await_leadership().wait_or_none(timeout))
+
+    @property
+    def is_leader(self) -> bool:
+        return self._c.is_held
+
+    @property
+    def hold(self) -> Optional[Hold]:
+        return _hold(self._c.hold)
+
+    def proclaim(self, value: Bytes, *, timeout: Optional[float] = None) -> None:
+        self._c.proclaim(value).wait(timeout)
+
+    def resign(self, *, timeout: Optional[float] = None) -> bool:
+        return self._c.resign().wait(timeout)
+
+    def participants(self, *, timeout: Optional[float] = None) -> List[Participant]:
+        return self._c.participants().wait(timeout)
+
+    def leader(self, *, timeout: Optional[float] = None) -> Optional[LeaderInfo]:
+        return self._c.leader().wait(timeout)
+
+    def on_is_leader(self, listener: Callable[[int], None]) -> Subscription:
+        return _keep(self, self._c.on_is_leader(listener))
+
+    def on_not_leader(self, listener: Callable[[Optional[EtcdError]], None]) -> Subscription:
+        return _keep(self, self._c.on_not_leader(listener))
+
+    def on_lost(self, listener: Callable[[EtcdError], None]) -> Subscription:
+        return _keep(self, self._c.on_lost(listener))
+
+    def __enter__(self) -> "LeaderLatch":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class _Leadership:
+    def __init__(self, selector: "LeaderSelector", timeout: Optional[float]) -> None:
+        self._selector = selector
+        self._timeout = timeout
+
+    def __enter__(self) -> LeaderTerm:
+        term = self._selector._c.wait_term(self._timeout)
+        if term is None:
+            raise Timeout("leadership: the timeout ran out", "DEADLINE_EXCEEDED", 4)
+        return LeaderTerm(term)
+
+    def __exit__(self, *exc: Any) -> None:
+        self._selector._c.end_term()
+
+
+class LeaderSelector(_Recipe):
+    """Leader election by terms.
+
+    Without a callback: ``with selector.leadership() as term: ...`` waits until this
+    candidate leads, and the term ends (the leader key is deleted) when the block
+    exits. With ``callback(term)``: start() runs it once per term on the selector's
+    thread (with the GIL), re-queueing after each term.
+    """
+
+    def __init__(self, client: Client, name: str, value: Bytes = "",
+                 callback: Optional[Callable[[Any], None]] = None, *, client_id: Optional[str] = None,
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
+        wrapped = None if callback is None else (lambda term: callback(LeaderTerm(term)))
+        self._c = _core.LeaderSelector(client._c, name, value, wrapped, **_opts(client_id, session, session_ttl))
+
+    def leadership(self, timeout: Optional[float] = None) -> _Leadership:
+        return _Leadership(self, timeout)
+
+    def interrupt(self) -> None:
+        self._c.interrupt()
+
+    def resign(self) -> None:
+        self._c.resign()
+
+    def requeue(self) -> bool:
+        return self._c.requeue()
+
+    def set_auto_requeue(self, on: bool) -> None:
+        self._c.set_auto_requeue(on)
+
+    @property
+    def terms(self) -> int:
+        return self._c.terms
+
+    @property
+    def is_leader(self) -> bool:
+        return self._c.is_held
+
+    def on_term_end(self, listener: Callable[[str, Optional[EtcdError]], None]) -> Subscription:
+        return _keep(self, self._c.on_term_end(listener))
+
+    def participants(self, *, timeout: Optional[float] = None) -> List[Participant]:
+        return self._c.participants().wait(timeout)
+
+    def leader(self, *, timeout: Optional[float] = None) -> Optional[LeaderInfo]:
+        return self._c.leader().wait(timeout)
+
+
+class LeaderObserver(_Recipe):
+    """Follows an election's leader without taking part."""
+
+    def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
+        self._c = _core.LeaderObserver(client._c, name, **_opts(client_id, session, session_ttl))
+
+    def wait_initialized(self, timeout: Optional[float] = None) -> bool:
+        return bool(self._c.wait_initialized().wait_or_none(timeout))
+
+    @property
+    def current(self) -> Optional[LeaderInfo]:
+        return self._c.current
+
+    def on_change(self, listener: Callable[[Optional[LeaderInfo]], None]) -> Subscription:
+        return _keep(self, self._c.on_change(listener))
+
+    def leader(self, *, timeout: Optional[float] = None) -> Optional[LeaderInfo]:
+        return self._c.leader().wait(timeout)
+
+    def __enter__(self) -> "LeaderObserver":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+# --- queues ---------------------------------------------------------------------------
+
+
+class _QueueBase(_Recipe):
+    def size(self, *, timeout: Optional[float] = None) -> int:
+        return self._c.size().wait(timeout)
+
+
+class _Queue(_QueueBase):
+    def dequeue(self, timeout: Optional[float] = None) -> bytes:
+        """Takes the head item; waits while empty. Timeout when ``timeout`` ran out."""
+        return self._c.dequeue().wait(timeout)
+
+    def try_dequeue(self, timeout: Optional[float] = None) -> Optional[bytes]:
+        """The head item if there is one now (or within ``timeout``), else None."""
+        if timeout is None:
+            return self._c.try_dequeue().wait(None)
+        return self._c.dequeue().wait_or_none(timeout)
+
+    def __iter__(self) -> Iterator[bytes]:
+        """Items as they come, forever; ends when the queue is closed."""
+        while True:
+            try:
+                yield self._c.dequeue().wait(None)
+            except Closed:
+                return
+
+
+class DistributedQueue(_Queue):
+    """FIFO by commit order; each item to exactly one consumer."""
+
+    def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
+        self._c = _core.DistributedQueue(client._c, name, **_opts(client_id, session, session_ttl))
+
+    def enqueue(self, value: Bytes, *, timeout: Optional[float] = None) -> Enqueued:
+        return self._c.enqueue(value).wait(timeout)
+
+    def enqueue_all(self, values: Sequence[Bytes], *, timeout: Optional[float] = None) -> Enqueued:
+        return self._c.enqueue_all(list(values)).wait(timeout)
+
+
+class DistributedPriorityQueue(_Queue):
+    """Lowest priority (0..65535) first, FIFO within a priority."""
+
+    def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
+        self._c = _core.DistributedPriorityQueue(client._c, name, **_opts(client_id, session, session_ttl))
+
+    def enqueue(self, value: Bytes, priority: int, *, timeout: Optional[float] = None) -> Enqueued:
+        return self._c.enqueue(value, priority).wait(timeout)
+
+    def enqueue_all(self, values: Sequence[Bytes], priority: int, *,
+                    timeout: Optional[float] = None) -> Enqueued:
+        return self._c.enqueue_all(list(values), priority).wait(timeout)
+
+
+class _WorkItemBase:
+    def __init__(self, core: Any) -> None:
+        self._c = core
+        self._settled = False
+
+    @property
+    def value(self) -> bytes:
+        return self._c.value
+
+    @property
+    def id(self) -> str:
+        return self._c.id
+
+    @property
+    def key(self) -> str:
+        return self._c.key
+
+    @property
+    def attempt(self) -> int:
+        return self._c.attempt
+
+    @property
+    def lost(self) -> bool:
+        """True once the claim was lost (the item may be redelivered to someone else)."""
+        return self._c.lost
+
+
+class WorkItem(_WorkItemBase):
+    """A claimed item: ack() when done, requeue() to give it back.
+
+    ``with item:`` acks when the block succeeds and requeues when it raises.
+    """
+
+    def ack(self, *, timeout: Optional[float] = None) -> bool:
+        """True if acked under this claim; False if it was redelivered meanwhile."""
+        self._settled = True
+        return self._c.ack().wait(timeout)
+
+    def requeue(self, delay: Optional[float] = None, *, timeout: Optional[float] = None) -> bool:
+        self._settled = True
+        return self._c.requeue(delay).wait(timeout)
+
+    def __enter__(self) -> "WorkItem":
+        return self
+
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        if self._settled:
+            return
+        if exc_type is None:
+            self.ack()
+        else:
+            self.requeue()
+
+
+class _WorkQueueBase(_QueueBase):
+    def dead_letters(self, *, timeout: Optional[float] = None) -> List[DeadLetter]:
+        return self._c.dead_letters().wait(timeout)
+
+
+class DistributedWorkQueue(_WorkQueueBase):
+    """At-least-once work: claims bound to the consumer's lease (the visibility timeout),
+    dead letters after ``max_deliveries``."""
+
+    def __init__(self, client: Client, name: str, *, visibility_timeout: float = 30.0, max_deliveries: int = 5,
+                 client_id: Optional[str] = None, session: Optional[Session] = None,
+                 session_ttl: Optional[float] = None) -> None:
+        self._c = _core.DistributedWorkQueue(client._c, name, visibility_timeout=visibility_timeout,
+                                             max_deliveries=max_deliveries,
+                                             **_opts(client_id, session, session_ttl))
+
+    def enqueue(self, value: Bytes, *, delay: float = 0.0, timeout: Optional[float] = None) -> Enqueued:
+        return self._c.enqueue(value, delay=delay).wait(timeout)
+
+    def enqueue_all(self, values: Sequence[Bytes], *, delay: float = 0.0,
+                    timeout: Optional[float] = None) -> Enqueued:
+        return self._c.enqueue_all(list(values), delay=delay).wait(timeout)
+
+    def receive(self, timeout: Optional[float] = None) -> WorkItem:
+        """Claims the next item; waits while none is ready. Timeout when ``timeout`` ran out."""
+        return WorkItem(self._c.receive().wait(timeout))
+
+    def try_receive(self, timeout: Optional[float] = None) -> Optional[WorkItem]:
+        if timeout is None:
+            core = self._c.try_receive().wait(None)
+        else:
+            core = self._c.receive().wait_or_none(timeout)
+        return WorkItem(core) if core is not None else None
+
+    def items(self) -> Iterator[WorkItem]:
+        """Claimed items as they come; ends when the queue is closed. Ack each one."""
+        while True:
+            try:
+                yield WorkItem(self._c.receive().wait(None))
+            except Closed:
+                return
+
+    __iter__ = items
+
+    def requeue_dead(self, id: str, *, timeout: Optional[float] = None) -> bool:
+        return self._c.requeue_dead(id).wait(timeout)
+
+    def purge_dead(self, id: str, *, timeout: Optional[float] = None) -> bool:
+        return self._c.purge_dead(id).wait(timeout)
+
+
+# --- counter, barriers, transient keys -------------------------------------------------
+
+
+class DistributedAtomicLong(_Recipe):
+    """A 64-bit counter in one key; add() returns the value it committed."""
+
+    def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
+        self._c = _core.DistributedAtomicLong(client._c, name, **_opts(client_id, session, session_ttl))
+
+    def get(self, *, timeout: Optional[float] = None) -> int:
+        return self._c.get().wait(timeout)
+
+    def set(self, value: int, *, timeout: Optional[float] = None) -> None:
+        self._c.set(value).wait(timeout)
+
+    def add(self, delta: int, *, timeout: Optional[float] = None) -> int:
+        return self._c.add(delta).wait(timeout)
+
+    def increment(self, *, timeout: Optional[float] = None) -> int:
+        return self._c.increment().wait(timeout)
+
+    def decrement(self, *, timeout: Optional[float] = None) -> int:
+        return self._c.decrement().wait(timeout)
+
+    def compare_and_set(self, expected: int, desired: int, *, timeout: Optional[float] = None) -> bool:
+        return self._c.compare_and_set(expected, desired).wait(timeout)
+
+
+class DistributedBarrier(_Recipe):
+    """A gate: set() closes it, remove() opens it, wait() blocks while it is set."""
+
+    def __init__(self, client: Client, name: str, *, wait_until_set: bool = False, client_id: Optional[str] = None,
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
+        self._c = _core.DistributedBarrier(client._c, name, wait_until_set=wait_until_set,
+                                           **_opts(client_id, session, session_ttl))
+
+    def set(self, *, timeout: Optional[float] = None) -> bool:
+        return self._c.set().wait(timeout)
+
+    def remove(self, *, timeout: Optional[float] = None) -> bool:
+        return self._c.remove().wait(timeout)
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """True once the gate is open; False when ``timeout`` ran out."""
+        return bool(self._c.wait().wait_or_none(timeout))
+
+    @property
+    def is_set_by_me(self) -> bool:
+        return self._c.is_set_by_me
+
+
+class DistributedBarrierWithCount(_Recipe):
+    """N parties: wait() returns once ``parties`` wait together."""
+
+    def __init__(self, client: Client, name: str, parties: int, *, client_id: Optional[str] = None,
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
+        self._c = _core.DistributedBarrierWithCount(client._c, name, parties,
+                                                    **_opts(client_id, session, session_ttl))
+
+    @property
+    def parties(self) -> int:
+        return self._c.parties
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        return bool(self._c.wait().wait_or_none(timeout))
+
+    def waiting(self, *, timeout: Optional[float] = None) -> int:
+        return self._c.waiting().wait(timeout)
+
+
+class DistributedDoubleBarrier(_Recipe):
+    """Enter and leave together: ``with barrier:`` enters, and leaves at the end."""
+
+    def __init__(self, client: Client, name: str, parties: int, *, client_id: Optional[str] = None,
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
+        self._c = _core.DistributedDoubleBarrier(client._c, name, parties, **_opts(client_id, session, session_ttl))
+
+    @property
+    def parties(self) -> int:
+        return self._c.parties
+
+    @property
+    def entered(self) -> bool:
+        return self._c.entered
+
+    def enter(self, timeout: Optional[float] = None) -> bool:
+        return bool(self._c.enter().wait_or_none(timeout))
+
+    def leave(self, timeout: Optional[float] = None) -> bool:
+        return bool(self._c.leave().wait_or_none(timeout))
+
+    def __enter__(self) -> "DistributedDoubleBarrier":
+        self._c.enter().wait(None)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._c.leave().wait(None)
+
+
+class TransientKeyValue(_Recipe):
+    """A key that exists while its owner lives: ``with TransientKeyValue(c, key, value):``."""
+
+    def __init__(self, client: Client, key: str, value: Bytes, *, client_id: Optional[str] = None,
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
+        self._c = _core.TransientKeyValue(client._c, key, value, **_opts(client_id, session, session_ttl))
+
+    @property
+    def key(self) -> str:
+        return self._c.key
+
+    @property
+    def value(self) -> bytes:
+        return self._c.value
+
+    def set_value(self, value: Bytes, *, timeout: Optional[float] = None) -> None:
+        self._c.set_value(value).wait(timeout)
+
+    def create(self, *, timeout: Optional[float] = None) -> None:
+        """Creates the key only where absent (HoldLost-free: EtcdError if another owner has it)."""
+        self._c.create().wait(timeout)
+
+    def release(self, *, timeout: Optional[float] = None) -> bool:
+        return self._c.release().wait(timeout)
+
+    @property
+    def is_held(self) -> bool:
+        return self._c.is_held
+
+    @property
+    def lease(self) -> int:
+        return self._c.lease
+
+    def on_lost(self, listener: Callable[[EtcdError], None]) -> Subscription:
+        return _keep(self, self._c.on_lost(listener))
+
+    def on_restored(self, listener: Callable[[], None]) -> Subscription:
+        return _keep(self, self._c.on_restored(listener))
+
+    def __enter__(self) -> "TransientKeyValue":
+        self.create()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+        self.close()
+
+
+# --- caches --------------------------------------------------------------------------
+
+
+class _CacheBase(_Recipe):
+    def wait_initialized(self, timeout: Optional[float] = None) -> bool:
+        """True once the first read is loaded; False when ``timeout`` ran out."""
+        return bool(self._c.wait_initialized().wait_or_none(timeout))
+
+    @property
+    def initialized(self) -> bool:
+        return self._c.initialized
+
+    @property
+    def revision(self) -> int:
+        return self._c.revision
+
+    def __len__(self) -> int:
+        return len(self._c)
+
+    def __enter__(self) -> Any:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class PathChildrenCache(_CacheBase, Mapping[str, CachedNode]):
+    """A local copy of the children of ``path``, kept current by a watch.
+
+    A read-only mapping name -> CachedNode (``cache["a"].value``); snapshot() is a
+    consistent copy; on_event(listener) hears ADDED/UPDATED/REMOVED/... in order.
+    """
+
+    def __init__(self, client: Client, path: str, *, start_mode: str = "normal", subtree: bool = False,
+                 page_size: int = 1000, client_id: Optional[str] = None, session: Optional[Session] = None,
+                 session_ttl: Optional[float] = None) -> None:
+        self._c = _core.PathChildrenCache(client._c, path, start_mode=start_mode, subtree=subtree,
+                                          page_size=page_size, **_opts(client_id, session, session_ttl))
+
+    @property
+    def path(self) -> str:
+        return self._c.path
+
+    def snapshot(self) -> Dict[str, CachedNode]:
+        return self._c.snapshot()[0]
+
+    def snapshot_with_revision(self) -> Tuple[Dict[str, CachedNode], int]:
+        return self._c.snapshot()
+
+    def __getitem__(self, name: str) -> CachedNode:
+        node = self._c.get(name)
+        if node is None:
+            raise KeyError(name)
+        return node
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.snapshot())
+
+    def on_event(self, listener: Callable[[ChildEvent], None]) -> Subscription:
+        return _keep(self, self._c.on_event(listener))
+
+
+class NodeCache(_CacheBase):
+    """A local copy of one key."""
+
+    def __init__(self, client: Client, key: str, *, client_id: Optional[str] = None,
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
+        self._c = _core.NodeCache(client._c, key, **_opts(client_id, session, session_ttl))
+
+    @property
+    def current(self) -> Optional[CachedNode]:
+        return self._c.current
+
+    @property
+    def exists(self) -> bool:
+        return self._c.exists
+
+    def on_change(self, listener: Callable[[NodeEvent], None]) -> Subscription:
+        return _keep(self, self._c.on_change(listener))
+
+
+# --- service discovery ----------------------------------------------------------------
+
+
+class ServiceRegistry(_Recipe):
+    """Registrations as transient keys, healed after a lease loss only where free."""
+
+    def __init__(self, client: Client, *, base_path: str = "/services", client_id: Optional[str] = None,
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
+        self._c = _core.ServiceRegistry(client._c, base_path=base_path, **_opts(client_id, session, session_ttl))
+
+    def register_instance(self, instance: ServiceInstance, *, timeout: Optional[float] = None) -> None:
+        self._c.register_instance(instance).wait(timeout)
+
+    def update(self, instance: ServiceInstance, *, timeout: Optional[float] = None) -> None:
+        self._c.update(instance).wait(timeout)
+
+    def unregister(self, service: str, id: str, *, timeout: Optional[float] = None) -> bool:
+        return self._c.unregister(service, id).wait(timeout)
+
+    def registered(self) -> List[ServiceInstance]:
+        return self._c.registered()
+
+
+class ServiceCache(_CacheBase):
+    def __init__(self, client: Client, service: str, *, base_path: str = "/services",
+                 client_id: Optional[str] = None, session: Optional[Session] = None,
+                 session_ttl: Optional[float] = None) -> None:
+        self._c = _core.ServiceCache(client._c, service, base_path=base_path,
+                                     **_opts(client_id, session, session_ttl))
+
+    def instances(self) -> List[ServiceInstance]:
+        return self._c.instances()
+
+
+class ServiceProvider(_Recipe):
+    """Picks an instance of a service (round_robin, random or sticky), ejecting failing ones."""
+
+    def __init__(self, client: Optional[Client], service: str, *, base_path: str = "/services",
+                 strategy: str = "round_robin", errors_before_ejection: int = 2, ejection_time: float = 30.0,
+                 client_id: Optional[str] = None, session: Optional[Session] = None,
+                 session_ttl: Optional[float] = None, _core_provider: Any = None) -> None:
+        if _core_provider is not None:
+            self._c = _core_provider
+        else:
+            assert client is not None
+            self._c = _core.ServiceProvider(client._c, service, base_path=base_path, strategy=strategy,
+                                            errors_before_ejection=errors_before_ejection,
+                                            ejection_time=ejection_time, **_opts(client_id, session, session_ttl))
+
+    def wait_initialized(self, timeout: Optional[float] = None) -> bool:
+        return bool(self._c.wait_initialized().wait_or_none(timeout))
+
+    def pick(self) -> Optional[ServiceInstance]:
+        return self._c.pick()
+
+    def get_instance(self, *, timeout: Optional[float] = None) -> ServiceInstance:
+        return self._c.get_instance().wait(timeout)
+
+    def all_instances(self) -> List[ServiceInstance]:
+        return self._c.all_instances()
+
+    def note_error(self, instance: ServiceInstance) -> None:
+        self._c.note_error(instance)
+
+
+class ServiceDiscovery(_Recipe):
+    """The facade: register, query, providers."""
+
+    def __init__(self, client: Client, *, base_path: str = "/services", client_id: Optional[str] = None,
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
+        self._c = _core.ServiceDiscovery(client._c, base_path=base_path, **_opts(client_id, session, session_ttl))
+
+    def register_instance(self, instance: ServiceInstance, *, timeout: Optional[float] = None) -> None:
+        self._c.register_instance(instance).wait(timeout)
+
+    def update(self, instance: ServiceInstance, *, timeout: Optional[float] = None) -> None:
+        self._c.update(instance).wait(timeout)
+
+    def unregister(self, service: str, id: str, *, timeout: Optional[float] = None) -> bool:
+        return self._c.unregister(service, id).wait(timeout)
+
+    def query_names(self, *, timeout: Optional[float] = None) -> List[str]:
+        return self._c.query_names().wait(timeout)
+
+    def query_instances(self, service: str, *, timeout: Optional[float] = None) -> List[ServiceInstance]:
+        return self._c.query_instances(service).wait(timeout)
+
+    def query_instance(self, service: str, id: str, *, timeout: Optional[float] = None) -> Optional[ServiceInstance]:
+        return self._c.query_instance(service, id).wait(timeout)
+
+    def provider(self, service: str, *, strategy: str = "round_robin") -> ServiceProvider:
+        return ServiceProvider(None, service, _core_provider=self._c.provider(service, strategy=strategy))
+
+    def __enter__(self) -> "ServiceDiscovery":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,52 @@
+"""The exceptions of etcd_recipes: one per way a caller reacts, all EtcdError.
+
+Every exception carries the C++ status: ``code`` (gRPC code name, e.g.
+``"DEADLINE_EXCEEDED"``), ``code_value`` (its number), ``reason`` (the etcd
+reason, e.g. ``"hold_lost"``, ``"outcome_unknown"``; ``""`` when none),
+``message`` (for people, not for parsing) and ``revision`` (a compact
+revision for ``compacted`` / ``resync_needed``, else 0). ``str(e)`` is the
+C++ ``Status::to_string()``. See docs/errors.md.
+"""
+
+from __future__ import annotations
+
+__all__ = ["EtcdError", "HoldLost", "Timeout", "Closed", "InvalidArgument"]
+
+
+class EtcdError(Exception):
+    """Any failure reported by etcd or by the library."""
+
+    def __init__(
+        self,
+        text: str,
+        code: str = "UNKNOWN",
+        code_value: int = 2,
+        reason: str = "",
+        message: str = "",
+        revision: int = 0,
+    ) -> None:
+        super().__init__(text)
+        self.code = code
+        self.code_value = code_value
+        self.reason = reason
+        self.message = message or text
+        self.revision = revision
+
+
+class HoldLost(EtcdError):
+    """An exclusive hold (lock, permit, leadership term) is gone (reason ``hold_lost``)."""
+
+
+class Timeout(EtcdError, TimeoutError):
+    """The call's deadline passed (code ``DEADLINE_EXCEEDED``).
+
+    With reason ``outcome_unknown`` a write may or may not have been applied.
+    """
+
+
+class Closed(EtcdError):
+    """The client or recipe was closed (reason ``closed``)."""
+
+
+class InvalidArgument(EtcdError, ValueError):
+    """Rejected before anything was written (code ``INVALID_ARGUMENT``)."""

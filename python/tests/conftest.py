@@ -1,0 +1,32 @@
+import itertools
+import os
+import shutil
+
+import pytest
+
+import etcd_recipes
+from etcd_recipes.testing import EtcdCluster
+
+_names = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    """One private etcd member for the whole run (each test uses its own names)."""
+    if shutil.which("etcd") is None and not os.path.exists("/usr/bin/etcd"):
+        pytest.skip("etcd is not installed (etcd-server)")
+    with EtcdCluster.start_single() as c:
+        yield c
+
+
+@pytest.fixture
+def client(cluster):
+    c = etcd_recipes.Client(cluster.endpoints)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def name(request):
+    """A key prefix no other test uses."""
+    return f"/pytest/{request.node.name}-{next(_names)}"
