@@ -115,7 +115,7 @@ void CallWatch::tick() {
 void CallWatch::check(const std::shared_ptr<Endpoint>& ep) {
   // Counted like a call, so that closing the client cancels the check and
   // waits for it (and with it for this object).
-  if (!core_.try_enter()) {
+  if (!core_.try_enter(/*cleanup=*/false)) {
     ep->checking = false;
     return;
   }
@@ -123,7 +123,7 @@ void CallWatch::check(const std::shared_ptr<Endpoint>& ep) {
   ctx->set_deadline(ClientCore::to_system(Clock::now() + timeout_));
   // Status answers from the member's own state, leader or not.
   core_.prepare_context(*ctx, /*require_leader=*/false);
-  core_.track_context(ctx);
+  core_.track_context(ctx, /*cleanup=*/false);
   auto req = std::make_shared<etcdserverpb::StatusRequest>();
   auto resp = std::make_shared<etcdserverpb::StatusResponse>();
   const auto asked = Clock::now();
@@ -131,7 +131,7 @@ void CallWatch::check(const std::shared_ptr<Endpoint>& ep) {
     core_.untrack_context(ctx.get());
     ep->checking = false;
     judge(ep, asked, s, resp->leader(), resp->raftterm());
-    core_.leave();
+    core_.leave(/*cleanup=*/false);
   });
 }
 

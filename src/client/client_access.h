@@ -16,6 +16,24 @@ namespace etcd::detail {
 
 class ClientCore;
 
+// Marks the calling thread, for the scope's life, as doing the clean-up a
+// recipe's close() starts (deleting its keys, revoking its lease). A call
+// started there — or in the completion of such a call — is a clean-up: the
+// client's close() sends it and waits for it (bounded) before it cancels
+// what is left, so that a program that closes a recipe and then its client
+// leaves nothing behind. Other calls in flight are cancelled at once.
+class CleanupScope {
+ public:
+  CleanupScope() { ++depth_; }
+  ~CleanupScope() { --depth_; }
+  CleanupScope(const CleanupScope&) = delete;
+  CleanupScope& operator=(const CleanupScope&) = delete;
+  static bool active() { return depth_ > 0; }
+
+ private:
+  static thread_local int depth_;
+};
+
 struct CallAccess {
   // Starts `call` and completes on whatever thread finished it: for
   // library-internal continuations, which must not block or run user code.

@@ -14,6 +14,7 @@
 namespace etcd::detail {
 
 thread_local int GrpcCallbackScope::depth_ = 0;
+thread_local int CleanupScope::depth_ = 0;
 
 namespace {
 
@@ -89,10 +90,11 @@ void pin_grpc_callback_threads() {
 // One unary RPC: attempts, failover, backoff, deadline and cancellation.
 class UnaryAttempt : public CallWatch::Watched, public std::enable_shared_from_this<UnaryAttempt> {
  public:
-  UnaryAttempt(std::shared_ptr<ClientCore> core, Rpc rpc, Deadline deadline, std::stop_token stop, IssueFn issue,
-               SyncIssueFn sync_issue, std::function<void(Status)> finish)
+  UnaryAttempt(std::shared_ptr<ClientCore> core, Rpc rpc, bool cleanup, Deadline deadline, std::stop_token stop,
+               IssueFn issue, SyncIssueFn sync_issue, std::function<void(Status)> finish)
       : sync_issue_(std::move(sync_issue)),
         core_(std::move(core)),
+        cleanup_(cleanup),
         rpc_(rpc),
         name_(rpc.name),
         idempotent_(rpc.idempotent),
@@ -153,7 +155,7 @@ class UnaryAttempt : public CallWatch::Watched, public std::enable_shared_from_t
     auto ep = core_->current_endpoint();
     {
       std::unique_lock lock(mu_);
-      if (cancelled_ || core_->closed()) {
+      if (cancelled_ || core_->refuses(cleanup_)) {
         Status why = cancelled_ ? Cancelled(std::string(name_) + " cancelled") : Closed("client");
         lock.unlock();  // complete() may wait for a running stop callback, which takes mu_
         complete(std::move(why));
@@ -173,7 +175,7 @@ class UnaryAttempt : public CallWatch::Watched, public std::enable_shared_from_t
       ++attempts_;
       given_up_.reset();
       core_->rpcs_started.fetch_add(1, std::memory_order_relaxed);
-      core_->track_context(ctx_);
+      core_->track_context(ctx_, cleanup_);
       watch_ticket_ = core_->call_watch().add(weak_from_this(), ctx_.get(), rpc_.watched ? ep : nullptr);
     }
     if (sync_issue_) {
@@ -290,12 +292,18 @@ class UnaryAttempt : public CallWatch::Watched, public std::enable_shared_from_t
     stop_cb_.reset();  // never destroyed on the thread that runs cancel()
     auto finish = std::move(finish_);
     finish_ = nullptr;
-    if (finish) finish(std::move(status));
-    core_->leave();
+    if (finish) {
+      // A clean-up's next step (started from its completion) is part of it.
+      std::optional<CleanupScope> scope;
+      if (cleanup_) scope.emplace();
+      finish(std::move(status));
+    }
+    core_->leave(cleanup_);
   }
 
   SyncIssueFn sync_issue_;  // set only for a first attempt on a waiting caller's thread
   std::shared_ptr<ClientCore> core_;
+  const bool cleanup_;  // started in a CleanupScope
   Rpc rpc_;
   const char* name_;
   bool idempotent_;
@@ -332,9 +340,9 @@ ClientCore::ClientCore(ClientOptions options)
   call_watch_ = std::make_unique<CallWatch>(*this);
 }
 
-void ClientCore::track_context(const std::shared_ptr<grpc::ClientContext>& ctx) {
+void ClientCore::track_context(const std::shared_ptr<grpc::ClientContext>& ctx, bool cleanup) {
   std::lock_guard gate(gate_mu_);
-  inflight_contexts_.emplace(ctx.get(), ctx);
+  inflight_contexts_.emplace(ctx.get(), Tracked{ctx, cleanup});
 }
 
 void ClientCore::untrack_context(grpc::ClientContext* ctx) {
@@ -360,12 +368,25 @@ void ClientCore::finish_loops() {
 }
 
 bool ClientCore::drain() {
-  // In-flight calls were cancelled by close(); gRPC completes them promptly.
+  constexpr auto kDrainTimeout = std::chrono::seconds(5);
+  // Clean-ups were left to finish (a recipe's close() started them to leave
+  // nothing behind); what is still out after the bound is cancelled.
   std::unique_lock lock(gate_mu_);
-  gate_cv_.wait_for(lock, std::chrono::seconds(5), [this] { return inflight_ == 0; });
+  gate_cv_.wait_for(lock, kDrainTimeout, [this] { return cleanups_ == 0; });
+  cleanups_admitted_.store(false);
+  std::vector<std::shared_ptr<grpc::ClientContext>> late;
+  for (auto& [raw, tracked] : inflight_contexts_) {
+    if (auto ctx = tracked.ctx.lock()) late.push_back(std::move(ctx));
+  }
   lock.unlock();
-  const bool watches = watch_hub_->wait_stopped(std::chrono::seconds(5));
-  const bool leases = lease_keeper_->wait_stopped(std::chrono::seconds(5));
+  for (auto& ctx : late) ctx->TryCancel();  // may complete calls inline
+  late.clear();
+  // The other calls were cancelled by close(); gRPC completes them promptly.
+  lock.lock();
+  gate_cv_.wait_for(lock, kDrainTimeout, [this] { return inflight_ == 0; });
+  lock.unlock();
+  const bool watches = watch_hub_->wait_stopped(kDrainTimeout);
+  const bool leases = lease_keeper_->wait_stopped(kDrainTimeout);
   return watches && leases;
 }
 
@@ -557,31 +578,34 @@ void ClientCore::note_lease_lost() {
 
 void ClientCore::run_unary(Rpc rpc, const CallOptions& options, IssueFn issue, SyncIssueFn sync_issue,
                            std::function<void(Status)> finish) {
-  if (!try_enter()) {
+  const bool cleanup = CleanupScope::active();
+  if (!try_enter(cleanup)) {
     finish(Closed("client"));
     return;
   }
   if (options.stop.stop_requested()) {
-    leave();
+    leave(cleanup);
     finish(Cancelled(std::string(rpc.name) + " cancelled before it started"));
     return;
   }
   if (!options.caller_waits) sync_issue = nullptr;
-  auto op = std::make_shared<UnaryAttempt>(shared_from_this(), rpc, deadline_for(options), options.stop,
+  auto op = std::make_shared<UnaryAttempt>(shared_from_this(), rpc, cleanup, deadline_for(options), options.stop,
                                            std::move(issue), std::move(sync_issue), std::move(finish));
   op->start();
 }
 
-bool ClientCore::try_enter() {
+bool ClientCore::try_enter(bool cleanup) {
   std::lock_guard lock(gate_mu_);
-  if (closing_.load()) return false;
+  if (refuses(cleanup)) return false;
   ++inflight_;
+  if (cleanup) ++cleanups_;
   return true;
 }
 
-void ClientCore::leave() {
+void ClientCore::leave(bool cleanup) {
   std::lock_guard lock(gate_mu_);
-  if (--inflight_ == 0) gate_cv_.notify_all();
+  const bool last_cleanup = cleanup && --cleanups_ == 0;
+  if (--inflight_ == 0 || last_cleanup) gate_cv_.notify_all();
 }
 
 bool ClientCore::on_own_thread() const {
@@ -594,8 +618,9 @@ void ClientCore::close() {
     {
       std::lock_guard lock(gate_mu_);
       closing_.store(true);
-      for (auto& [raw, weak] : inflight_contexts_) {
-        if (auto ctx = weak.lock()) to_cancel.push_back(std::move(ctx));
+      for (auto& [raw, tracked] : inflight_contexts_) {
+        if (tracked.cleanup) continue;  // drain() waits for it first
+        if (auto ctx = tracked.ctx.lock()) to_cancel.push_back(std::move(ctx));
       }
     }
     call_watch_->shutdown();

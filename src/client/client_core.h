@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "call_watch.h"
+#include "client_access.h"
 #include "convert.h"
 #include "etcd/client.h"
 #include "etcd/etcdserverpb/rpc.grpc.pb.h"
@@ -197,17 +198,23 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void note_term(const Resp& resp) {
     if constexpr (requires { resp.header().raft_term(); }) call_watch_->note_term(resp.header().raft_term());
   }
-  // Contexts of calls in flight, cancelled when the client closes.
-  void track_context(const std::shared_ptr<grpc::ClientContext>& ctx);
+  // Contexts of calls in flight, cancelled when the client closes (a
+  // clean-up's only once close() has waited for it).
+  void track_context(const std::shared_ptr<grpc::ClientContext>& ctx, bool cleanup);
   void untrack_context(grpc::ClientContext* ctx);
   LeaseKeeper& lease_keeper() { return *lease_keeper_; }
 
-  // Shutdown gate: `try_enter` refuses once closing; `leave` pairs with it.
-  bool try_enter();
-  void leave();
+  // Shutdown gate: `try_enter` refuses once closing — except a clean-up
+  // (CleanupScope) while close() still waits for clean-ups; `leave` pairs
+  // with it.
+  bool try_enter(bool cleanup);
+  void leave(bool cleanup);
   bool closed() const { return closing_.load(); }
+  // Whether a call (a clean-up or not) may no longer start an attempt.
+  bool refuses(bool cleanup) const { return closing_.load() && !(cleanup && cleanups_admitted_.load()); }
   void close();
-  // Waits (bounded) for the calls and streams close() cancelled; true if
+  // Waits (bounded) for the clean-ups in flight, cancels what is left, then
+  // waits (bounded) for the calls and streams close() cancelled; true if
   // they all completed (nothing of gRPC's will call into the core again).
   bool drain();
   // Lets the I/O and callback loops run out and joins their threads (on
@@ -266,8 +273,13 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::mutex gate_mu_;
   std::condition_variable gate_cv_;
   int inflight_ = 0;
-  std::unordered_map<grpc::ClientContext*, std::weak_ptr<grpc::ClientContext>>
-      inflight_contexts_;  // cancelled on close
+  int cleanups_ = 0;                           // of inflight_
+  std::atomic<bool> cleanups_admitted_{true};  // until drain() stops waiting for them
+  struct Tracked {
+    std::weak_ptr<grpc::ClientContext> ctx;
+    bool cleanup;
+  };
+  std::unordered_map<grpc::ClientContext*, Tracked> inflight_contexts_;  // cancelled on close
   friend class UnaryAttempt;
   std::once_flag close_once_;
 

@@ -82,5 +82,11 @@ values=$(cat "$WORK"/a[1-8].out | sort -n | tr '\n' ' ')
 run counter get t/race
 check "8 concurrent adds print 1..8, each once" eval '[[ $values == "1 2 3 4 5 6 7 8 " && $OUT == 8 ]]'
 
+# A short-lived add deletes its receipt on the way out (the client's close
+# waits for the delete): ten runs leave none behind.
+for i in $(seq 10); do run counter add t/short 1; done
+check "10 short-lived adds end at 10" eval '((RC == 0)) && [[ $OUT == 10 ]]'
+check "10 short-lived adds leave no receipt" keys_are t/short/receipts/ 0
+
 echo "$passed passed, $failed failed"
 ((failed == 0))

@@ -98,5 +98,10 @@ check "pop against an unreachable etcd exits 1" eval '((RC == 1))'
 run queue size t/q
 check "nothing is left in the queue" eval '((RC == 0)) && [[ $OUT == 0 ]]'
 
+# A short-lived push deletes its producer key on the way out (the client's
+# close waits for the delete): ten runs leave none behind.
+for i in $(seq 10); do run queue push t/short x; done
+check "10 short-lived pushes leave no producer key" keys_are t/short/producers/ 0
+
 echo "$passed passed, $failed failed"
 ((failed == 0))

@@ -4,6 +4,8 @@
 #include <thread>
 
 #include "client/client_access.h"
+#include "etcd/recipes/atomic_long.h"
+#include "etcd/recipes/queue.h"
 #include "support/etcd_fixture.h"
 
 namespace etcd::test {
@@ -67,6 +69,41 @@ TEST_F(LifecycleTest, TheLastHandleDroppedInsideAGrpcCallbackDoesNotWaitThere) {
   EXPECT_NE(r->thread, std::this_thread::get_id()) << "completed on a gRPC thread, not inline here";
   EXPECT_LT(r->took, 2s) << "close() waited inside the gRPC callback";
   EXPECT_TRUE(client().put(key("after"), "ok").wait().ok());
+}
+
+// A recipe's close() starts its clean-up (here: deleting the counter's
+// receipt, the queue's producer key) without waiting; the client's close()
+// right after must still send it and wait for it, or a short-lived program
+// leaves the key behind. Many rounds: the loss was a race.
+TEST_F(LifecycleTest, CleanUpStartedByARecipesCloseIsDoneBeforeTheClientsCloseReturns) {
+  constexpr int kRounds = 50;
+  for (int round = 0; round < kRounds; ++round) {
+    Client other(options());
+    {
+      recipes::DistributedAtomicLong counter(other, key("counter"));
+      ASSERT_TRUE(counter.add(1).wait().ok()) << "round " << round;
+    }
+    other.close();
+    auto left = client().get(key("counter/receipts/"), GetOptions{.prefix = true, .keys_only = true}).wait();
+    ASSERT_TRUE(left.ok());
+    ASSERT_TRUE(left->kvs.empty()) << "round " << round << ": " << left->kvs.front().key << " left behind";
+  }
+  EXPECT_EQ(client().get(key("counter")).wait().value().kvs.at(0).value, std::to_string(kRounds));
+}
+
+TEST_F(LifecycleTest, AQueueProducersKeyIsDeletedBeforeTheClientsCloseReturns) {
+  constexpr int kRounds = 50;
+  for (int round = 0; round < kRounds; ++round) {
+    Client other(options());
+    {
+      recipes::DistributedQueue queue(other, key("queue"));
+      ASSERT_TRUE(queue.enqueue("x").wait().ok()) << "round " << round;
+    }
+    other.close();
+    auto left = client().get(key("queue/producers/"), GetOptions{.prefix = true, .keys_only = true}).wait();
+    ASSERT_TRUE(left.ok());
+    ASSERT_TRUE(left->kvs.empty()) << "round " << round << ": " << left->kvs.front().key << " left behind";
+  }
 }
 
 }  // namespace

@@ -154,6 +154,16 @@ bool sleep_for(std::chrono::milliseconds d, std::stop_token stop);
 class Context {
  public:
   Context(const GlobalOptions& global, std::stop_token stop) : global_(global), stop_(std::move(stop)) {}
+  // Closes the client explicitly: work the library still unwinds on its own
+  // threads may hold handles of it, and the implicit close of the last one
+  // would then run there, not waited for by a process that is exiting —
+  // losing what the recipes' close() started (a receipt's, a producer key's
+  // delete), which the client's close() sends and waits for.
+  ~Context() {
+    if (client_) client_->close();
+  }
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
 
   const GlobalOptions& global() const noexcept { return global_; }
   // -w json (or a command's hidden --json alias, `alias`).

@@ -207,6 +207,10 @@ bool RecipeCore::closed() const {
 }
 
 void RecipeCore::close() {
+  // What close() starts (deleting the recipe's keys, a released session
+  // revoking its lease) is clean-up: a client closed next sends it and waits
+  // for it rather than cancel it.
+  etcd::detail::CleanupScope cleanup;
   std::vector<std::pair<uint64_t, std::function<void()>>> wakers;
   {
     std::lock_guard lock(mu_);

@@ -302,7 +302,10 @@ DistributedAtomicLong::DistributedAtomicLong(Client client, std::string name, At
     auto c = core.lock();
     auto link = c && wrote->load() ? c->link() : nullptr;
     if (!link) return;
-    CallAccess::start_inline(link->client().del(receipt), [link](Result<DeleteResponse>) {});
+    // A clean-up (RecipeCore::close): the client's close() waits for it, so
+    // it holds no link — a full handle here would keep a client whose
+    // owner let go of it open past the program's exit, the delete unsent.
+    CallAccess::start_inline(link->client().del(receipt), [](Result<DeleteResponse>) {});
   });
   bind_recipe(state_->core);
 }

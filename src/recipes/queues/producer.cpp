@@ -109,18 +109,19 @@ std::shared_ptr<QueueProducer::Batch> QueueProducer::next_batch_locked(std::vect
   return batch;
 }
 
-void QueueProducer::send_next() {
-  std::shared_ptr<Batch> batch;
-  std::vector<Caller> refused;
-  {
-    std::lock_guard lock(mu_);
-    batch = next_batch_locked(refused);
-  }
-  for (auto& c : refused) {
+QueueProducer::Next QueueProducer::take_next() {
+  Next next;
+  std::lock_guard lock(mu_);
+  next.batch = next_batch_locked(next.refused);
+  return next;
+}
+
+void QueueProducer::go(Next next) {
+  for (auto& c : next.refused) {
     c.done(core_->named(c.stop.stop_requested() ? Cancelled("enqueue cancelled")
                                                 : DeadlineExceeded("enqueue timed out before it was sent")));
   }
-  if (batch) send(std::move(batch));
+  if (next.batch) send(std::move(next.batch));
 }
 
 void QueueProducer::send(std::shared_ptr<Batch> batch) {
@@ -229,8 +230,10 @@ void QueueProducer::close() {
   if (!link) return;
   Txn txn;
   txn.when(Compare::mod_revision(key_) == guard).then(Op::del(key_));
-  // The callback keeps the link: the delete is work close() started.
-  CallAccess::start_inline(link->client().txn(std::move(txn)), [link, core = core_, key = key_](Result<TxnResponse> r) {
+  // A clean-up (RecipeCore::close): the client's close() waits for it, so
+  // the callback holds no link, which would keep the client open (and
+  // unwaited for) after its owner let go of it.
+  CallAccess::start_inline(link->client().txn(std::move(txn)), [core = core_, key = key_](Result<TxnResponse> r) {
     if (!r.ok()) {
       core->record_error(Status(r.status().code(), "deleting the producer key " + key + ": " + r.status().message(),
                                 r.status().reason()));
@@ -239,19 +242,24 @@ void QueueProducer::close() {
 }
 
 void QueueProducer::complete(const std::shared_ptr<Batch>& batch, int64_t revision) {
+  // The producer moves on before its callers hear: one that closes the
+  // queue as soon as its enqueue returns (a short-lived program) must find
+  // no send in flight, or close() would skip deleting the producer key.
+  Next next = take_next();
   size_t n = 0;
   for (size_t c = 0; c < batch->callers.size(); ++c) {
     n += batch->keys[c].size();
     batch->callers[c].done(Enqueued{revision, std::move(batch->keys[c])});
   }
   core_->metrics().add("etcd_recipes_queue_enqueued_total", labels_, static_cast<double>(n));
-  send_next();
+  go(std::move(next));
 }
 
 void QueueProducer::fail(const std::shared_ptr<Batch>& batch, const Status& why) {
   const Status named = core_->named(why);
+  Next next = take_next();  // before the callers hear, as in complete()
   for (auto& c : batch->callers) c.done(named);
-  send_next();
+  go(std::move(next));
 }
 
 }  // namespace etcd::recipes::detail

@@ -78,7 +78,13 @@ class QueueProducer : public std::enable_shared_from_this<QueueProducer> {
 
   // Under mu_: the next batch from pending_, or none (and sending_ off).
   std::shared_ptr<Batch> next_batch_locked(std::vector<Caller>& refused);
-  void send_next();
+  struct Next {
+    std::shared_ptr<Batch> batch;
+    std::vector<Caller> refused;  // gave up while waiting for their turn
+  };
+  Next take_next();
+  void go(Next next);
+  void send_next() { go(take_next()); }
   void send(std::shared_ptr<Batch> batch);
   void on_result(const std::shared_ptr<Batch>& batch, Result<TxnResponse> r);
   void retry_later(std::shared_ptr<Batch> batch, Status why);
