@@ -179,8 +179,10 @@ class Client {
   ClientStats stats() const;
   // The endpoint calls currently go to.
   std::string current_endpoint() const;
-  // Refuses new calls (Errc::kClosed), cancels watches and keep-alives,
-  // waits (bounded) for in-flight calls. Idempotent; also done when the
+  // Refuses new calls (Errc::kClosed), cancels watches, keep-alives and
+  // calls in flight — except the clean-ups that recipes' close() started
+  // (deleting their keys, revoking their leases), which it lets finish
+  // (up to 5 s) — and waits (bounded) for what it cancelled. Idempotent; also done when the
   // last handle goes away. On one of the client's own threads or inside a
   // gRPC callback it does not wait (the wait could not end there): the
   // client's destruction waits instead, on a thread of its own.
