@@ -78,6 +78,24 @@ void invoke_with_status(Cb cb, void* user, const etcd::Status& status, Args&&...
   etcdr_error_clear(&e);
 }
 
+// Completes an asynchronous call whose success is a new handle wrapping the
+// result (a permit, a work item). Without memory for the handle the caller
+// hears RESOURCE_EXHAUSTED and the result is dropped: a permit is released,
+// a claimed item comes back when the consumer's lease ends — never lost.
+template <class Handle, class T, class Cb>
+void complete_with_handle(Cb done, void* user, etcd::Result<T> result) noexcept {
+  Handle* handle = nullptr;
+  if (result.ok()) {
+    try {
+      handle = new Handle{std::move(*result)};
+    } catch (const std::bad_alloc&) {
+      invoke_with_status(done, user, etcd::Status(etcd::StatusCode::kResourceExhausted, "out of memory"), handle);
+      return;
+    }
+  }
+  invoke_with_status(done, user, result.status(), handle);
+}
+
 // A copy of a caller's options struct as this library knows it: the bytes
 // the caller declared (`size`), the rest zero (every field's default). A
 // struct from a newer header is accepted when the fields this library does

@@ -217,17 +217,7 @@ etcdr_code etcdr_semaphore_acquire_async(etcdr_semaphore* sem, int64_t timeout_m
     if (sem == nullptr || done == nullptr)
       return invalid(nullptr, "etcdr_semaphore_acquire_async: sem and done are required");
     with_timeout(sem->sem->acquire(), timeout_ms).then([keep = sem->sem, done, user](etcd::Result<r::Hold> h) {
-      etcdr_permit* permit = nullptr;
-      if (h.ok()) {
-        try {
-          permit = new etcdr_permit{std::move(*h)};
-        } catch (const std::bad_alloc&) {
-          // The Hold goes out of scope here and is released.
-          invoke_with_status(done, user, etcd::Status(etcd::StatusCode::kResourceExhausted, "out of memory"), permit);
-          return;
-        }
-      }
-      invoke_with_status(done, user, h.status(), permit);
+      etcdr_impl::complete_with_handle<etcdr_permit>(done, user, std::move(h));
     });
     return etcdr_code{ETCDR_OK};
   });

@@ -227,18 +227,7 @@ etcdr_code etcdr_work_queue_receive_async(etcdr_work_queue* queue, int64_t timeo
     }
     with_timeout(queue->queue->receive(), timeout_ms)
         .then([keep = queue->queue, done, user](etcd::Result<r::WorkItem> w) {
-          etcdr_work_item* item = nullptr;
-          if (w.ok()) {
-            try {
-              item = new etcdr_work_item{std::move(*w)};
-            } catch (const std::bad_alloc&) {
-              // The claim stays until the consumer's lease ends: the item is
-              // delivered again then, never lost.
-              invoke_with_status(done, user, etcd::Status(etcd::StatusCode::kResourceExhausted, "out of memory"), item);
-              return;
-            }
-          }
-          invoke_with_status(done, user, w.status(), item);
+          etcdr_impl::complete_with_handle<etcdr_work_item>(done, user, std::move(w));
         });
     return etcdr_code{ETCDR_OK};
   });
