@@ -313,35 +313,41 @@ class _Recipe:
     _c: Any
 
     @property
+    def _life(self) -> Any:
+        """The core that carries this object's lifecycle: its own (a lock
+        side's: its lock's)."""
+        return self._c
+
+    @property
     def name(self) -> str:
-        return self._c.name
+        return self._life.name
 
     @property
     def identity(self) -> str:
-        return self._c.identity
+        return self._life.identity
 
     def start(self) -> None:
-        self._c.start()
+        self._life.start()
 
     def close(self) -> None:
-        self._c.close()
+        self._life.close()
 
     @property
     def closed(self) -> bool:
-        return self._c.closed
+        return self._life.closed
 
     @property
     def state(self) -> str:
-        return self._c.state
+        return self._life.state
 
     def errors(self) -> List[EtcdError]:
-        return self._c.errors()
+        return self._life.errors()
 
     def on_state_change(self, listener: Callable[[str], None]) -> Subscription:
-        return _keep(self, self._c.on_state_change(listener))
+        return _keep(self, self._life.on_state_change(listener))
 
     def on_error(self, listener: Callable[[EtcdError], None]) -> Subscription:
-        return _keep(self, self._c.on_error(listener))
+        return _keep(self, self._life.on_error(listener))
 
 
 class _HoldBase:
@@ -458,35 +464,8 @@ class LockView(_Lock):
         self._owner = owner
 
     @property
-    def name(self) -> str:
-        return self._owner.name
-
-    @property
-    def identity(self) -> str:
-        return self._owner.identity
-
-    def start(self) -> None:
-        self._owner.start()
-
-    def close(self) -> None:
-        self._owner.close()
-
-    @property
-    def closed(self) -> bool:
-        return self._owner.closed
-
-    @property
-    def state(self) -> str:
-        return self._owner.state
-
-    def errors(self) -> List[EtcdError]:
-        return self._owner.errors()
-
-    def on_state_change(self, listener: Callable[[str], None]) -> Subscription:
-        return _keep(self, self._owner.on_state_change(listener))
-
-    def on_error(self, listener: Callable[[EtcdError], None]) -> Subscription:
-        return _keep(self, self._owner.on_error(listener))
+    def _life(self) -> Any:
+        return self._owner
 
 
 class DistributedReadWriteLock(_Recipe):
