@@ -548,8 +548,11 @@ ETCDR_API void etcdr_instances_free(etcdr_instance** instances, size_t count);
 
 ETCDR_API etcdr_code etcdr_discovery_create(etcdr_client* client, const etcdr_discovery_options* options,
                                             etcdr_discovery** out, etcdr_error* err);
-/* Unregisters every instance registered through it and destroys its
- * providers' caches (a provider handle must still be destroyed). */
+/* Starts unregistering every instance registered through it (without
+ * waiting for the deletes: etcdr_client_destroy waits for them, and a
+ * registration whose delete never arrives goes with its lease's TTL) and
+ * destroys its providers' caches (a provider handle must still be
+ * destroyed). */
 ETCDR_API void etcdr_discovery_destroy(etcdr_discovery* discovery);
 
 /* Registers `instance` (only where its key is absent: ETCDR_ALREADY_EXISTS,
