@@ -743,6 +743,31 @@ TEST_F(ElectionTest, ResignCanBeAwaitedFromAListener) {
   EXPECT_EQ(count_under(client(), key("listener/")), 0);
 }
 
+// Without auto-requeue, a caller that ends a term and asks to lead again at
+// once (the blocking "lead once" loop) is queued as soon as the old key is
+// gone, rather than refused because the term was still ending.
+TEST_F(ElectionTest, SelectorRequeueAskedWhileATermEndsJoinsOnceItsKeyIsGone) {
+  Mailbox<int64_t> started;
+  LeaderSelector s(client(), key("selrejoin"), "s", [&](std::stop_token stop, LeaderTerm& term) {
+    started.put(term.token());
+    hold_until_stopped(stop);
+  });
+  s.set_auto_requeue(false);
+  s.start();
+  auto first = started.take(10s);
+  ASSERT_TRUE(first.has_value());
+  for (int round = 0; round < 5; ++round) {
+    s.interrupt();
+    EXPECT_TRUE(s.requeue());  // the term is still ending: joins after it
+    auto next = started.take(5s);
+    ASSERT_TRUE(next.has_value()) << "round " << round << ": not queued again";
+    EXPECT_GT(*next, *first);
+    first = next;
+  }
+  s.close();
+  EXPECT_TRUE(eventually([&] { return count_under(client(), key("selrejoin/")) == 0; }));
+}
+
 TEST_F(ElectionTest, SelectorResignLeavesTheElection) {
   Mailbox<int64_t> started;
   LeaderSelector s(client(), key("selresign"), "s", [&](std::stop_token stop, LeaderTerm& term) {

@@ -218,8 +218,9 @@ class LeaderSelector : public RecipeHandle, public Holder {
 
   // Re-queue automatically after each term (default true).
   void set_auto_requeue(bool on);
-  // Joins the queue again if not in it and no callback runs (e.g. without
-  // auto-requeue, or after resign()). False if it could not.
+  // Joins the queue again if not in it (e.g. without auto-requeue, or after
+  // resign()); while a term's callback runs or its key is being deleted, it
+  // joins as soon as that key is gone. False once closed.
   bool requeue();
   // Ends the current term: its stop_token is requested; the key is deleted
   // once the callback returns; auto-requeue applies.

@@ -142,6 +142,7 @@ class SelectorState : public std::enable_shared_from_this<SelectorState> {
   std::atomic<bool> auto_requeue{true};
   std::atomic<bool> running{false};  // a term's callback is queued or running
   std::atomic<uint64_t> terms{0};
+  std::atomic<bool> requeue_pending{false};  // requeue() asked while `running`
   ListenerSet<TermEnd, const Status&> term_end;
 
   mutable std::mutex mu;
@@ -170,8 +171,23 @@ class SelectorState : public std::enable_shared_from_this<SelectorState> {
     if (auto state = HoldAccess::state(candidate->slot->current())) state->request_stop();
   }
 
+  // While a term runs or its key is being deleted, joining now would race
+  // the old term: the request waits for term_over's resign to complete, so a
+  // caller that ends a term and asks again at once (a blocking "lead once"
+  // loop, without auto-requeue) is not left to poll.
   bool requeue() {
-    if (core->closed() || running.load()) return false;
+    if (core->closed()) return false;
+    if (running.load()) {
+      requeue_pending.store(true);
+      // term_over clears `running` and then takes a pending request: if it
+      // did so between the load above and the store, take it here instead.
+      if (running.load() || !requeue_pending.exchange(false)) return true;
+    }
+    return join_now();
+  }
+
+  bool join_now() {
+    if (core->closed()) return false;
     if (core->input().ok()) worker->ensure_started();
     started.store(true);
     candidate->campaign();
@@ -229,6 +245,7 @@ class SelectorState : public std::enable_shared_from_this<SelectorState> {
     auto self = shared_from_this();
     candidate->resign([self](Candidate::ResignOutcome) {
       self->running.store(false);
+      if (self->requeue_pending.exchange(false)) return (void)self->join_now();
       if (self->core->closed() || !self->started.load() || !self->auto_requeue.load()) return;
       self->requeue_after_backoff();
     });
@@ -251,14 +268,15 @@ class SelectorState : public std::enable_shared_from_this<SelectorState> {
         return;  // closed, and its work is done
       }
     }
-    if (!timer) return (void)requeue();
+    if (!timer) return (void)join_now();
     std::weak_ptr<SelectorState> weak = shared_from_this();
     timer->async_wait([weak, timer](const asio::error_code& ec) {
-      if (auto self = weak.lock(); self && !ec && self->started.load()) (void)self->requeue();
+      if (auto self = weak.lock(); self && !ec && self->started.load()) (void)self->join_now();
     });
   }
 
   void resign() {
+    requeue_pending.store(false);
     started.store(false);
     end_as(TermEnd::kResigned);
     cancel_backoff();
