@@ -78,11 +78,24 @@ void HoldState::arm() {
   // by its handler only, so it goes with the client's event loop at the
   // latest.
   auto timer = std::make_shared<asio::steady_timer>(link->executor(), kKeyWatchDelay);
+  std::function<void()> cancel = [weak_timer = std::weak_ptr<asio::steady_timer>(timer)] {
+    auto t = weak_timer.lock();
+    if (!t) return;
+    // The timer is only touched on its executor.
+    asio::post(t->get_executor(), [weak_timer] {
+      if (auto live = weak_timer.lock()) live->cancel();
+    });
+  };
   timer->async_wait([weak, timer](const asio::error_code& ec) {
     auto self = weak.lock();
     if (ec || !self || !self->is_held()) return;
     self->watch_own_key(self->spec_.token + 1);
   });
+  {
+    std::lock_guard lock(mu_);
+    if (!ended_) std::swap(cancel_watch_delay_, cancel);
+  }
+  if (cancel) cancel();  // ended meanwhile
 }
 
 // Loss by the key itself: deleted, or replaced by a key with another create
@@ -193,13 +206,16 @@ bool HoldState::end_locked(bool lost) {
 void HoldState::lose(const Status& why) {
   Subscription session_sub;
   Watcher key_watch;
+  std::function<void()> cancel_delay;
   {
     std::lock_guard lock(mu_);
     if (!end_locked(/*lost=*/true)) return;
     session_sub = std::move(session_sub_);
     key_watch = std::move(key_watch_);
+    cancel_delay = std::move(cancel_watch_delay_);
   }
   stop_.request_stop();
+  if (cancel_delay) cancel_delay();
   key_watch.cancel();
   session_sub.reset();
   core_->metrics().add("etcd_recipes_" + spec_.family + "_lost_total", spec_.labels, 1);
@@ -262,6 +278,7 @@ void HoldState::release(bool caller_waits, Callback<bool> done) {
   bool was_lost;
   Subscription session_sub;
   Watcher key_watch;
+  std::function<void()> cancel_delay;
   std::shared_ptr<ClientLink> link;
   {
     std::unique_lock lock(mu_);
@@ -275,8 +292,10 @@ void HoldState::release(bool caller_waits, Callback<bool> done) {
     end_locked(/*lost=*/false);
     session_sub = std::move(session_sub_);
     key_watch = std::move(key_watch_);
+    cancel_delay = std::move(cancel_watch_delay_);
   }
   stop_.request_stop();
+  if (cancel_delay) cancel_delay();
   key_watch.cancel();
   session_sub.reset();
   listeners_.clear();  // a released hold is never lost

@@ -137,6 +137,9 @@ class HoldState : public std::enable_shared_from_this<HoldState> {
   std::stop_source stop_;
   Subscription session_sub_;
   Watcher key_watch_;
+  // Cancels the timer that delays the key watch: an ended hold must not
+  // keep the client's event loop busy (Client::close drains it).
+  std::function<void()> cancel_watch_delay_;  // (mu_)
   LostListeners listeners_;
 };
 
