@@ -40,6 +40,10 @@ _INCLUDE = re.compile(r"^\s*#\s*include\b")
 _COROUTINE = re.compile(r"\bco_(await|return|yield)\b")
 
 
+class PageError(Exception):
+    """A page whose blocks cannot be read (an unclosed fence)."""
+
+
 @dataclass
 class Block:
     page: str  # the Markdown file's path, as given
@@ -80,7 +84,7 @@ def blocks(path: str) -> List[Block]:
             code.append(line[strip:])
             i += 1
         else:
-            raise SystemExit(f"{path}:{start + 1}: a code block is never closed")
+            raise PageError(f"{path}:{start + 1}: a code block is never closed")
         i += 1
         if info in LANGUAGES:
             out.append(Block(page=path, lang=info, line=start + 2, code=code))
@@ -188,13 +192,16 @@ def main(argv: List[str]) -> int:
     args = parser.parse_args(argv)
 
     pages = sorted(args.pages)
-    if args.command == "list":
-        for page in pages:
-            for b in blocks(page):
-                print(f"{page}:{b.line}: {b.lang}, {len(b.code)} lines")
-        return 0
-
-    text = generate_cpp(pages, args.root, os.path.abspath(args.out))
+    try:
+        if args.command == "list":
+            for page in pages:
+                for b in blocks(page):
+                    print(f"{page}:{b.line}: {b.lang}, {len(b.code)} lines")
+            return 0
+        text = generate_cpp(pages, args.root, os.path.abspath(args.out))
+    except PageError as e:
+        print(f"extract_examples.py: {e}", file=sys.stderr)
+        return 1
     # Written only when it changed, so that an edit to a page's prose does
     # not recompile the examples.
     try:
