@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""Extracts the examples of docs/recipes/*.md so that the test suite compiles
+and runs them (docs/recipes/README.md says how to write one).
+
+Every fenced code block whose info string is exactly ``cpp`` or ``python`` is
+an example; any other info string (``cpp-fragment``, ``sh``, ...) is shown
+only. Python 3 standard library only: it runs at build time.
+
+    extract_examples.py list PAGE.md...                  what would be extracted
+    extract_examples.py cpp --root DIR --out FILE PAGE.md...
+
+``cpp`` writes one C++ translation unit holding every C++ example of every
+page (one TU: including all the recipe headers costs about 40 s of compile
+time, which one file pays once). Each block becomes the body of a function
+``void example_<line>(etcd::Client& client)`` in a namespace of its page,
+with ``std::chrono_literals`` in scope; a block that uses ``co_await``
+becomes an ``etcd::Task<void>`` run under ``etcd::sync_wait``. ``#include``
+lines are moved to the top of the file. ``#line`` directives point compiler
+errors and failed ``assert``s at the Markdown line. The harness
+(tests/docs/doc_examples_main.cpp) runs them against a private etcd.
+
+The pytest module (tests/docs/test_doc_examples.py) imports this file for
+``blocks()`` and runs the ``python`` blocks itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from dataclasses import dataclass
+from typing import List
+
+# The info strings that make a block an example; nothing else is extracted.
+LANGUAGES = ("cpp", "python")
+
+_FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+_INCLUDE = re.compile(r"^\s*#\s*include\b")
+_COROUTINE = re.compile(r"\bco_(await|return|yield)\b")
+
+
+class PageError(Exception):
+    """A page whose blocks cannot be read (an unclosed fence)."""
+
+
+@dataclass
+class Block:
+    page: str  # the Markdown file's path, as given
+    lang: str  # "cpp" or "python"
+    line: int  # 1-based line of the block's first code line
+    code: List[str]  # the block's lines, without the fences and their indentation
+
+
+def blocks(path: str) -> List[Block]:
+    """The example blocks of one Markdown file, in order.
+
+    Fences follow CommonMark: up to three spaces of indentation (a block
+    inside a list item is written that way), a closing fence of the same
+    character at least as long, and the opening fence's indentation removed
+    from the code lines. An unclosed fence is an error: it would swallow the
+    rest of the page silently."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    out: List[Block] = []
+    i = 0
+    while i < len(lines):
+        m = _FENCE.match(lines[i])
+        if not m or (m.group("fence")[0] == "`" and "`" in m.group("info")):
+            i += 1
+            continue
+        fence, indent, info = m.group("fence"), len(m.group("indent")), m.group("info").strip()
+        start = i
+        code: List[str] = []
+        i += 1
+        while i < len(lines):
+            close = _FENCE.match(lines[i])
+            if close and close.group("fence")[0] == fence[0] and len(close.group("fence")) >= len(fence) \
+                    and not close.group("info").strip():
+                break
+            line = lines[i]
+            # Remove at most the opening fence's indentation (CommonMark).
+            strip = min(indent, len(line) - len(line.lstrip(" ")))
+            code.append(line[strip:])
+            i += 1
+        else:
+            raise PageError(f"{path}:{start + 1}: a code block is never closed")
+        i += 1
+        if info in LANGUAGES:
+            out.append(Block(page=path, lang=info, line=start + 2, code=code))
+    return out
+
+
+def _page_id(path: str) -> str:
+    """A C++ identifier for a page: docs/recipes/work_queue.md -> work_queue."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return re.sub(r"\W", "_", stem)
+
+
+def _c_string(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class _Writer:
+    """Collects the output and counts its lines, for #line directives back
+    into the generated file itself."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.lines: List[str] = []
+
+    def add(self, *lines: str) -> None:
+        self.lines.extend(lines)
+
+    def back_to_self(self) -> None:
+        # The directive names the line after itself.
+        self.lines.append(f"#line {len(self.lines) + 2} {_c_string(self.name)}")
+
+
+def generate_cpp(pages: List[str], root: str, out_name: str) -> str:
+    examples = [(p, [b for b in blocks(p) if b.lang == "cpp"]) for p in pages]
+    includes: List[str] = []
+    for _, page_blocks in examples:
+        for b in page_blocks:
+            for line in b.code:
+                if _INCLUDE.match(line) and line.strip() not in includes:
+                    includes.append(line.strip())
+
+    w = _Writer(out_name)
+    w.add("// Generated by tools/docs/extract_examples.py from docs/recipes/*.md: do not edit.",
+          "// The examples state what they show with assert(): keep it on whatever the build type.",
+          "#undef NDEBUG",
+          "#include <cassert>",
+          "#include <chrono>",
+          "",
+          '#include "doc_examples.h"',
+          '#include "etcd/client.h"',
+          '#include "etcd/task.h"',
+          "// The examples' own includes, in the order they first appear.")
+    w.add(*includes)
+    w.add("")
+
+    registry: List[str] = []
+    for page, page_blocks in examples:
+        if not page_blocks:
+            continue
+        rel = os.path.relpath(page, root) if root else page
+        ns = "doc_" + _page_id(page)
+        w.add(f"namespace {ns} {{", "using namespace std::chrono_literals;", "")
+        for b in page_blocks:
+            name = f"example_{b.line}"
+            body = ["" if _INCLUDE.match(line) else line for line in b.code]
+            coroutine = any(_COROUTINE.search(line) for line in body)
+            signature = (f"etcd::Task<void> {name}_task([[maybe_unused]] etcd::Client& client) {{" if coroutine
+                         else f"void {name}([[maybe_unused]] etcd::Client& client) {{")
+            w.add(signature, f"#line {b.line} {_c_string(rel)}")
+            w.add(*body)
+            w.back_to_self()
+            w.add("}")
+            if coroutine:
+                w.add(f"void {name}(etcd::Client& client) {{ etcd::sync_wait({name}_task(client)); }}")
+            w.add("")
+            registry.append(f"    {{{_c_string(rel)}, {b.line}, &{ns}::{name}}},")
+        w.add(f"}}  // namespace {ns}", "")
+
+    w.add("namespace doc_examples {",
+          "",
+          "std::span<const Example> all() {",
+          "  static const Example examples[] = {")
+    w.add(*registry)
+    if not registry:
+        # A zero-length array is not C++; the harness fails on an empty list.
+        w.add('    {"(none)", 0, nullptr},')
+    w.add("  };",
+          f"  return std::span<const Example>(examples, {len(registry)});",
+          "}",
+          "",
+          "}  // namespace doc_examples",
+          "")
+    return "\n".join(w.lines)
+
+
+def main(argv: List[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    listing = sub.add_parser("list", help="print each example's page, line and language")
+    listing.add_argument("pages", nargs="+")
+    cpp = sub.add_parser("cpp", help="write the C++ examples as one translation unit")
+    cpp.add_argument("--root", default="", help="paths in #line are relative to this directory")
+    cpp.add_argument("--out", required=True)
+    cpp.add_argument("pages", nargs="+")
+    args = parser.parse_args(argv)
+
+    pages = sorted(args.pages)
+    try:
+        if args.command == "list":
+            for page in pages:
+                for b in blocks(page):
+                    print(f"{page}:{b.line}: {b.lang}, {len(b.code)} lines")
+            return 0
+        text = generate_cpp(pages, args.root, os.path.abspath(args.out))
+    except PageError as e:
+        print(f"extract_examples.py: {e}", file=sys.stderr)
+        return 1
+    # Written only when it changed, so that an edit to a page's prose does
+    # not recompile the examples.
+    try:
+        with open(args.out, encoding="utf-8") as f:
+            if f.read() == text:
+                return 0
+    except FileNotFoundError:
+        pass
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w", encoding="utf-8") as f:
+        f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
