@@ -10,6 +10,10 @@ Ctrl-C (KeyboardInterrupt; the C++ call is cancelled). ``timeout`` arguments are
 seconds; ``None`` means the client's default deadline for single calls and
 "until done" for waits (acquire, dequeue, ...). Listeners run on the client's
 executor thread, with the GIL.
+
+Every recipe takes the keyword arguments ``client_id``, ``session``,
+``session_ttl`` and ``metrics`` (a :class:`PrometheusMetrics` or any object with
+``add``/``observe``/``set``).
 """
 
 from __future__ import annotations
@@ -48,9 +52,11 @@ CachedNode = _core.CachedNode
 ChildEvent = _core.ChildEvent
 NodeEvent = _core.NodeEvent
 ServiceInstance = _core.ServiceInstance
+# The library's metrics, aggregated in C++ (render() gives Prometheus text).
+PrometheusMetrics = _core.PrometheusMetrics
 
 __all__ = [
-    "EtcdError", "HoldLost", "Timeout", "Closed", "InvalidArgument",
+    "EtcdError", "HoldLost", "Timeout", "Closed", "InvalidArgument", "PrometheusMetrics",
     "Client", "Lease", "Session", "Watch", "Compare", "Op", "Txn", "Subscription",
     "KeyValue", "ResponseHeader", "GetResponse", "PutResponse", "DeleteResponse", "TxnResponse",
     "LeaseGrantResponse", "LeaseTimeToLiveResponse", "WatchResponse", "Event", "StatusResponse",
@@ -301,9 +307,12 @@ class Watch:
 # --- recipes: what they share -----------------------------------------------------
 
 
-def _opts(client_id: Optional[str], session: Optional[Session], session_ttl: Optional[float]) -> Dict[str, Any]:
-    return {"client_id": client_id, "session": session._c if session is not None else None,
-            "session_ttl": session_ttl}
+def _opts(client_id: Optional[str], session: Optional[Session], session_ttl: Optional[float],
+          metrics: Any) -> Dict[str, Any]:
+    """The options keyword of every recipe of the core."""
+    return {"options": _core.RecipeOptions(client_id=client_id,
+                                           session=session._c if session is not None else None,
+                                           session_ttl=session_ttl, metrics=metrics)}
 
 
 class _Recipe:
@@ -452,8 +461,8 @@ class DistributedMutex(_Lock):
     """
 
     def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.DistributedMutex(client._c, name, **_opts(client_id, session, session_ttl))
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        self._c = _core.DistributedMutex(client._c, name, **_opts(client_id, session, session_ttl, metrics))
 
 
 class LockView(_Lock):
@@ -472,8 +481,8 @@ class DistributedReadWriteLock(_Recipe):
     """Many readers or one writer, fair to writers: ``with rw.read_lock:`` / ``with rw.write_lock:``."""
 
     def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.DistributedReadWriteLock(client._c, name, **_opts(client_id, session, session_ttl))
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        self._c = _core.DistributedReadWriteLock(client._c, name, **_opts(client_id, session, session_ttl, metrics))
         self.read_lock = LockView(self._c.read_lock, self._c)
         self.write_lock = LockView(self._c.write_lock, self._c)
 
@@ -486,8 +495,9 @@ class DistributedSemaphore(_Recipe):
     """At most ``permits`` holders across processes: ``with sem.acquire() as permit:`` or ``with sem:``."""
 
     def __init__(self, client: Client, name: str, permits: int, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.DistributedSemaphore(client._c, name, permits, **_opts(client_id, session, session_ttl))
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        self._c = _core.DistributedSemaphore(client._c, name, permits,
+                                             **_opts(client_id, session, session_ttl, metrics))
         self._entered: List[Hold] = []
 
     @property
@@ -537,8 +547,8 @@ class LeaderLatch(_Recipe):
     """Leader election: start() contends in the background; ``with latch:`` starts and closes."""
 
     def __init__(self, client: Client, name: str, value: Bytes = "", *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.LeaderLatch(client._c, name, value, **_opts(client_id, session, session_ttl))
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        self._c = _core.LeaderLatch(client._c, name, value, **_opts(client_id, session, session_ttl, metrics))
 
     def await_leadership(self, timeout: Optional[float] = None) -> bool:
         """True once this object leads; False when ``timeout`` ran out."""
@@ -607,9 +617,10 @@ class LeaderSelector(_Recipe):
 
     def __init__(self, client: Client, name: str, value: Bytes = "",
                  callback: Optional[Callable[[Any], None]] = None, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         wrapped = None if callback is None else (lambda term: callback(LeaderTerm(term)))
-        self._c = _core.LeaderSelector(client._c, name, value, wrapped, **_opts(client_id, session, session_ttl))
+        self._c = _core.LeaderSelector(client._c, name, value, wrapped,
+                                       **_opts(client_id, session, session_ttl, metrics))
 
     def leadership(self, timeout: Optional[float] = None) -> _Leadership:
         return _Leadership(self, timeout)
@@ -648,8 +659,8 @@ class LeaderObserver(_Recipe):
     """Follows an election's leader without taking part."""
 
     def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.LeaderObserver(client._c, name, **_opts(client_id, session, session_ttl))
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        self._c = _core.LeaderObserver(client._c, name, **_opts(client_id, session, session_ttl, metrics))
 
     def wait_initialized(self, timeout: Optional[float] = None) -> bool:
         return bool(self._c.wait_initialized().wait_or_none(timeout))
@@ -704,8 +715,8 @@ class DistributedQueue(_Queue):
     """FIFO by commit order; each item to exactly one consumer."""
 
     def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.DistributedQueue(client._c, name, **_opts(client_id, session, session_ttl))
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        self._c = _core.DistributedQueue(client._c, name, **_opts(client_id, session, session_ttl, metrics))
 
     def enqueue(self, value: Bytes, *, timeout: Optional[float] = None) -> Enqueued:
         return self._c.enqueue(value).wait(timeout)
@@ -718,8 +729,8 @@ class DistributedPriorityQueue(_Queue):
     """Lowest priority (0..65535) first, FIFO within a priority."""
 
     def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.DistributedPriorityQueue(client._c, name, **_opts(client_id, session, session_ttl))
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        self._c = _core.DistributedPriorityQueue(client._c, name, **_opts(client_id, session, session_ttl, metrics))
 
     def enqueue(self, value: Bytes, priority: int, *, timeout: Optional[float] = None) -> Enqueued:
         return self._c.enqueue(value, priority).wait(timeout)
@@ -794,10 +805,10 @@ class DistributedWorkQueue(_WorkQueueBase):
 
     def __init__(self, client: Client, name: str, *, visibility_timeout: float = 30.0, max_deliveries: int = 5,
                  client_id: Optional[str] = None, session: Optional[Session] = None,
-                 session_ttl: Optional[float] = None) -> None:
+                 session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         self._c = _core.DistributedWorkQueue(client._c, name, visibility_timeout=visibility_timeout,
                                              max_deliveries=max_deliveries,
-                                             **_opts(client_id, session, session_ttl))
+                                             **_opts(client_id, session, session_ttl, metrics))
 
     def enqueue(self, value: Bytes, *, delay: float = 0.0, timeout: Optional[float] = None) -> Enqueued:
         return self._c.enqueue(value, delay=delay).wait(timeout)
@@ -841,8 +852,8 @@ class DistributedAtomicLong(_Recipe):
     """A 64-bit counter in one key; add() returns the value it committed."""
 
     def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.DistributedAtomicLong(client._c, name, **_opts(client_id, session, session_ttl))
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        self._c = _core.DistributedAtomicLong(client._c, name, **_opts(client_id, session, session_ttl, metrics))
 
     def get(self, *, timeout: Optional[float] = None) -> int:
         return self._c.get().wait(timeout)
@@ -867,9 +878,9 @@ class DistributedBarrier(_Recipe):
     """A gate: set() closes it, remove() opens it, wait() blocks while it is set."""
 
     def __init__(self, client: Client, name: str, *, wait_until_set: bool = False, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         self._c = _core.DistributedBarrier(client._c, name, wait_until_set=wait_until_set,
-                                           **_opts(client_id, session, session_ttl))
+                                           **_opts(client_id, session, session_ttl, metrics))
 
     def set(self, *, timeout: Optional[float] = None) -> bool:
         return self._c.set().wait(timeout)
@@ -890,9 +901,9 @@ class DistributedBarrierWithCount(_Recipe):
     """N parties: wait() returns once ``parties`` wait together."""
 
     def __init__(self, client: Client, name: str, parties: int, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         self._c = _core.DistributedBarrierWithCount(client._c, name, parties,
-                                                    **_opts(client_id, session, session_ttl))
+                                                    **_opts(client_id, session, session_ttl, metrics))
 
     @property
     def parties(self) -> int:
@@ -909,8 +920,9 @@ class DistributedDoubleBarrier(_Recipe):
     """Enter and leave together: ``with barrier:`` enters, and leaves at the end."""
 
     def __init__(self, client: Client, name: str, parties: int, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.DistributedDoubleBarrier(client._c, name, parties, **_opts(client_id, session, session_ttl))
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        self._c = _core.DistributedDoubleBarrier(client._c, name, parties,
+                                                 **_opts(client_id, session, session_ttl, metrics))
 
     @property
     def parties(self) -> int:
@@ -938,8 +950,8 @@ class TransientKeyValue(_Recipe):
     """A key that exists while its owner lives: ``with TransientKeyValue(c, key, value):``."""
 
     def __init__(self, client: Client, key: str, value: Bytes, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.TransientKeyValue(client._c, key, value, **_opts(client_id, session, session_ttl))
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        self._c = _core.TransientKeyValue(client._c, key, value, **_opts(client_id, session, session_ttl, metrics))
 
     @property
     def key(self) -> str:
@@ -1018,9 +1030,9 @@ class PathChildrenCache(_CacheBase, Mapping[str, CachedNode]):
 
     def __init__(self, client: Client, path: str, *, start_mode: str = "normal", subtree: bool = False,
                  page_size: int = 1000, client_id: Optional[str] = None, session: Optional[Session] = None,
-                 session_ttl: Optional[float] = None) -> None:
+                 session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         self._c = _core.PathChildrenCache(client._c, path, start_mode=start_mode, subtree=subtree,
-                                          page_size=page_size, **_opts(client_id, session, session_ttl))
+                                          page_size=page_size, **_opts(client_id, session, session_ttl, metrics))
 
     @property
     def path(self) -> str:
@@ -1049,8 +1061,8 @@ class NodeCache(_CacheBase):
     """A local copy of one key."""
 
     def __init__(self, client: Client, key: str, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.NodeCache(client._c, key, **_opts(client_id, session, session_ttl))
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        self._c = _core.NodeCache(client._c, key, **_opts(client_id, session, session_ttl, metrics))
 
     @property
     def current(self) -> Optional[CachedNode]:
@@ -1071,8 +1083,9 @@ class ServiceRegistry(_Recipe):
     """Registrations as transient keys, healed after a lease loss only where free."""
 
     def __init__(self, client: Client, *, base_path: str = "/services", client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.ServiceRegistry(client._c, base_path=base_path, **_opts(client_id, session, session_ttl))
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        self._c = _core.ServiceRegistry(client._c, base_path=base_path,
+                                        **_opts(client_id, session, session_ttl, metrics))
 
     def register_instance(self, instance: ServiceInstance, *, timeout: Optional[float] = None) -> None:
         self._c.register_instance(instance).wait(timeout)
@@ -1090,9 +1103,9 @@ class ServiceRegistry(_Recipe):
 class ServiceCache(_CacheBase):
     def __init__(self, client: Client, service: str, *, base_path: str = "/services",
                  client_id: Optional[str] = None, session: Optional[Session] = None,
-                 session_ttl: Optional[float] = None) -> None:
+                 session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         self._c = _core.ServiceCache(client._c, service, base_path=base_path,
-                                     **_opts(client_id, session, session_ttl))
+                                     **_opts(client_id, session, session_ttl, metrics))
 
     def instances(self) -> List[ServiceInstance]:
         return self._c.instances()
@@ -1104,14 +1117,16 @@ class ServiceProvider(_Recipe):
     def __init__(self, client: Optional[Client], service: str, *, base_path: str = "/services",
                  strategy: str = "round_robin", errors_before_ejection: int = 2, ejection_time: float = 30.0,
                  client_id: Optional[str] = None, session: Optional[Session] = None,
-                 session_ttl: Optional[float] = None, _core_provider: Any = None) -> None:
+                 session_ttl: Optional[float] = None, metrics: Any = None,
+                 _core_provider: Any = None) -> None:
         if _core_provider is not None:
             self._c = _core_provider
         else:
             assert client is not None
             self._c = _core.ServiceProvider(client._c, service, base_path=base_path, strategy=strategy,
                                             errors_before_ejection=errors_before_ejection,
-                                            ejection_time=ejection_time, **_opts(client_id, session, session_ttl))
+                                            ejection_time=ejection_time,
+                                            **_opts(client_id, session, session_ttl, metrics))
 
     def wait_initialized(self, timeout: Optional[float] = None) -> bool:
         return bool(self._c.wait_initialized().wait_or_none(timeout))
@@ -1133,8 +1148,9 @@ class ServiceDiscovery(_Recipe):
     """The facade: register, query, providers."""
 
     def __init__(self, client: Client, *, base_path: str = "/services", client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.ServiceDiscovery(client._c, base_path=base_path, **_opts(client_id, session, session_ttl))
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        self._c = _core.ServiceDiscovery(client._c, base_path=base_path,
+                                         **_opts(client_id, session, session_ttl, metrics))
 
     def register_instance(self, instance: ServiceInstance, *, timeout: Optional[float] = None) -> None:
         self._c.register_instance(instance).wait(timeout)

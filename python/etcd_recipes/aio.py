@@ -23,7 +23,8 @@ from . import _core
 from . import Bytes, Closed, Timeout
 from . import (  # noqa: F401  (plain data, shared with the blocking API)
     CachedNode, ChildEvent, Compare, DeadLetter, Enqueued, Event, GetResponse, LeaderInfo, NodeEvent, Op,
-    Participant, PutResponse, DeleteResponse, ServiceInstance, Subscription, Txn, TxnResponse, WatchResponse,
+    Participant, PrometheusMetrics, PutResponse, DeleteResponse, ServiceInstance, Subscription, Txn, TxnResponse,
+    WatchResponse,
 )
 import etcd_recipes as _blocking
 
@@ -211,12 +212,12 @@ class DistributedMutex(_AsyncLock, _blocking._LockBase):  # type: ignore[misc]
 
 
 def _split(options: Any) -> Any:
-    """The recipe keyword arguments (client_id, session, session_ttl); a typo is an error."""
-    unknown = set(options) - {"client_id", "session", "session_ttl"}
+    """The recipe keyword arguments (client_id, session, session_ttl, metrics); a typo is an error."""
+    names = ("client_id", "session", "session_ttl", "metrics")
+    unknown = set(options) - set(names)
     if unknown:
         raise TypeError(f"unexpected keyword arguments: {sorted(unknown)}")
-    return {"client_id": options.get("client_id"), "session": options.get("session"),
-            "session_ttl": options.get("session_ttl")}
+    return {k: options.get(k) for k in names}
 
 
 class LockView(_AsyncLock, _blocking.LockView):  # type: ignore[misc]

@@ -113,10 +113,8 @@ void bind_more_recipes(py::module_& m) {
   // --- queues
   py::class_<DistributedQueue, std::shared_ptr<DistributedQueue>> queue(m, "DistributedQueue");
   queue
-      .def(py::init([](Client client, std::string name, std::optional<std::string> client_id,
-                       std::shared_ptr<Session> session, std::optional<double> session_ttl) {
-             return make_releasing<DistributedQueue>(std::move(client), std::move(name),
-                                                     recipe_options(client_id, session, session_ttl));
+      .def(py::init([](Client client, std::string name, const RecipeOptions& options) {
+             return make_releasing<DistributedQueue>(std::move(client), std::move(name), options);
            }),
            py::arg("client"), py::arg("name"), ETCD_PY_RECIPE_KWARGS)
       .def(
@@ -132,10 +130,8 @@ void bind_more_recipes(py::module_& m) {
   def_recipe(queue);
 
   py::class_<DistributedPriorityQueue, std::shared_ptr<DistributedPriorityQueue>> pq(m, "DistributedPriorityQueue");
-  pq.def(py::init([](Client client, std::string name, std::optional<std::string> client_id,
-                     std::shared_ptr<Session> session, std::optional<double> session_ttl) {
-           return make_releasing<DistributedPriorityQueue>(std::move(client), std::move(name),
-                                                           recipe_options(client_id, session, session_ttl));
+  pq.def(py::init([](Client client, std::string name, const RecipeOptions& options) {
+           return make_releasing<DistributedPriorityQueue>(std::move(client), std::move(name), options);
          }),
          py::arg("client"), py::arg("name"), ETCD_PY_RECIPE_KWARGS)
       .def(
@@ -183,18 +179,16 @@ void bind_more_recipes(py::module_& m) {
       .def_readonly("revision", &DeadLetter::revision);
   py::class_<DistributedWorkQueue, std::shared_ptr<DistributedWorkQueue>> wq(m, "DistributedWorkQueue");
   wq.def(py::init([](Client client, std::string name, double visibility_timeout, int max_deliveries,
-                     std::optional<std::string> client_id, std::shared_ptr<Session> session,
-                     std::optional<double> session_ttl) {
+                     const RecipeOptions& options) {
            WorkQueueOptions o;
            o.visibility_timeout =
                std::chrono::duration_cast<std::chrono::seconds>(millis(visibility_timeout, "visibility_timeout"));
            o.max_deliveries = max_deliveries;
-           o.recipe = recipe_options(client_id, session, session_ttl);
+           o.recipe = options;
            return make_releasing<DistributedWorkQueue>(std::move(client), std::move(name), std::move(o));
          }),
          py::arg("client"), py::arg("name"), py::kw_only(), py::arg("visibility_timeout") = 30.0,
-         py::arg("max_deliveries") = 5, py::arg("client_id") = py::none(), py::arg("session") = py::none(),
-         py::arg("session_ttl") = py::none())
+         py::arg("max_deliveries") = 5, py::arg("options") = RecipeOptions())
       .def(
           "enqueue",
           [](DistributedWorkQueue& q, std::string v, double delay) {
@@ -222,10 +216,8 @@ void bind_more_recipes(py::module_& m) {
   // --- counter
   py::class_<DistributedAtomicLong, std::shared_ptr<DistributedAtomicLong>> counter(m, "DistributedAtomicLong");
   counter
-      .def(py::init([](Client client, std::string name, std::optional<std::string> client_id,
-                       std::shared_ptr<Session> session, std::optional<double> session_ttl) {
-             return make_releasing<DistributedAtomicLong>(std::move(client), std::move(name),
-                                                          recipe_options(client_id, session, session_ttl));
+      .def(py::init([](Client client, std::string name, const RecipeOptions& options) {
+             return make_releasing<DistributedAtomicLong>(std::move(client), std::move(name), options);
            }),
            py::arg("client"), py::arg("name"), ETCD_PY_RECIPE_KWARGS)
       .def("get", [](DistributedAtomicLong& c) { return pending(c.get()); })
@@ -245,15 +237,13 @@ void bind_more_recipes(py::module_& m) {
 
   // --- barriers
   py::class_<DistributedBarrier, std::shared_ptr<DistributedBarrier>> gate(m, "DistributedBarrier");
-  gate.def(py::init([](Client client, std::string name, bool wait_until_set, std::optional<std::string> client_id,
-                       std::shared_ptr<Session> session, std::optional<double> session_ttl) {
+  gate.def(py::init([](Client client, std::string name, bool wait_until_set, const RecipeOptions& options) {
              GateOptions g;
              g.wait_until_set = wait_until_set;
-             return make_releasing<DistributedBarrier>(std::move(client), std::move(name),
-                                                       recipe_options(client_id, session, session_ttl), g);
+             return make_releasing<DistributedBarrier>(std::move(client), std::move(name), options, g);
            }),
            py::arg("client"), py::arg("name"), py::kw_only(), py::arg("wait_until_set") = false,
-           py::arg("client_id") = py::none(), py::arg("session") = py::none(), py::arg("session_ttl") = py::none())
+           py::arg("options") = RecipeOptions())
       .def("set", [](DistributedBarrier& b) { return pending(b.set()); })
       .def("remove", [](DistributedBarrier& b) { return pending(b.remove()); })
       .def("wait", [](DistributedBarrier& b) { return pending(b.wait()); })
@@ -263,10 +253,8 @@ void bind_more_recipes(py::module_& m) {
   py::class_<DistributedBarrierWithCount, std::shared_ptr<DistributedBarrierWithCount>> rendezvous(
       m, "DistributedBarrierWithCount");
   rendezvous
-      .def(py::init([](Client client, std::string name, int64_t parties, std::optional<std::string> client_id,
-                       std::shared_ptr<Session> session, std::optional<double> session_ttl) {
-             return make_releasing<DistributedBarrierWithCount>(std::move(client), std::move(name), parties,
-                                                                recipe_options(client_id, session, session_ttl));
+      .def(py::init([](Client client, std::string name, int64_t parties, const RecipeOptions& options) {
+             return make_releasing<DistributedBarrierWithCount>(std::move(client), std::move(name), parties, options);
            }),
            py::arg("client"), py::arg("name"), py::arg("parties"), ETCD_PY_RECIPE_KWARGS)
       .def_property_readonly("parties", &DistributedBarrierWithCount::parties)
@@ -275,10 +263,8 @@ void bind_more_recipes(py::module_& m) {
   def_recipe(rendezvous);
 
   py::class_<DistributedDoubleBarrier, std::shared_ptr<DistributedDoubleBarrier>> dbl(m, "DistributedDoubleBarrier");
-  dbl.def(py::init([](Client client, std::string name, int64_t parties, std::optional<std::string> client_id,
-                      std::shared_ptr<Session> session, std::optional<double> session_ttl) {
-            return make_releasing<DistributedDoubleBarrier>(std::move(client), std::move(name), parties,
-                                                            recipe_options(client_id, session, session_ttl));
+  dbl.def(py::init([](Client client, std::string name, int64_t parties, const RecipeOptions& options) {
+            return make_releasing<DistributedDoubleBarrier>(std::move(client), std::move(name), parties, options);
           }),
           py::arg("client"), py::arg("name"), py::arg("parties"), ETCD_PY_RECIPE_KWARGS)
       .def_property_readonly("parties", &DistributedDoubleBarrier::parties)
@@ -290,10 +276,8 @@ void bind_more_recipes(py::module_& m) {
   // --- transient key/value
   py::class_<TransientKeyValue, std::shared_ptr<TransientKeyValue>> transient(m, "TransientKeyValue");
   transient
-      .def(py::init([](Client client, std::string key, std::string value, std::optional<std::string> client_id,
-                       std::shared_ptr<Session> session, std::optional<double> session_ttl) {
-             return make_releasing<TransientKeyValue>(std::move(client), std::move(key), std::move(value),
-                                                      recipe_options(client_id, session, session_ttl));
+      .def(py::init([](Client client, std::string key, std::string value, const RecipeOptions& options) {
+             return make_releasing<TransientKeyValue>(std::move(client), std::move(key), std::move(value), options);
            }),
            py::arg("client"), py::arg("key"), py::arg("value"), ETCD_PY_RECIPE_KWARGS)
       .def_property_readonly("key", &TransientKeyValue::key)
@@ -361,19 +345,17 @@ void bind_more_recipes(py::module_& m) {
 
   py::class_<PathChildrenCache, std::shared_ptr<PathChildrenCache>> pcc(m, "PathChildrenCache");
   pcc.def(py::init([](Client client, std::string path, const std::string& mode, bool subtree, int64_t page_size,
-                      std::optional<std::string> client_id, std::shared_ptr<Session> session,
-                      std::optional<double> session_ttl) {
+                      const RecipeOptions& options) {
             PathChildrenCacheOptions o;
             o.start_mode = start_mode(mode);
             o.scope = subtree ? PathChildrenCacheOptions::Scope::kSubtree
                               : PathChildrenCacheOptions::Scope::kDirectChildren;
             o.page_size = page_size;
-            o.recipe = recipe_options(client_id, session, session_ttl);
+            o.recipe = options;
             return make_releasing<PathChildrenCache>(std::move(client), std::move(path), std::move(o));
           }),
           py::arg("client"), py::arg("path"), py::kw_only(), py::arg("start_mode") = "normal",
-          py::arg("subtree") = false, py::arg("page_size") = 1000, py::arg("client_id") = py::none(),
-          py::arg("session") = py::none(), py::arg("session_ttl") = py::none())
+          py::arg("subtree") = false, py::arg("page_size") = 1000, py::arg("options") = RecipeOptions())
       .def_property_readonly("path", &PathChildrenCache::path)
       .def("snapshot",
            [](const PathChildrenCache& c) {
@@ -398,10 +380,8 @@ void bind_more_recipes(py::module_& m) {
   def_cache(pcc);
 
   py::class_<NodeCache<std::string>, std::shared_ptr<NodeCache<std::string>>> nc(m, "NodeCache");
-  nc.def(py::init([](Client client, std::string key, std::optional<std::string> client_id,
-                     std::shared_ptr<Session> session, std::optional<double> session_ttl) {
-           return make_releasing<NodeCache<std::string>>(std::move(client), std::move(key),
-                                                         recipe_options(client_id, session, session_ttl));
+  nc.def(py::init([](Client client, std::string key, const RecipeOptions& options) {
+           return make_releasing<NodeCache<std::string>>(std::move(client), std::move(key), options);
          }),
          py::arg("client"), py::arg("key"), ETCD_PY_RECIPE_KWARGS)
       .def_property_readonly("key", &NodeCache<std::string>::key)
@@ -449,15 +429,14 @@ void bind_more_recipes(py::module_& m) {
 
   py::class_<ServiceRegistry, std::shared_ptr<ServiceRegistry>> registry(m, "ServiceRegistry");
   registry
-      .def(py::init([](Client client, std::string base_path, std::optional<std::string> client_id,
-                       std::shared_ptr<Session> session, std::optional<double> session_ttl) {
+      .def(py::init([](Client client, std::string base_path, const RecipeOptions& options) {
              ServiceRegistryOptions o;
              o.base_path = std::move(base_path);
-             o.recipe = recipe_options(client_id, session, session_ttl);
+             o.recipe = options;
              return make_releasing<ServiceRegistry>(std::move(client), std::move(o));
            }),
            py::arg("client"), py::kw_only(), py::arg("base_path") = kDefaultServicesPath,
-           py::arg("client_id") = py::none(), py::arg("session") = py::none(), py::arg("session_ttl") = py::none())
+           py::arg("options") = RecipeOptions())
       .def(
           "register_instance", [](ServiceRegistry& r, ServiceInstance i) { return pending(r.register_instance(i)); },
           py::arg("instance"))
@@ -475,16 +454,14 @@ void bind_more_recipes(py::module_& m) {
 
   py::class_<ServiceCache, std::shared_ptr<ServiceCache>> scache(m, "ServiceCache");
   scache
-      .def(py::init([](Client client, std::string service, std::string base_path,
-                       std::optional<std::string> client_id, std::shared_ptr<Session> session,
-                       std::optional<double> session_ttl) {
+      .def(py::init([](Client client, std::string service, std::string base_path, const RecipeOptions& options) {
              ServiceCacheOptions o;
              o.base_path = std::move(base_path);
-             o.recipe = recipe_options(client_id, session, session_ttl);
+             o.recipe = options;
              return make_releasing<ServiceCache>(std::move(client), std::move(service), std::move(o));
            }),
            py::arg("client"), py::arg("service"), py::kw_only(), py::arg("base_path") = kDefaultServicesPath,
-           py::arg("client_id") = py::none(), py::arg("session") = py::none(), py::arg("session_ttl") = py::none())
+           py::arg("options") = RecipeOptions())
       .def_property_readonly("service", &ServiceCache::service)
       .def("instances", &ServiceCache::instances);
   def_cache(scache);
@@ -492,20 +469,18 @@ void bind_more_recipes(py::module_& m) {
   py::class_<ServiceProvider, std::shared_ptr<ServiceProvider>> provider(m, "ServiceProvider");
   provider
       .def(py::init([](Client client, std::string service, std::string base_path, const std::string& strat,
-                       int errors_before_ejection, double ejection_time, std::optional<std::string> client_id,
-                       std::shared_ptr<Session> session, std::optional<double> session_ttl) {
+                       int errors_before_ejection, double ejection_time, const RecipeOptions& options) {
              ServiceProviderOptions o;
              o.base_path = std::move(base_path);
              o.strategy = strategy(strat);
              o.errors_before_ejection = errors_before_ejection;
              o.ejection_time = millis(ejection_time, "ejection_time");
-             o.recipe = recipe_options(client_id, session, session_ttl);
+             o.recipe = options;
              return make_releasing<ServiceProvider>(std::move(client), std::move(service), std::move(o));
            }),
            py::arg("client"), py::arg("service"), py::kw_only(), py::arg("base_path") = kDefaultServicesPath,
-           py::arg("strategy") = "round_robin", py::arg("errors_before_ejection") = 2,
-           py::arg("ejection_time") = 30.0, py::arg("client_id") = py::none(), py::arg("session") = py::none(),
-           py::arg("session_ttl") = py::none())
+           py::arg("strategy") = "round_robin", py::arg("errors_before_ejection") = 2, py::arg("ejection_time") = 30.0,
+           py::arg("options") = RecipeOptions())
       .def_property_readonly("service", &ServiceProvider::service)
       .def("wait_initialized", [](ServiceProvider& p) { return pending(p.wait_initialized()); })
       .def("pick", &ServiceProvider::pick)
@@ -517,15 +492,14 @@ void bind_more_recipes(py::module_& m) {
 
   py::class_<ServiceDiscovery, std::shared_ptr<ServiceDiscovery>> discovery(m, "ServiceDiscovery");
   discovery
-      .def(py::init([](Client client, std::string base_path, std::optional<std::string> client_id,
-                       std::shared_ptr<Session> session, std::optional<double> session_ttl) {
+      .def(py::init([](Client client, std::string base_path, const RecipeOptions& options) {
              ServiceDiscoveryOptions o;
              o.base_path = std::move(base_path);
-             o.recipe = recipe_options(client_id, session, session_ttl);
+             o.recipe = options;
              return make_releasing<ServiceDiscovery>(std::move(client), std::move(o));
            }),
            py::arg("client"), py::kw_only(), py::arg("base_path") = kDefaultServicesPath,
-           py::arg("client_id") = py::none(), py::arg("session") = py::none(), py::arg("session_ttl") = py::none())
+           py::arg("options") = RecipeOptions())
       .def(
           "register_instance", [](ServiceDiscovery& d, ServiceInstance i) { return pending(d.register_instance(i)); },
           py::arg("instance"))

@@ -98,17 +98,6 @@ Executor completion_executor() {
   return loop->io.get_executor();
 }
 
-recipes::RecipeOptions recipe_options(std::optional<std::string> client_id, std::shared_ptr<Session> session,
-                                      std::optional<double> session_ttl) {
-  recipes::RecipeOptions o;
-  if (client_id) o.client_id = std::move(*client_id);
-  o.session = std::move(session);
-  if (session_ttl) {
-    o.session_ttl = std::chrono::duration_cast<std::chrono::seconds>(to_duration(*session_ttl, "session_ttl"));
-  }
-  return o;
-}
-
 }  // namespace etcd::python
 
 PYBIND11_MODULE(_core, m) {
@@ -125,6 +114,7 @@ PYBIND11_MODULE(_core, m) {
   });
   py::class_<AsyncOp, std::shared_ptr<AsyncOp>>(m, "AsyncOp").def("cancel", &AsyncOp::cancel);
   bind_client(m);
+  bind_options(m);
   bind_recipes(m);
   bind_more_recipes(m);
   bind_testing(m);
