@@ -1079,7 +1079,21 @@ class NodeCache(_CacheBase):
 # --- service discovery ----------------------------------------------------------------
 
 
-class ServiceRegistry(_Recipe):
+class _Registrations(_Recipe):
+    """Hears of this process's registrations (a ServiceRegistry's, a ServiceDiscovery's)."""
+
+    def on_lost(self, listener: Callable[[ServiceInstance, EtcdError], None]) -> Subscription:
+        """Runs with (instance, why) when a registration's key stops being ours
+        (its lease was lost or revoked, or the key was deleted); it heals: the key
+        is re-created where it is free, and on_restored listeners run."""
+        return _keep(self, self._c.on_lost(listener))
+
+    def on_restored(self, listener: Callable[[ServiceInstance], None]) -> Subscription:
+        """Runs with the instance when a lost registration's key was re-created."""
+        return _keep(self, self._c.on_restored(listener))
+
+
+class ServiceRegistry(_Registrations):
     """Registrations as transient keys, healed after a lease loss only where free."""
 
     def __init__(self, client: Client, *, base_path: str = "/services", client_id: Optional[str] = None,
@@ -1144,7 +1158,7 @@ class ServiceProvider(_Recipe):
         self._c.note_error(instance)
 
 
-class ServiceDiscovery(_Recipe):
+class ServiceDiscovery(_Registrations):
     """The facade: register, query, providers."""
 
     def __init__(self, client: Client, *, base_path: str = "/services", client_id: Optional[str] = None,

@@ -103,6 +103,30 @@ Cls& def_cache(Cls& cls) {
   return def_recipe(cls);
 }
 
+// on_lost(listener(instance, error)) and on_restored(listener(instance)) of
+// the registrations of a ServiceRegistry (a ServiceDiscovery's: its own).
+template <class Cls, class Registry>
+Cls& def_registration_listeners(Cls& cls, Registry registry) {
+  using T = typename Cls::type;
+  cls.def(
+         "on_lost",
+         [registry](T& owner, py::object f) {
+           return wrap(registry(owner).on_lost(listener<const ServiceInstance&, const Status&>(
+               std::move(f), "etcd_recipes: ServiceRegistry.on_lost listener",
+               [](const py::object& cb, const ServiceInstance& i, const Status& s) { cb(i, make_exception(s)); })));
+         },
+         py::arg("listener"))
+      .def(
+          "on_restored",
+          [registry](T& owner, py::object f) {
+            return wrap(registry(owner).on_restored(
+                listener<const ServiceInstance&>(std::move(f), "etcd_recipes: ServiceRegistry.on_restored listener",
+                                                 [](const py::object& cb, const ServiceInstance& i) { cb(i); })));
+          },
+          py::arg("listener"));
+  return cls;
+}
+
 }  // namespace
 
 void bind_more_recipes(py::module_& m) {
@@ -450,6 +474,7 @@ void bind_more_recipes(py::module_& m) {
           py::arg("service"), py::arg("id"))
       .def("registered", &ServiceRegistry::registered)
       .def("key_of", &ServiceRegistry::key_of, py::arg("instance"));
+  def_registration_listeners(registry, [](ServiceRegistry& r) -> ServiceRegistry& { return r; });
   def_recipe(registry);
 
   py::class_<ServiceCache, std::shared_ptr<ServiceCache>> scache(m, "ServiceCache");
@@ -534,6 +559,7 @@ void bind_more_recipes(py::module_& m) {
             return releasing(d.provider(std::move(service), std::move(o)));
           },
           py::arg("service"), py::kw_only(), py::arg("strategy") = "round_robin");
+  def_registration_listeners(discovery, [](ServiceDiscovery& d) -> ServiceRegistry& { return d.registry(); });
   def_recipe(discovery);
 }
 

@@ -1,4 +1,4 @@
-"""The metrics hooks (metrics=), against real etcd."""
+"""The hooks: metrics (metrics=) and the registrations' on_lost / on_restored, against real etcd."""
 import threading
 import time
 
@@ -61,3 +61,38 @@ def test_a_python_metrics_sink_hears_in_order_off_the_callers_thread(client, nam
 def test_a_metrics_object_without_add_observe_set_is_refused(client, name):
     with pytest.raises(er.InvalidArgument):
         er.DistributedMutex(client, name, metrics=object())
+
+
+def _lose_and_heal(client, owner, key):
+    """Revokes the registration's lease: it is lost, then re-created under a new one."""
+    lost, restored = [], []
+    owner.on_lost(lambda instance, why: lost.append((instance, why, threading.current_thread())))
+    owner.on_restored(lambda instance: restored.append(instance))
+    lease = client.get(key).kvs[0].lease
+    client.lease_revoke(lease)
+    assert _eventually(lambda: lost and restored, timeout=10), (lost, restored)
+    instance, why, thread = lost[0]
+    assert isinstance(why, er.EtcdError)
+    assert thread is not threading.main_thread()
+    healed = client.get(key).kvs[0]
+    assert healed.lease not in (0, lease)
+    return instance, restored[0]
+
+
+def test_registry_hears_a_lost_registration_and_its_restoration(client, name):
+    # session_ttl is the registration's lease TTL: short, so that the loss is
+    # noticed by the next keep-alive (every TTL/3).
+    registry = er.ServiceRegistry(client, base_path=name, session_ttl=2)
+    mine = er.ServiceInstance("api", id="a1", address="10.0.0.1", port=80)
+    registry.register_instance(mine)
+    lost, restored = _lose_and_heal(client, registry, f"{name}/api/a1")
+    assert lost.id == "a1" and restored.id == "a1" and restored.endpoint == "10.0.0.1:80"
+    registry.close()
+
+
+def test_discovery_hears_its_own_registrations(client, name):
+    with er.ServiceDiscovery(client, base_path=name, session_ttl=2) as discovery:
+        discovery.register_instance(er.ServiceInstance("api", id="d1", address="10.0.0.2", port=81))
+        lost, restored = _lose_and_heal(client, discovery, f"{name}/api/d1")
+        assert lost.name == "api" and restored.id == "d1"
+        assert [i.id for i in discovery.query_instances("api")] == ["d1"]
