@@ -14,6 +14,8 @@ executor thread, with the GIL.
 Every recipe takes the keyword arguments ``client_id``, ``session``,
 ``session_ttl`` and ``metrics`` (a :class:`PrometheusMetrics` or any object with
 ``add``/``observe``/``set``).
+Queues, work queues, transient keys and caches take ``codec=`` for typed values
+(:mod:`etcd_recipes.codecs`).
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import errors
-from .errors import Closed, EtcdError, HoldLost, InvalidArgument, Timeout
+from .errors import Closed, DecodeFailed, EtcdError, HoldLost, InvalidArgument, Timeout
 from . import _core
+from . import codecs
+from .codecs import Codec
 
 Bytes = Union[str, bytes]
 
@@ -51,12 +55,18 @@ DeadLetter = _core.DeadLetter
 CachedNode = _core.CachedNode
 ChildEvent = _core.ChildEvent
 NodeEvent = _core.NodeEvent
+# The same three for a cache with a codec: `value` is the decoded object (and
+# raises DecodeFailed for a value that did not decode).
+TypedCachedNode = _core.TypedCachedNode
+TypedChildEvent = _core.TypedChildEvent
+TypedNodeEvent = _core.TypedNodeEvent
 ServiceInstance = _core.ServiceInstance
 # The library's metrics, aggregated in C++ (render() gives Prometheus text).
 PrometheusMetrics = _core.PrometheusMetrics
 
 __all__ = [
-    "EtcdError", "HoldLost", "Timeout", "Closed", "InvalidArgument", "PrometheusMetrics",
+    "EtcdError", "HoldLost", "Timeout", "Closed", "InvalidArgument", "DecodeFailed", "codecs", "Codec",
+    "PrometheusMetrics", "TypedCachedNode", "TypedChildEvent", "TypedNodeEvent",
     "Client", "Lease", "Session", "Watch", "Compare", "Op", "Txn", "Subscription",
     "KeyValue", "ResponseHeader", "GetResponse", "PutResponse", "DeleteResponse", "TxnResponse",
     "LeaseGrantResponse", "LeaseTimeToLiveResponse", "WatchResponse", "Event", "StatusResponse",
@@ -313,6 +323,17 @@ def _opts(client_id: Optional[str], session: Optional[Session], session_ttl: Opt
     return {"options": _core.RecipeOptions(client_id=client_id,
                                            session=session._c if session is not None else None,
                                            session_ttl=session_ttl, metrics=metrics)}
+
+
+def _typed(codec: Optional[Codec]) -> Optional[Codec]:
+    """The codec a recipe must run, or None for bytes as stored (no codec, or
+    BYTES: the bytes recipes, with no Python per value)."""
+    if codec is None or codec is codecs.BYTES:
+        return None
+    if not (callable(getattr(codec, "encode", None)) and callable(getattr(codec, "decode", None))):
+        raise InvalidArgument(f"codec must have encode(value) -> bytes and decode(bytes) -> value (got {codec!r})",
+                              "INVALID_ARGUMENT", 3, "bad_argument")
+    return codec
 
 
 class _Recipe:
@@ -692,52 +713,95 @@ class _QueueBase(_Recipe):
 
 
 class _Queue(_QueueBase):
-    def dequeue(self, timeout: Optional[float] = None) -> bytes:
+    """Values are bytes, or what the queue's codec decodes.
+
+    With a codec, an item whose value does not decode (poison) is never taken:
+    the dequeue that meets it raises DecodeFailed naming its key, the item stays
+    in the queue (remove it with ``etcdctl del`` or a queue without the codec),
+    this object skips it from then on, and on_poison listeners hear of it.
+    """
+
+    def dequeue(self, timeout: Optional[float] = None) -> Any:
         """Takes the head item; waits while empty. Timeout when ``timeout`` ran out."""
         return self._c.dequeue().wait(timeout)
 
-    def try_dequeue(self, timeout: Optional[float] = None) -> Optional[bytes]:
+    def try_dequeue(self, timeout: Optional[float] = None) -> Any:
         """The head item if there is one now (or within ``timeout``), else None."""
         if timeout is None:
             return self._c.try_dequeue().wait(None)
         return self._c.dequeue().wait_or_none(timeout)
 
-    def __iter__(self) -> Iterator[bytes]:
-        """Items as they come, forever; ends when the queue is closed."""
+    def __iter__(self) -> Iterator[Any]:
+        """Items as they come, forever; ends when the queue is closed.
+
+        A poison item raises DecodeFailed from the iteration (the queue skips it
+        from then on: iterating again goes on with the next item).
+        """
         while True:
             try:
                 yield self._c.dequeue().wait(None)
             except Closed:
                 return
 
+    def on_poison(self, listener: Callable[[str, DecodeFailed], None]) -> Subscription:
+        """Runs with (key, DecodeFailed) for each item whose value does not decode
+        (never for a queue without a codec)."""
+        return _keep(self, self._c.on_poison(listener))
+
 
 class DistributedQueue(_Queue):
     """FIFO by commit order; each item to exactly one consumer."""
 
-    def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
+    def __init__(self, client: Client, name: str, *, codec: Optional[Codec] = None, client_id: Optional[str] = None,
                  session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
-        self._c = _core.DistributedQueue(client._c, name, **_opts(client_id, session, session_ttl, metrics))
+        self._c = _queue_core(client, name, codec, _opts(client_id, session, session_ttl, metrics))
 
-    def enqueue(self, value: Bytes, *, timeout: Optional[float] = None) -> Enqueued:
+    def enqueue(self, value: Any, *, timeout: Optional[float] = None) -> Enqueued:
         return self._c.enqueue(value).wait(timeout)
 
-    def enqueue_all(self, values: Sequence[Bytes], *, timeout: Optional[float] = None) -> Enqueued:
+    def enqueue_all(self, values: Sequence[Any], *, timeout: Optional[float] = None) -> Enqueued:
         return self._c.enqueue_all(list(values)).wait(timeout)
 
 
 class DistributedPriorityQueue(_Queue):
     """Lowest priority (0..65535) first, FIFO within a priority."""
 
-    def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
+    def __init__(self, client: Client, name: str, *, codec: Optional[Codec] = None, client_id: Optional[str] = None,
                  session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
-        self._c = _core.DistributedPriorityQueue(client._c, name, **_opts(client_id, session, session_ttl, metrics))
+        self._c = _priority_queue_core(client, name, codec, _opts(client_id, session, session_ttl, metrics))
 
-    def enqueue(self, value: Bytes, priority: int, *, timeout: Optional[float] = None) -> Enqueued:
+    def enqueue(self, value: Any, priority: int, *, timeout: Optional[float] = None) -> Enqueued:
         return self._c.enqueue(value, priority).wait(timeout)
 
-    def enqueue_all(self, values: Sequence[Bytes], priority: int, *,
+    def enqueue_all(self, values: Sequence[Any], priority: int, *,
                     timeout: Optional[float] = None) -> Enqueued:
         return self._c.enqueue_all(list(values), priority).wait(timeout)
+
+
+# The cores of the recipes that take a codec: the typed one (values through
+# the codec, in C++'s typed recipe) or the bytes one. Shared with aio.
+def _queue_core(client: Client, name: str, codec: Optional[Codec], opts: Dict[str, Any]) -> Any:
+    typed = _typed(codec)
+    if typed is None:
+        return _core.DistributedQueue(client._c, name, **opts)
+    return _core.TypedQueue(client._c, name, typed, **opts)
+
+
+def _priority_queue_core(client: Client, name: str, codec: Optional[Codec], opts: Dict[str, Any]) -> Any:
+    typed = _typed(codec)
+    if typed is None:
+        return _core.DistributedPriorityQueue(client._c, name, **opts)
+    return _core.TypedPriorityQueue(client._c, name, typed, **opts)
+
+
+def _work_queue_core(client: Client, name: str, codec: Optional[Codec], visibility_timeout: float,
+                     max_deliveries: int, opts: Dict[str, Any]) -> Any:
+    typed = _typed(codec)
+    if typed is None:
+        return _core.DistributedWorkQueue(client._c, name, visibility_timeout=visibility_timeout,
+                                          max_deliveries=max_deliveries, **opts)
+    return _core.TypedWorkQueue(client._c, name, typed, visibility_timeout=visibility_timeout,
+                                max_deliveries=max_deliveries, **opts)
 
 
 class _WorkItemBase:
@@ -746,7 +810,8 @@ class _WorkItemBase:
         self._settled = False
 
     @property
-    def value(self) -> bytes:
+    def value(self) -> Any:
+        """The payload: bytes, or what the queue's codec decoded."""
         return self._c.value
 
     @property
@@ -801,19 +866,24 @@ class _WorkQueueBase(_QueueBase):
 
 class DistributedWorkQueue(_WorkQueueBase):
     """At-least-once work: claims bound to the consumer's lease (the visibility timeout),
-    dead letters after ``max_deliveries``."""
+    dead letters after ``max_deliveries``.
+
+    With a codec, an item whose value does not decode (poison) is not delivered:
+    it goes to the dead letters at once (reason ``poison: ...`` naming the key),
+    is recorded in errors() and told to on_error listeners; receive() waits on
+    for the next item.
+    """
 
     def __init__(self, client: Client, name: str, *, visibility_timeout: float = 30.0, max_deliveries: int = 5,
-                 client_id: Optional[str] = None, session: Optional[Session] = None,
+                 codec: Optional[Codec] = None, client_id: Optional[str] = None, session: Optional[Session] = None,
                  session_ttl: Optional[float] = None, metrics: Any = None) -> None:
-        self._c = _core.DistributedWorkQueue(client._c, name, visibility_timeout=visibility_timeout,
-                                             max_deliveries=max_deliveries,
-                                             **_opts(client_id, session, session_ttl, metrics))
+        self._c = _work_queue_core(client, name, codec, visibility_timeout, max_deliveries,
+                                   _opts(client_id, session, session_ttl, metrics))
 
-    def enqueue(self, value: Bytes, *, delay: float = 0.0, timeout: Optional[float] = None) -> Enqueued:
+    def enqueue(self, value: Any, *, delay: float = 0.0, timeout: Optional[float] = None) -> Enqueued:
         return self._c.enqueue(value, delay=delay).wait(timeout)
 
-    def enqueue_all(self, values: Sequence[Bytes], *, delay: float = 0.0,
+    def enqueue_all(self, values: Sequence[Any], *, delay: float = 0.0,
                     timeout: Optional[float] = None) -> Enqueued:
         return self._c.enqueue_all(list(values), delay=delay).wait(timeout)
 
@@ -947,21 +1017,32 @@ class DistributedDoubleBarrier(_Recipe):
 
 
 class TransientKeyValue(_Recipe):
-    """A key that exists while its owner lives: ``with TransientKeyValue(c, key, value):``."""
+    """A key that exists while its owner lives: ``with TransientKeyValue(c, key, value):``.
 
-    def __init__(self, client: Client, key: str, value: Bytes, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
-        self._c = _core.TransientKeyValue(client._c, key, value, **_opts(client_id, session, session_ttl, metrics))
+    With a codec, ``value`` is encoded with it; a value it cannot encode is
+    InvalidArgument, nothing written (the constructor's: from every operation).
+    """
+
+    def __init__(self, client: Client, key: str, value: Any, *, codec: Optional[Codec] = None,
+                 client_id: Optional[str] = None, session: Optional[Session] = None,
+                 session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        opts = _opts(client_id, session, session_ttl, metrics)
+        typed = _typed(codec)
+        if typed is None:
+            self._c = _core.TransientKeyValue(client._c, key, value, **opts)
+        else:
+            self._c = _core.TypedTransientKeyValue(client._c, key, value, typed, **opts)
 
     @property
     def key(self) -> str:
         return self._c.key
 
     @property
-    def value(self) -> bytes:
+    def value(self) -> Any:
+        """The current value (the last one given, whether or not it is in etcd now)."""
         return self._c.value
 
-    def set_value(self, value: Bytes, *, timeout: Optional[float] = None) -> None:
+    def set_value(self, value: Any, *, timeout: Optional[float] = None) -> None:
         self._c.set_value(value).wait(timeout)
 
     def create(self, *, timeout: Optional[float] = None) -> None:
@@ -1026,13 +1107,26 @@ class PathChildrenCache(_CacheBase, Mapping[str, CachedNode]):
 
     A read-only mapping name -> CachedNode (``cache["a"].value``); snapshot() is a
     consistent copy; on_event(listener) hears ADDED/UPDATED/REMOVED/... in order.
+
+    With a codec the nodes are TypedCachedNodes: ``value`` is decoded once per
+    stored version, on the client's executor. A value that does not decode is
+    cached all the same, as a node whose ``value`` raises DecodeFailed (naming
+    the key) and whose ``error`` is that exception; it is recorded in errors()
+    and the cache goes on.
     """
 
     def __init__(self, client: Client, path: str, *, start_mode: str = "normal", subtree: bool = False,
-                 page_size: int = 1000, client_id: Optional[str] = None, session: Optional[Session] = None,
-                 session_ttl: Optional[float] = None, metrics: Any = None) -> None:
-        self._c = _core.PathChildrenCache(client._c, path, start_mode=start_mode, subtree=subtree,
-                                          page_size=page_size, **_opts(client_id, session, session_ttl, metrics))
+                 page_size: int = 1000, codec: Optional[Codec] = None, client_id: Optional[str] = None,
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None,
+                 metrics: Any = None) -> None:
+        opts = _opts(client_id, session, session_ttl, metrics)
+        typed = _typed(codec)
+        if typed is None:
+            self._c = _core.PathChildrenCache(client._c, path, start_mode=start_mode, subtree=subtree,
+                                              page_size=page_size, **opts)
+        else:
+            self._c = _core.TypedPathChildrenCache(client._c, path, typed, start_mode=start_mode, subtree=subtree,
+                                                   page_size=page_size, **opts)
 
     @property
     def path(self) -> str:
@@ -1058,11 +1152,16 @@ class PathChildrenCache(_CacheBase, Mapping[str, CachedNode]):
 
 
 class NodeCache(_CacheBase):
-    """A local copy of one key."""
+    """A local copy of one key (with a codec: decoded, as PathChildrenCache's nodes)."""
 
-    def __init__(self, client: Client, key: str, *, client_id: Optional[str] = None,
+    def __init__(self, client: Client, key: str, *, codec: Optional[Codec] = None, client_id: Optional[str] = None,
                  session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
-        self._c = _core.NodeCache(client._c, key, **_opts(client_id, session, session_ttl, metrics))
+        opts = _opts(client_id, session, session_ttl, metrics)
+        typed = _typed(codec)
+        if typed is None:
+            self._c = _core.NodeCache(client._c, key, **opts)
+        else:
+            self._c = _core.TypedNodeCache(client._c, key, typed, **opts)
 
     @property
     def current(self) -> Optional[CachedNode]:

@@ -20,11 +20,11 @@ import asyncio
 from typing import Any, AsyncIterator, Callable, List, Optional, Sequence
 
 from . import _core
-from . import Bytes, Closed, Timeout
+from . import Bytes, Closed, Codec, DecodeFailed, Timeout
 from . import (  # noqa: F401  (plain data, shared with the blocking API)
     CachedNode, ChildEvent, Compare, DeadLetter, Enqueued, Event, GetResponse, LeaderInfo, NodeEvent, Op,
     Participant, PrometheusMetrics, PutResponse, DeleteResponse, ServiceInstance, Subscription, Txn, TxnResponse,
-    WatchResponse,
+    TypedCachedNode, TypedChildEvent, TypedNodeEvent, WatchResponse, codecs,
 )
 import etcd_recipes as _blocking
 
@@ -347,12 +347,15 @@ class LeaderObserver(_blocking.LeaderObserver):
 
 
 class _AsyncQueue:
+    """Values as in etcd_recipes.DistributedQueue (bytes, or decoded by the codec; a
+    poison item raises DecodeFailed and stays in the queue)."""
+
     _c: Any
 
-    async def dequeue(self, timeout: Optional[float] = None) -> bytes:
+    async def dequeue(self, timeout: Optional[float] = None) -> Any:
         return await run(self._c.dequeue(), timeout)
 
-    async def try_dequeue(self, timeout: Optional[float] = None) -> Optional[bytes]:
+    async def try_dequeue(self, timeout: Optional[float] = None) -> Any:
         if timeout is None:
             return await run(self._c.try_dequeue())
         return await run(self._c.dequeue(), timeout, or_none=True)
@@ -360,10 +363,13 @@ class _AsyncQueue:
     async def size(self, *, timeout: Optional[float] = None) -> int:
         return await run(self._c.size(), timeout)
 
-    def __aiter__(self) -> AsyncIterator[bytes]:
+    def on_poison(self, listener: Callable[[str, DecodeFailed], None]) -> Subscription:
+        return _blocking._keep(self, self._c.on_poison(listener))
+
+    def __aiter__(self) -> AsyncIterator[Any]:
         return self._items()
 
-    async def _items(self) -> AsyncIterator[bytes]:
+    async def _items(self) -> AsyncIterator[Any]:
         while True:
             try:
                 yield await run(self._c.dequeue())
@@ -372,21 +378,23 @@ class _AsyncQueue:
 
 
 class DistributedQueue(_AsyncQueue, _blocking._Recipe):
-    def __init__(self, client: _blocking.Client, name: str, **options: Any) -> None:
-        self._c = _core.DistributedQueue(client._c, name, **_blocking._opts(**_split(options)))
+    def __init__(self, client: _blocking.Client, name: str, *, codec: Optional[Codec] = None,
+                 **options: Any) -> None:
+        self._c = _blocking._queue_core(client, name, codec, _blocking._opts(**_split(options)))
 
-    async def enqueue(self, value: Bytes, *, timeout: Optional[float] = None) -> Enqueued:
+    async def enqueue(self, value: Any, *, timeout: Optional[float] = None) -> Enqueued:
         return await run(self._c.enqueue(value), timeout)
 
-    async def enqueue_all(self, values: Sequence[Bytes], *, timeout: Optional[float] = None) -> Enqueued:
+    async def enqueue_all(self, values: Sequence[Any], *, timeout: Optional[float] = None) -> Enqueued:
         return await run(self._c.enqueue_all(list(values)), timeout)
 
 
 class DistributedPriorityQueue(_AsyncQueue, _blocking._Recipe):
-    def __init__(self, client: _blocking.Client, name: str, **options: Any) -> None:
-        self._c = _core.DistributedPriorityQueue(client._c, name, **_blocking._opts(**_split(options)))
+    def __init__(self, client: _blocking.Client, name: str, *, codec: Optional[Codec] = None,
+                 **options: Any) -> None:
+        self._c = _blocking._priority_queue_core(client, name, codec, _blocking._opts(**_split(options)))
 
-    async def enqueue(self, value: Bytes, priority: int, *, timeout: Optional[float] = None) -> Enqueued:
+    async def enqueue(self, value: Any, priority: int, *, timeout: Optional[float] = None) -> Enqueued:
         return await run(self._c.enqueue(value, priority), timeout)
 
 
@@ -415,11 +423,11 @@ class WorkItem(_blocking._WorkItemBase):
 
 class DistributedWorkQueue(_blocking._Recipe):
     def __init__(self, client: _blocking.Client, name: str, *, visibility_timeout: float = 30.0,
-                 max_deliveries: int = 5, **options: Any) -> None:
-        self._c = _core.DistributedWorkQueue(client._c, name, visibility_timeout=visibility_timeout,
-                                             max_deliveries=max_deliveries, **_blocking._opts(**_split(options)))
+                 max_deliveries: int = 5, codec: Optional[Codec] = None, **options: Any) -> None:
+        self._c = _blocking._work_queue_core(client, name, codec, visibility_timeout, max_deliveries,
+                                             _blocking._opts(**_split(options)))
 
-    async def enqueue(self, value: Bytes, *, delay: float = 0.0, timeout: Optional[float] = None) -> Enqueued:
+    async def enqueue(self, value: Any, *, delay: float = 0.0, timeout: Optional[float] = None) -> Enqueued:
         return await run(self._c.enqueue(value, delay=delay), timeout)
 
     async def receive(self, timeout: Optional[float] = None) -> WorkItem:
@@ -559,3 +567,4 @@ class ServiceDiscovery(_blocking.ServiceDiscovery):
 
     def provider(self, service: str, *, strategy: str = "round_robin") -> ServiceProvider:
         return ServiceProvider(None, service, _core_provider=self._c.provider(service, strategy=strategy))
+

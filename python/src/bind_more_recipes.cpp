@@ -1,12 +1,13 @@
 // Queues, the work queue, the counter, barriers, transient keys, caches and
-// service discovery. Values are bytes (the untyped recipes); typed values
-// are the caller's to encode (json.dumps, ...).
+// service discovery, over bytes. The same recipes over a Python codec
+// (codec= in the package) are in bind_typed.cpp.
 #include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "cache_binding.h"
 #include "etcd/recipes/atomic_long.h"
 #include "etcd/recipes/barrier.h"
 #include "etcd/recipes/node_cache.h"
@@ -20,7 +21,7 @@
 #include "etcd/recipes/service_registry.h"
 #include "etcd/recipes/transient.h"
 #include "etcd/recipes/work_queue.h"
-#include "recipe_binding.h"
+#include "value_binding.h"
 
 namespace etcd::python {
 
@@ -42,65 +43,11 @@ struct ToOptionalBytes {
   }
 };
 
-std::chrono::milliseconds millis(double seconds, const char* what) { return to_duration(seconds, what); }
-
-const char* child_event_name(ChildEvent<std::string>::Type t) {
-  using T = ChildEvent<std::string>::Type;
-  switch (t) {
-    case T::kAdded:
-      return "ADDED";
-    case T::kUpdated:
-      return "UPDATED";
-    case T::kRemoved:
-      return "REMOVED";
-    case T::kInitialized:
-      return "INITIALIZED";
-    case T::kReset:
-      return "RESET";
-  }
-  return "UNKNOWN";
-}
-
-const char* node_event_name(NodeEvent<std::string>::Type t) {
-  using T = NodeEvent<std::string>::Type;
-  switch (t) {
-    case T::kInitialized:
-      return "INITIALIZED";
-    case T::kCreated:
-      return "CREATED";
-    case T::kUpdated:
-      return "UPDATED";
-    case T::kDeleted:
-      return "DELETED";
-  }
-  return "UNKNOWN";
-}
-
-PathChildrenCacheOptions::StartMode start_mode(const std::string& s) {
-  if (s == "normal") return PathChildrenCacheOptions::StartMode::kNormal;
-  if (s == "build_initial_cache") return PathChildrenCacheOptions::StartMode::kBuildInitialCache;
-  if (s == "post_initialized_event") return PathChildrenCacheOptions::StartMode::kPostInitializedEvent;
-  throw_status(InvalidArgument("start_mode must be 'normal', 'build_initial_cache' or 'post_initialized_event' (got '" +
-                               s + "')"));
-}
-
 std::shared_ptr<ProviderStrategy> strategy(const std::string& s) {
   if (s == "round_robin") return round_robin_strategy();
   if (s == "random") return random_strategy();
   if (s == "sticky") return sticky_strategy();
   throw_status(InvalidArgument("strategy must be 'round_robin', 'random' or 'sticky' (got '" + s + "')"));
-}
-
-// The caches' common surface.
-template <class Cls>
-Cls& def_cache(Cls& cls) {
-  using T = typename Cls::type;
-  cls.def("wait_initialized", [](T& c) { return pending(c.wait_initialized()); })
-      .def_property_readonly("initialized", [](const T& c) { return c.initialized(); })
-      .def_property_readonly("revision", [](const T& c) { return c.revision(); })
-      .def_property_readonly("resyncs", [](const T& c) { return c.resyncs(); })
-      .def("__len__", [](const T& c) { return c.size(); });
-  return def_recipe(cls);
 }
 
 // on_lost(listener(instance, error)) and on_restored(listener(instance)) of
@@ -127,6 +74,11 @@ Cls& def_registration_listeners(Cls& cls, Registry registry) {
   return cls;
 }
 
+// A bytes queue takes every value as it is: no item is ever poison, so the
+// listener never runs (it has on_poison all the same, so that code written
+// for queues with and without a codec is the same).
+PySubscriptionPtr no_poison(py::object, py::object) { return wrap(Subscription()); }
+
 }  // namespace
 
 void bind_more_recipes(py::module_& m) {
@@ -150,7 +102,8 @@ void bind_more_recipes(py::module_& m) {
           py::arg("values"))
       .def("dequeue", [](DistributedQueue& q) { return pending(q.dequeue(), ToBytes()); })
       .def("try_dequeue", [](DistributedQueue& q) { return pending(q.try_dequeue(), ToOptionalBytes()); })
-      .def("size", [](DistributedQueue& q) { return pending(q.size()); });
+      .def("size", [](DistributedQueue& q) { return pending(q.size()); })
+      .def("on_poison", &no_poison, py::arg("listener"));
   def_recipe(queue);
 
   py::class_<DistributedPriorityQueue, std::shared_ptr<DistributedPriorityQueue>> pq(m, "DistributedPriorityQueue");
@@ -172,44 +125,31 @@ void bind_more_recipes(py::module_& m) {
           py::arg("values"), py::arg("priority"))
       .def("dequeue", [](DistributedPriorityQueue& q) { return pending(q.dequeue(), ToBytes()); })
       .def("try_dequeue", [](DistributedPriorityQueue& q) { return pending(q.try_dequeue(), ToOptionalBytes()); })
-      .def("size", [](DistributedPriorityQueue& q) { return pending(q.size()); });
+      .def("size", [](DistributedPriorityQueue& q) { return pending(q.size()); })
+      .def("on_poison", &no_poison, py::arg("listener"));
   def_recipe(pq);
 
   // --- work queue
-  py::class_<WorkItem>(m, "WorkItem")
-      .def_property_readonly("value", [](const WorkItem& w) { return py::bytes(w.value()); })
-      .def_property_readonly("id", &WorkItem::id)
-      .def_property_readonly("key", &WorkItem::key)
-      .def_property_readonly("attempt", &WorkItem::attempt)
-      .def_property_readonly("claim", &WorkItem::claim)
-      .def_property_readonly("lost", [](const WorkItem& w) { return w.stop_token().stop_requested(); })
-      .def("ack", [](const WorkItem& w) { return pending(w.ack()); })
-      .def(
-          "requeue",
-          [](const WorkItem& w, std::optional<double> delay) {
-            return delay ? pending(w.requeue(millis(*delay, "delay"))) : pending(w.requeue());
-          },
-          py::arg("delay") = py::none());
+  py::class_<WorkItem> item(m, "WorkItem");
+  item.def_property_readonly("value", [](const WorkItem& w) { return py::bytes(w.value()); });
+  def_work_item(item);
   py::class_<DeadLetter>(m, "DeadLetter")
       .def_readonly("id", &DeadLetter::id)
       .def_readonly("key", &DeadLetter::key)
+      // The payload as it was enqueued (a typed queue's too: a dead letter
+      // may be one that does not decode).
       .def_property_readonly("value", [](const DeadLetter& d) { return py::bytes(d.value); })
       .def_readonly("deliveries", &DeadLetter::deliveries)
       .def_readonly("reason", &DeadLetter::reason)
-      .def_property_readonly("since",
-                             [](const DeadLetter& d) {
-                               return std::chrono::duration<double>(d.since.time_since_epoch()).count();
-                             })
+      .def_property_readonly(
+          "since",
+          [](const DeadLetter& d) { return std::chrono::duration<double>(d.since.time_since_epoch()).count(); })
       .def_readonly("revision", &DeadLetter::revision);
   py::class_<DistributedWorkQueue, std::shared_ptr<DistributedWorkQueue>> wq(m, "DistributedWorkQueue");
   wq.def(py::init([](Client client, std::string name, double visibility_timeout, int max_deliveries,
                      const RecipeOptions& options) {
-           WorkQueueOptions o;
-           o.visibility_timeout =
-               std::chrono::duration_cast<std::chrono::seconds>(millis(visibility_timeout, "visibility_timeout"));
-           o.max_deliveries = max_deliveries;
-           o.recipe = options;
-           return make_releasing<DistributedWorkQueue>(std::move(client), std::move(name), std::move(o));
+           return make_releasing<DistributedWorkQueue>(std::move(client), std::move(name),
+                                                       work_queue_options(visibility_timeout, max_deliveries, options));
          }),
          py::arg("client"), py::arg("name"), py::kw_only(), py::arg("visibility_timeout") = 30.0,
          py::arg("max_deliveries") = 5, py::arg("options") = RecipeOptions())
@@ -226,16 +166,8 @@ void bind_more_recipes(py::module_& m) {
           },
           py::arg("values"), py::kw_only(), py::arg("delay") = 0.0)
       .def("receive", [](DistributedWorkQueue& q) { return pending(q.receive()); })
-      .def("try_receive", [](DistributedWorkQueue& q) { return pending(q.try_receive()); })
-      .def("size", [](DistributedWorkQueue& q) { return pending(q.size()); })
-      .def("dead_letters", [](DistributedWorkQueue& q) { return pending(q.dead_letters()); })
-      .def(
-          "requeue_dead", [](DistributedWorkQueue& q, std::string id) { return pending(q.requeue_dead(std::move(id))); },
-          py::arg("id"))
-      .def(
-          "purge_dead", [](DistributedWorkQueue& q, std::string id) { return pending(q.purge_dead(std::move(id))); },
-          py::arg("id"));
-  def_recipe(wq);
+      .def("try_receive", [](DistributedWorkQueue& q) { return pending(q.try_receive()); });
+  def_work_queue(wq);
 
   // --- counter
   py::class_<DistributedAtomicLong, std::shared_ptr<DistributedAtomicLong>> counter(m, "DistributedAtomicLong");
@@ -304,122 +236,34 @@ void bind_more_recipes(py::module_& m) {
              return make_releasing<TransientKeyValue>(std::move(client), std::move(key), std::move(value), options);
            }),
            py::arg("client"), py::arg("key"), py::arg("value"), ETCD_PY_RECIPE_KWARGS)
-      .def_property_readonly("key", &TransientKeyValue::key)
       .def_property_readonly("value", [](const TransientKeyValue& t) { return py::bytes(t.value()); })
       .def(
           "set_value", [](TransientKeyValue& t, std::string v) { return pending(t.set_value(std::move(v))); },
-          py::arg("value"))
-      .def("create", [](TransientKeyValue& t) { return pending(t.create()); })
-      .def("release", [](TransientKeyValue& t) { return pending(t.release()); })
-      .def_property_readonly("is_held", &TransientKeyValue::is_held)
-      .def_property_readonly("create_revision", &TransientKeyValue::create_revision)
-      .def_property_readonly("lease", &TransientKeyValue::lease)
-      .def(
-          "on_lost",
-          [](TransientKeyValue& t, py::object f) {
-            return wrap(t.on_lost(listener<const Status&>(
-                std::move(f), "etcd_recipes: TransientKeyValue.on_lost listener",
-                [](const py::object& cb, const Status& s) { cb(make_exception(s)); })));
-          },
-          py::arg("listener"))
-      .def(
-          "on_restored",
-          [](TransientKeyValue& t, py::object f) {
-            return wrap(t.on_restored(listener<>(std::move(f), "etcd_recipes: TransientKeyValue.on_restored listener",
-                                                 [](const py::object& cb) { cb(); })));
-          },
-          py::arg("listener"));
-  def_recipe(transient);
+          py::arg("value"));
+  def_transient(transient);
 
-  // --- caches
-  py::class_<Node>(m, "CachedNode")
-      .def_readonly("key", &Node::key)
-      .def_readonly("name", &Node::name)
-      .def_property_readonly("value",
-                             [](const Node& n) -> py::object {
-                               if (!n.value) return py::none();
-                               return py::bytes(*n.value);
-                             })
-      .def_readonly("create_revision", &Node::create_revision)
-      .def_readonly("mod_revision", &Node::mod_revision)
-      .def_readonly("version", &Node::version)
-      .def_readonly("lease", &Node::lease)
-      .def("__repr__", [](const Node& n) {
-        return "CachedNode(name=" + n.name + ", value=" +
-               (n.value ? py::repr(py::bytes(*n.value)).cast<std::string>() : std::string("None")) +
-               ", mod_revision=" + std::to_string(n.mod_revision) + ")";
-      });
-  py::class_<ChildEvent<std::string>>(m, "ChildEvent")
-      .def_property_readonly("type", [](const ChildEvent<std::string>& e) { return child_event_name(e.type); })
-      .def_readonly("key", &ChildEvent<std::string>::key)
-      .def_readonly("name", &ChildEvent<std::string>::name)
-      .def_readonly("previous", &ChildEvent<std::string>::previous)
-      .def_readonly("current", &ChildEvent<std::string>::current)
-      .def_readonly("revision", &ChildEvent<std::string>::revision)
-      .def_readonly("resync", &ChildEvent<std::string>::resync)
-      .def("__repr__", [](const ChildEvent<std::string>& e) {
-        return std::string("ChildEvent(") + child_event_name(e.type) + ", " + e.name + ")";
-      });
-  py::class_<NodeEvent<std::string>>(m, "NodeEvent")
-      .def_property_readonly("type", [](const NodeEvent<std::string>& e) { return node_event_name(e.type); })
-      .def_readonly("previous", &NodeEvent<std::string>::previous)
-      .def_readonly("current", &NodeEvent<std::string>::current)
-      .def_readonly("revision", &NodeEvent<std::string>::revision)
-      .def_readonly("resync", &NodeEvent<std::string>::resync);
+  // --- caches (bytes; the typed ones are in bind_typed.cpp)
+  bind_cache_types<std::string>(m, "CachedNode", "ChildEvent", "NodeEvent", [](const Node& n) -> py::object {
+    if (!n.value) return py::none();
+    return py::bytes(*n.value);
+  });
 
   py::class_<PathChildrenCache, std::shared_ptr<PathChildrenCache>> pcc(m, "PathChildrenCache");
   pcc.def(py::init([](Client client, std::string path, const std::string& mode, bool subtree, int64_t page_size,
                       const RecipeOptions& options) {
-            PathChildrenCacheOptions o;
-            o.start_mode = start_mode(mode);
-            o.scope = subtree ? PathChildrenCacheOptions::Scope::kSubtree
-                              : PathChildrenCacheOptions::Scope::kDirectChildren;
-            o.page_size = page_size;
-            o.recipe = options;
-            return make_releasing<PathChildrenCache>(std::move(client), std::move(path), std::move(o));
+            return make_releasing<PathChildrenCache>(std::move(client), std::move(path),
+                                                     children_cache_options(mode, subtree, page_size, options));
           }),
           py::arg("client"), py::arg("path"), py::kw_only(), py::arg("start_mode") = "normal",
-          py::arg("subtree") = false, py::arg("page_size") = 1000, py::arg("options") = RecipeOptions())
-      .def_property_readonly("path", &PathChildrenCache::path)
-      .def("snapshot",
-           [](const PathChildrenCache& c) {
-             auto snap = c.snapshot();
-             py::dict nodes;
-             for (auto& n : snap.nodes) {
-               py::str key(n.name);  // before n is moved from
-               nodes[key] = py::cast(std::move(n));
-             }
-             return py::make_tuple(nodes, snap.revision);
-           })
-      .def(
-          "get", [](const PathChildrenCache& c, const std::string& name) { return c.get(name); }, py::arg("name"))
-      .def(
-          "on_event",
-          [](PathChildrenCache& c, py::object f) {
-            return wrap(c.on_event(listener<const ChildEvent<std::string>&>(
-                std::move(f), "etcd_recipes: PathChildrenCache.on_event listener",
-                [](const py::object& cb, const ChildEvent<std::string>& e) { cb(e); })));
-          },
-          py::arg("listener"));
-  def_cache(pcc);
+          py::arg("subtree") = false, py::arg("page_size") = 1000, py::arg("options") = RecipeOptions());
+  def_children_cache(pcc);
 
   py::class_<NodeCache<std::string>, std::shared_ptr<NodeCache<std::string>>> nc(m, "NodeCache");
   nc.def(py::init([](Client client, std::string key, const RecipeOptions& options) {
            return make_releasing<NodeCache<std::string>>(std::move(client), std::move(key), options);
          }),
-         py::arg("client"), py::arg("key"), ETCD_PY_RECIPE_KWARGS)
-      .def_property_readonly("key", &NodeCache<std::string>::key)
-      .def_property_readonly("current", &NodeCache<std::string>::current)
-      .def_property_readonly("exists", &NodeCache<std::string>::exists)
-      .def(
-          "on_change",
-          [](NodeCache<std::string>& c, py::object f) {
-            return wrap(c.on_change(listener<const NodeEvent<std::string>&>(
-                std::move(f), "etcd_recipes: NodeCache.on_change listener",
-                [](const py::object& cb, const NodeEvent<std::string>& e) { cb(e); })));
-          },
-          py::arg("listener"));
-  def_cache(nc);
+         py::arg("client"), py::arg("key"), ETCD_PY_RECIPE_KWARGS);
+  def_node_cache(nc);
 
   // --- service discovery
   py::class_<ServiceInstance>(m, "ServiceInstance")

@@ -30,6 +30,8 @@ namespace py = pybind11;
 
 namespace etcd::recipes {
 class WorkItem;
+template <class T>
+class TypedWorkItem;
 }  // namespace etcd::recipes
 
 namespace etcd::python {
@@ -270,6 +272,8 @@ template <class T>
 void discard(T&) {}
 void discard(recipes::Hold& hold);
 void discard(recipes::WorkItem& item);
+struct PyValue;  // py_codec.h
+void discard(recipes::TypedWorkItem<PyValue>& item);
 template <class T>
 void discard(std::optional<T>& v) {
   if (v) discard(*v);
@@ -381,6 +385,7 @@ void bind_client(py::module_& m);
 void bind_options(py::module_& m);
 void bind_recipes(py::module_& m);
 void bind_more_recipes(py::module_& m);
+void bind_typed(py::module_& m);
 void bind_testing(py::module_& m);
 
 }  // namespace etcd::python

@@ -20,6 +20,7 @@ struct ErrorClasses {
   PyObject* timeout = nullptr;
   PyObject* closed = nullptr;
   PyObject* invalid_argument = nullptr;
+  PyObject* decode_failed = nullptr;
 };
 ErrorClasses errors;
 
@@ -28,6 +29,7 @@ PyObject* class_for(const Status& s) {
   if (s.is(Errc::kClosed)) return errors.closed;
   if (s.code() == StatusCode::kDeadlineExceeded) return errors.timeout;
   if (s.code() == StatusCode::kInvalidArgument) return errors.invalid_argument;
+  if (s.is(Errc::kDecodeFailed)) return errors.decode_failed;
   return errors.etcd_error;
 }
 
@@ -40,6 +42,7 @@ void init_errors() {
   errors.timeout = py::object(mod.attr("Timeout")).release().ptr();
   errors.closed = py::object(mod.attr("Closed")).release().ptr();
   errors.invalid_argument = py::object(mod.attr("InvalidArgument")).release().ptr();
+  errors.decode_failed = py::object(mod.attr("DecodeFailed")).release().ptr();
 }
 
 py::object make_exception(const Status& s) {
@@ -117,5 +120,6 @@ PYBIND11_MODULE(_core, m) {
   bind_options(m);
   bind_recipes(m);
   bind_more_recipes(m);
+  bind_typed(m);
   bind_testing(m);
 }
