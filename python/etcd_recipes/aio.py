@@ -12,11 +12,15 @@ C++ call; a hold or work item granted in that same instant is released/requeued.
             ...
         async for item in etcd_recipes.aio.DistributedQueue(client, "/q"):
             ...
+        async with etcd_recipes.aio.Recipes(client, client_id="billing-7") as recipes:
+            async with recipes.mutex("/locks/orders") as hold:
+                ...
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Any, AsyncIterator, Callable, List, Optional, Sequence
 
 from . import _core
@@ -33,7 +37,7 @@ __all__ = [
     "DistributedSemaphore", "LeaderLatch", "LeaderSelector", "LeaderObserver", "DistributedQueue",
     "DistributedPriorityQueue", "DistributedWorkQueue", "WorkItem", "DistributedAtomicLong", "DistributedBarrier",
     "DistributedBarrierWithCount", "DistributedDoubleBarrier", "TransientKeyValue", "PathChildrenCache",
-    "NodeCache", "ServiceDiscovery", "ServiceProvider", "run",
+    "NodeCache", "ServiceDiscovery", "ServiceProvider", "Recipes", "run",
 ]
 
 
@@ -213,11 +217,10 @@ class DistributedMutex(_AsyncLock, _blocking._LockBase):  # type: ignore[misc]
 
 def _split(options: Any) -> Any:
     """The recipe keyword arguments (client_id, session, session_ttl, metrics); a typo is an error."""
-    names = ("client_id", "session", "session_ttl", "metrics")
-    unknown = set(options) - set(names)
+    unknown = set(options) - set(_blocking._SHARED_OPTIONS)
     if unknown:
         raise TypeError(f"unexpected keyword arguments: {sorted(unknown)}")
-    return {k: options.get(k) for k in names}
+    return {k: options.get(k) for k in _blocking._SHARED_OPTIONS}
 
 
 class LockView(_AsyncLock, _blocking.LockView):  # type: ignore[misc]
@@ -568,3 +571,16 @@ class ServiceDiscovery(_blocking.ServiceDiscovery):
     def provider(self, service: str, *, strategy: str = "round_robin") -> ServiceProvider:
         return ServiceProvider(None, service, _core_provider=self._c.provider(service, strategy=strategy))
 
+
+class Recipes(_blocking.Recipes):
+    """etcd_recipes.Recipes making the asyncio twins (``recipes.mutex(name)`` is an
+    etcd_recipes.aio.DistributedMutex, ...), with ``async with`` besides ``with``."""
+
+    async def __aenter__(self) -> "Recipes":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.close()
+
+
+Recipes._kinds = sys.modules[__name__]
