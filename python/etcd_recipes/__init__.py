@@ -10,15 +10,26 @@ Ctrl-C (KeyboardInterrupt; the C++ call is cancelled). ``timeout`` arguments are
 seconds; ``None`` means the client's default deadline for single calls and
 "until done" for waits (acquire, dequeue, ...). Listeners run on the client's
 executor thread, with the GIL.
+
+Every recipe takes the keyword arguments ``client_id``, ``session``,
+``session_ttl`` and ``metrics`` (a :class:`PrometheusMetrics` or any object with
+``add``/``observe``/``set``); :class:`Recipes` states them once for many recipes.
+Queues, work queues, transient keys and caches take ``codec=`` for typed values
+(:mod:`etcd_recipes.codecs`).
 """
 
 from __future__ import annotations
 
+import sys
+import threading
+import weakref
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import errors
-from .errors import Closed, EtcdError, HoldLost, InvalidArgument, Timeout
+from .errors import Closed, DecodeFailed, EtcdError, HoldLost, InvalidArgument, Timeout
 from . import _core
+from . import codecs
+from .codecs import Codec
 
 Bytes = Union[str, bytes]
 
@@ -47,10 +58,18 @@ DeadLetter = _core.DeadLetter
 CachedNode = _core.CachedNode
 ChildEvent = _core.ChildEvent
 NodeEvent = _core.NodeEvent
+# The same three for a cache with a codec: `value` is the decoded object (and
+# raises DecodeFailed for a value that did not decode).
+TypedCachedNode = _core.TypedCachedNode
+TypedChildEvent = _core.TypedChildEvent
+TypedNodeEvent = _core.TypedNodeEvent
 ServiceInstance = _core.ServiceInstance
+# The library's metrics, aggregated in C++ (render() gives Prometheus text).
+PrometheusMetrics = _core.PrometheusMetrics
 
 __all__ = [
-    "EtcdError", "HoldLost", "Timeout", "Closed", "InvalidArgument",
+    "EtcdError", "HoldLost", "Timeout", "Closed", "InvalidArgument", "DecodeFailed", "codecs", "Codec",
+    "Recipes", "PrometheusMetrics", "TypedCachedNode", "TypedChildEvent", "TypedNodeEvent",
     "Client", "Lease", "Session", "Watch", "Compare", "Op", "Txn", "Subscription",
     "KeyValue", "ResponseHeader", "GetResponse", "PutResponse", "DeleteResponse", "TxnResponse",
     "LeaseGrantResponse", "LeaseTimeToLiveResponse", "WatchResponse", "Event", "StatusResponse",
@@ -301,9 +320,23 @@ class Watch:
 # --- recipes: what they share -----------------------------------------------------
 
 
-def _opts(client_id: Optional[str], session: Optional[Session], session_ttl: Optional[float]) -> Dict[str, Any]:
-    return {"client_id": client_id, "session": session._c if session is not None else None,
-            "session_ttl": session_ttl}
+def _opts(client_id: Optional[str], session: Optional[Session], session_ttl: Optional[float],
+          metrics: Any) -> Dict[str, Any]:
+    """The options keyword of every recipe of the core."""
+    return {"options": _core.RecipeOptions(client_id=client_id,
+                                           session=session._c if session is not None else None,
+                                           session_ttl=session_ttl, metrics=metrics)}
+
+
+def _typed(codec: Optional[Codec]) -> Optional[Codec]:
+    """The codec a recipe must run, or None for bytes as stored (no codec, or
+    BYTES: the bytes recipes, with no Python per value)."""
+    if codec is None or codec is codecs.BYTES:
+        return None
+    if not (callable(getattr(codec, "encode", None)) and callable(getattr(codec, "decode", None))):
+        raise InvalidArgument(f"codec must have encode(value) -> bytes and decode(bytes) -> value (got {codec!r})",
+                              "INVALID_ARGUMENT", 3, "bad_argument")
+    return codec
 
 
 class _Recipe:
@@ -452,8 +485,8 @@ class DistributedMutex(_Lock):
     """
 
     def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.DistributedMutex(client._c, name, **_opts(client_id, session, session_ttl))
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        self._c = _core.DistributedMutex(client._c, name, **_opts(client_id, session, session_ttl, metrics))
 
 
 class LockView(_Lock):
@@ -472,8 +505,8 @@ class DistributedReadWriteLock(_Recipe):
     """Many readers or one writer, fair to writers: ``with rw.read_lock:`` / ``with rw.write_lock:``."""
 
     def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.DistributedReadWriteLock(client._c, name, **_opts(client_id, session, session_ttl))
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        self._c = _core.DistributedReadWriteLock(client._c, name, **_opts(client_id, session, session_ttl, metrics))
         self.read_lock = LockView(self._c.read_lock, self._c)
         self.write_lock = LockView(self._c.write_lock, self._c)
 
@@ -486,8 +519,9 @@ class DistributedSemaphore(_Recipe):
     """At most ``permits`` holders across processes: ``with sem.acquire() as permit:`` or ``with sem:``."""
 
     def __init__(self, client: Client, name: str, permits: int, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.DistributedSemaphore(client._c, name, permits, **_opts(client_id, session, session_ttl))
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        self._c = _core.DistributedSemaphore(client._c, name, permits,
+                                             **_opts(client_id, session, session_ttl, metrics))
         self._entered: List[Hold] = []
 
     @property
@@ -537,8 +571,8 @@ class LeaderLatch(_Recipe):
     """Leader election: start() contends in the background; ``with latch:`` starts and closes."""
 
     def __init__(self, client: Client, name: str, value: Bytes = "", *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.LeaderLatch(client._c, name, value, **_opts(client_id, session, session_ttl))
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        self._c = _core.LeaderLatch(client._c, name, value, **_opts(client_id, session, session_ttl, metrics))
 
     def await_leadership(self, timeout: Optional[float] = None) -> bool:
         """True once this object leads; False when ``timeout`` ran out."""
@@ -607,9 +641,10 @@ class LeaderSelector(_Recipe):
 
     def __init__(self, client: Client, name: str, value: Bytes = "",
                  callback: Optional[Callable[[Any], None]] = None, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         wrapped = None if callback is None else (lambda term: callback(LeaderTerm(term)))
-        self._c = _core.LeaderSelector(client._c, name, value, wrapped, **_opts(client_id, session, session_ttl))
+        self._c = _core.LeaderSelector(client._c, name, value, wrapped,
+                                       **_opts(client_id, session, session_ttl, metrics))
 
     def leadership(self, timeout: Optional[float] = None) -> _Leadership:
         return _Leadership(self, timeout)
@@ -648,8 +683,8 @@ class LeaderObserver(_Recipe):
     """Follows an election's leader without taking part."""
 
     def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.LeaderObserver(client._c, name, **_opts(client_id, session, session_ttl))
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        self._c = _core.LeaderObserver(client._c, name, **_opts(client_id, session, session_ttl, metrics))
 
     def wait_initialized(self, timeout: Optional[float] = None) -> bool:
         return bool(self._c.wait_initialized().wait_or_none(timeout))
@@ -681,52 +716,95 @@ class _QueueBase(_Recipe):
 
 
 class _Queue(_QueueBase):
-    def dequeue(self, timeout: Optional[float] = None) -> bytes:
+    """Values are bytes, or what the queue's codec decodes.
+
+    With a codec, an item whose value does not decode (poison) is never taken:
+    the dequeue that meets it raises DecodeFailed naming its key, the item stays
+    in the queue (remove it with ``etcdctl del`` or a queue without the codec),
+    this object skips it from then on, and on_poison listeners hear of it.
+    """
+
+    def dequeue(self, timeout: Optional[float] = None) -> Any:
         """Takes the head item; waits while empty. Timeout when ``timeout`` ran out."""
         return self._c.dequeue().wait(timeout)
 
-    def try_dequeue(self, timeout: Optional[float] = None) -> Optional[bytes]:
+    def try_dequeue(self, timeout: Optional[float] = None) -> Any:
         """The head item if there is one now (or within ``timeout``), else None."""
         if timeout is None:
             return self._c.try_dequeue().wait(None)
         return self._c.dequeue().wait_or_none(timeout)
 
-    def __iter__(self) -> Iterator[bytes]:
-        """Items as they come, forever; ends when the queue is closed."""
+    def __iter__(self) -> Iterator[Any]:
+        """Items as they come, forever; ends when the queue is closed.
+
+        A poison item raises DecodeFailed from the iteration (the queue skips it
+        from then on: iterating again goes on with the next item).
+        """
         while True:
             try:
                 yield self._c.dequeue().wait(None)
             except Closed:
                 return
 
+    def on_poison(self, listener: Callable[[str, DecodeFailed], None]) -> Subscription:
+        """Runs with (key, DecodeFailed) for each item whose value does not decode
+        (never for a queue without a codec)."""
+        return _keep(self, self._c.on_poison(listener))
+
 
 class DistributedQueue(_Queue):
     """FIFO by commit order; each item to exactly one consumer."""
 
-    def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.DistributedQueue(client._c, name, **_opts(client_id, session, session_ttl))
+    def __init__(self, client: Client, name: str, *, codec: Optional[Codec] = None, client_id: Optional[str] = None,
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        self._c = _queue_core(client, name, codec, _opts(client_id, session, session_ttl, metrics))
 
-    def enqueue(self, value: Bytes, *, timeout: Optional[float] = None) -> Enqueued:
+    def enqueue(self, value: Any, *, timeout: Optional[float] = None) -> Enqueued:
         return self._c.enqueue(value).wait(timeout)
 
-    def enqueue_all(self, values: Sequence[Bytes], *, timeout: Optional[float] = None) -> Enqueued:
+    def enqueue_all(self, values: Sequence[Any], *, timeout: Optional[float] = None) -> Enqueued:
         return self._c.enqueue_all(list(values)).wait(timeout)
 
 
 class DistributedPriorityQueue(_Queue):
     """Lowest priority (0..65535) first, FIFO within a priority."""
 
-    def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.DistributedPriorityQueue(client._c, name, **_opts(client_id, session, session_ttl))
+    def __init__(self, client: Client, name: str, *, codec: Optional[Codec] = None, client_id: Optional[str] = None,
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        self._c = _priority_queue_core(client, name, codec, _opts(client_id, session, session_ttl, metrics))
 
-    def enqueue(self, value: Bytes, priority: int, *, timeout: Optional[float] = None) -> Enqueued:
+    def enqueue(self, value: Any, priority: int, *, timeout: Optional[float] = None) -> Enqueued:
         return self._c.enqueue(value, priority).wait(timeout)
 
-    def enqueue_all(self, values: Sequence[Bytes], priority: int, *,
+    def enqueue_all(self, values: Sequence[Any], priority: int, *,
                     timeout: Optional[float] = None) -> Enqueued:
         return self._c.enqueue_all(list(values), priority).wait(timeout)
+
+
+# The cores of the recipes that take a codec: the typed one (values through
+# the codec, in C++'s typed recipe) or the bytes one. Shared with aio.
+def _queue_core(client: Client, name: str, codec: Optional[Codec], opts: Dict[str, Any]) -> Any:
+    typed = _typed(codec)
+    if typed is None:
+        return _core.DistributedQueue(client._c, name, **opts)
+    return _core.TypedQueue(client._c, name, typed, **opts)
+
+
+def _priority_queue_core(client: Client, name: str, codec: Optional[Codec], opts: Dict[str, Any]) -> Any:
+    typed = _typed(codec)
+    if typed is None:
+        return _core.DistributedPriorityQueue(client._c, name, **opts)
+    return _core.TypedPriorityQueue(client._c, name, typed, **opts)
+
+
+def _work_queue_core(client: Client, name: str, codec: Optional[Codec], visibility_timeout: float,
+                     max_deliveries: int, opts: Dict[str, Any]) -> Any:
+    typed = _typed(codec)
+    if typed is None:
+        return _core.DistributedWorkQueue(client._c, name, visibility_timeout=visibility_timeout,
+                                          max_deliveries=max_deliveries, **opts)
+    return _core.TypedWorkQueue(client._c, name, typed, visibility_timeout=visibility_timeout,
+                                max_deliveries=max_deliveries, **opts)
 
 
 class _WorkItemBase:
@@ -735,7 +813,8 @@ class _WorkItemBase:
         self._settled = False
 
     @property
-    def value(self) -> bytes:
+    def value(self) -> Any:
+        """The payload: bytes, or what the queue's codec decoded."""
         return self._c.value
 
     @property
@@ -790,19 +869,24 @@ class _WorkQueueBase(_QueueBase):
 
 class DistributedWorkQueue(_WorkQueueBase):
     """At-least-once work: claims bound to the consumer's lease (the visibility timeout),
-    dead letters after ``max_deliveries``."""
+    dead letters after ``max_deliveries``.
+
+    With a codec, an item whose value does not decode (poison) is not delivered:
+    it goes to the dead letters at once (reason ``poison: ...`` naming the key),
+    is recorded in errors() and told to on_error listeners; receive() waits on
+    for the next item.
+    """
 
     def __init__(self, client: Client, name: str, *, visibility_timeout: float = 30.0, max_deliveries: int = 5,
-                 client_id: Optional[str] = None, session: Optional[Session] = None,
-                 session_ttl: Optional[float] = None) -> None:
-        self._c = _core.DistributedWorkQueue(client._c, name, visibility_timeout=visibility_timeout,
-                                             max_deliveries=max_deliveries,
-                                             **_opts(client_id, session, session_ttl))
+                 codec: Optional[Codec] = None, client_id: Optional[str] = None, session: Optional[Session] = None,
+                 session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        self._c = _work_queue_core(client, name, codec, visibility_timeout, max_deliveries,
+                                   _opts(client_id, session, session_ttl, metrics))
 
-    def enqueue(self, value: Bytes, *, delay: float = 0.0, timeout: Optional[float] = None) -> Enqueued:
+    def enqueue(self, value: Any, *, delay: float = 0.0, timeout: Optional[float] = None) -> Enqueued:
         return self._c.enqueue(value, delay=delay).wait(timeout)
 
-    def enqueue_all(self, values: Sequence[Bytes], *, delay: float = 0.0,
+    def enqueue_all(self, values: Sequence[Any], *, delay: float = 0.0,
                     timeout: Optional[float] = None) -> Enqueued:
         return self._c.enqueue_all(list(values), delay=delay).wait(timeout)
 
@@ -841,8 +925,8 @@ class DistributedAtomicLong(_Recipe):
     """A 64-bit counter in one key; add() returns the value it committed."""
 
     def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.DistributedAtomicLong(client._c, name, **_opts(client_id, session, session_ttl))
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        self._c = _core.DistributedAtomicLong(client._c, name, **_opts(client_id, session, session_ttl, metrics))
 
     def get(self, *, timeout: Optional[float] = None) -> int:
         return self._c.get().wait(timeout)
@@ -867,9 +951,9 @@ class DistributedBarrier(_Recipe):
     """A gate: set() closes it, remove() opens it, wait() blocks while it is set."""
 
     def __init__(self, client: Client, name: str, *, wait_until_set: bool = False, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         self._c = _core.DistributedBarrier(client._c, name, wait_until_set=wait_until_set,
-                                           **_opts(client_id, session, session_ttl))
+                                           **_opts(client_id, session, session_ttl, metrics))
 
     def set(self, *, timeout: Optional[float] = None) -> bool:
         return self._c.set().wait(timeout)
@@ -890,9 +974,9 @@ class DistributedBarrierWithCount(_Recipe):
     """N parties: wait() returns once ``parties`` wait together."""
 
     def __init__(self, client: Client, name: str, parties: int, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         self._c = _core.DistributedBarrierWithCount(client._c, name, parties,
-                                                    **_opts(client_id, session, session_ttl))
+                                                    **_opts(client_id, session, session_ttl, metrics))
 
     @property
     def parties(self) -> int:
@@ -909,8 +993,9 @@ class DistributedDoubleBarrier(_Recipe):
     """Enter and leave together: ``with barrier:`` enters, and leaves at the end."""
 
     def __init__(self, client: Client, name: str, parties: int, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.DistributedDoubleBarrier(client._c, name, parties, **_opts(client_id, session, session_ttl))
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        self._c = _core.DistributedDoubleBarrier(client._c, name, parties,
+                                                 **_opts(client_id, session, session_ttl, metrics))
 
     @property
     def parties(self) -> int:
@@ -935,21 +1020,32 @@ class DistributedDoubleBarrier(_Recipe):
 
 
 class TransientKeyValue(_Recipe):
-    """A key that exists while its owner lives: ``with TransientKeyValue(c, key, value):``."""
+    """A key that exists while its owner lives: ``with TransientKeyValue(c, key, value):``.
 
-    def __init__(self, client: Client, key: str, value: Bytes, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.TransientKeyValue(client._c, key, value, **_opts(client_id, session, session_ttl))
+    With a codec, ``value`` is encoded with it; a value it cannot encode is
+    InvalidArgument, nothing written (the constructor's: from every operation).
+    """
+
+    def __init__(self, client: Client, key: str, value: Any, *, codec: Optional[Codec] = None,
+                 client_id: Optional[str] = None, session: Optional[Session] = None,
+                 session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        opts = _opts(client_id, session, session_ttl, metrics)
+        typed = _typed(codec)
+        if typed is None:
+            self._c = _core.TransientKeyValue(client._c, key, value, **opts)
+        else:
+            self._c = _core.TypedTransientKeyValue(client._c, key, value, typed, **opts)
 
     @property
     def key(self) -> str:
         return self._c.key
 
     @property
-    def value(self) -> bytes:
+    def value(self) -> Any:
+        """The current value (the last one given, whether or not it is in etcd now)."""
         return self._c.value
 
-    def set_value(self, value: Bytes, *, timeout: Optional[float] = None) -> None:
+    def set_value(self, value: Any, *, timeout: Optional[float] = None) -> None:
         self._c.set_value(value).wait(timeout)
 
     def create(self, *, timeout: Optional[float] = None) -> None:
@@ -1014,13 +1110,26 @@ class PathChildrenCache(_CacheBase, Mapping[str, CachedNode]):
 
     A read-only mapping name -> CachedNode (``cache["a"].value``); snapshot() is a
     consistent copy; on_event(listener) hears ADDED/UPDATED/REMOVED/... in order.
+
+    With a codec the nodes are TypedCachedNodes: ``value`` is decoded once per
+    stored version, on the client's executor. A value that does not decode is
+    cached all the same, as a node whose ``value`` raises DecodeFailed (naming
+    the key) and whose ``error`` is that exception; it is recorded in errors()
+    and the cache goes on.
     """
 
     def __init__(self, client: Client, path: str, *, start_mode: str = "normal", subtree: bool = False,
-                 page_size: int = 1000, client_id: Optional[str] = None, session: Optional[Session] = None,
-                 session_ttl: Optional[float] = None) -> None:
-        self._c = _core.PathChildrenCache(client._c, path, start_mode=start_mode, subtree=subtree,
-                                          page_size=page_size, **_opts(client_id, session, session_ttl))
+                 page_size: int = 1000, codec: Optional[Codec] = None, client_id: Optional[str] = None,
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None,
+                 metrics: Any = None) -> None:
+        opts = _opts(client_id, session, session_ttl, metrics)
+        typed = _typed(codec)
+        if typed is None:
+            self._c = _core.PathChildrenCache(client._c, path, start_mode=start_mode, subtree=subtree,
+                                              page_size=page_size, **opts)
+        else:
+            self._c = _core.TypedPathChildrenCache(client._c, path, typed, start_mode=start_mode, subtree=subtree,
+                                                   page_size=page_size, **opts)
 
     @property
     def path(self) -> str:
@@ -1046,11 +1155,16 @@ class PathChildrenCache(_CacheBase, Mapping[str, CachedNode]):
 
 
 class NodeCache(_CacheBase):
-    """A local copy of one key."""
+    """A local copy of one key (with a codec: decoded, as PathChildrenCache's nodes)."""
 
-    def __init__(self, client: Client, key: str, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.NodeCache(client._c, key, **_opts(client_id, session, session_ttl))
+    def __init__(self, client: Client, key: str, *, codec: Optional[Codec] = None, client_id: Optional[str] = None,
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        opts = _opts(client_id, session, session_ttl, metrics)
+        typed = _typed(codec)
+        if typed is None:
+            self._c = _core.NodeCache(client._c, key, **opts)
+        else:
+            self._c = _core.TypedNodeCache(client._c, key, typed, **opts)
 
     @property
     def current(self) -> Optional[CachedNode]:
@@ -1067,12 +1181,27 @@ class NodeCache(_CacheBase):
 # --- service discovery ----------------------------------------------------------------
 
 
-class ServiceRegistry(_Recipe):
+class _Registrations(_Recipe):
+    """Hears of this process's registrations (a ServiceRegistry's, a ServiceDiscovery's)."""
+
+    def on_lost(self, listener: Callable[[ServiceInstance, EtcdError], None]) -> Subscription:
+        """Runs with (instance, why) when a registration's key stops being ours
+        (its lease was lost or revoked, or the key was deleted); it heals: the key
+        is re-created where it is free, and on_restored listeners run."""
+        return _keep(self, self._c.on_lost(listener))
+
+    def on_restored(self, listener: Callable[[ServiceInstance], None]) -> Subscription:
+        """Runs with the instance when a lost registration's key was re-created."""
+        return _keep(self, self._c.on_restored(listener))
+
+
+class ServiceRegistry(_Registrations):
     """Registrations as transient keys, healed after a lease loss only where free."""
 
     def __init__(self, client: Client, *, base_path: str = "/services", client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.ServiceRegistry(client._c, base_path=base_path, **_opts(client_id, session, session_ttl))
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        self._c = _core.ServiceRegistry(client._c, base_path=base_path,
+                                        **_opts(client_id, session, session_ttl, metrics))
 
     def register_instance(self, instance: ServiceInstance, *, timeout: Optional[float] = None) -> None:
         self._c.register_instance(instance).wait(timeout)
@@ -1090,9 +1219,9 @@ class ServiceRegistry(_Recipe):
 class ServiceCache(_CacheBase):
     def __init__(self, client: Client, service: str, *, base_path: str = "/services",
                  client_id: Optional[str] = None, session: Optional[Session] = None,
-                 session_ttl: Optional[float] = None) -> None:
+                 session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         self._c = _core.ServiceCache(client._c, service, base_path=base_path,
-                                     **_opts(client_id, session, session_ttl))
+                                     **_opts(client_id, session, session_ttl, metrics))
 
     def instances(self) -> List[ServiceInstance]:
         return self._c.instances()
@@ -1104,14 +1233,16 @@ class ServiceProvider(_Recipe):
     def __init__(self, client: Optional[Client], service: str, *, base_path: str = "/services",
                  strategy: str = "round_robin", errors_before_ejection: int = 2, ejection_time: float = 30.0,
                  client_id: Optional[str] = None, session: Optional[Session] = None,
-                 session_ttl: Optional[float] = None, _core_provider: Any = None) -> None:
+                 session_ttl: Optional[float] = None, metrics: Any = None,
+                 _core_provider: Any = None) -> None:
         if _core_provider is not None:
             self._c = _core_provider
         else:
             assert client is not None
             self._c = _core.ServiceProvider(client._c, service, base_path=base_path, strategy=strategy,
                                             errors_before_ejection=errors_before_ejection,
-                                            ejection_time=ejection_time, **_opts(client_id, session, session_ttl))
+                                            ejection_time=ejection_time,
+                                            **_opts(client_id, session, session_ttl, metrics))
 
     def wait_initialized(self, timeout: Optional[float] = None) -> bool:
         return bool(self._c.wait_initialized().wait_or_none(timeout))
@@ -1129,12 +1260,13 @@ class ServiceProvider(_Recipe):
         self._c.note_error(instance)
 
 
-class ServiceDiscovery(_Recipe):
+class ServiceDiscovery(_Registrations):
     """The facade: register, query, providers."""
 
     def __init__(self, client: Client, *, base_path: str = "/services", client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None) -> None:
-        self._c = _core.ServiceDiscovery(client._c, base_path=base_path, **_opts(client_id, session, session_ttl))
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        self._c = _core.ServiceDiscovery(client._c, base_path=base_path,
+                                         **_opts(client_id, session, session_ttl, metrics))
 
     def register_instance(self, instance: ServiceInstance, *, timeout: Optional[float] = None) -> None:
         self._c.register_instance(instance).wait(timeout)
@@ -1162,3 +1294,174 @@ class ServiceDiscovery(_Recipe):
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+# --- the facade ------------------------------------------------------------------------
+
+# The options every recipe takes, which a Recipes states once.
+_SHARED_OPTIONS = ("client_id", "session", "session_ttl", "metrics")
+
+
+class Recipes:
+    """One object over a client that makes every recipe with the same options:
+    the C++ ``etcd::recipes::Recipes`` (recipes.h), with the same method names.
+
+        recipes = etcd_recipes.Recipes(client, client_id="billing-7", metrics=etcd_recipes.PrometheusMetrics())
+        with recipes.mutex("/locks/invoices") as hold: ...
+        leader = recipes.leader_latch("/elections/billing", "billing-7")
+        jobs = recipes.work_queue("/queues/invoices", codec=etcd_recipes.codecs.JSON)
+
+    Each method constructs its recipe (no I/O) and returns the class you would
+    build yourself, with the shared options; the method's own keyword arguments
+    (``client_id=``, ``session=``, ``session_ttl=``, ``metrics=``) override them,
+    None keeping the shared one. C++'s typed_queue<T, C>(...) and the other
+    typed_* are these methods with ``codec=``.
+
+    Unlike C++ — whose recipes are values, closed by their destructors when the
+    owner's scope ends — a Python recipe lives until it is garbage collected. So
+    close() (or the end of ``with recipes:``) closes every recipe made here that
+    is still alive (one that was collected has been closed already), and the
+    facade makes no more (Closed). It holds them weakly: making many short-lived
+    recipes does not keep them. The client is the caller's and stays open.
+    """
+
+    def __init__(self, client: Client, *, client_id: Optional[str] = None, session: Optional[Session] = None,
+                 session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        # Checked now, as any recipe would: a negative session_ttl, a metrics
+        # object without add/observe/set (a TTL below 1 s is the recipes' to
+        # refuse, at their first operation, as in C++).
+        _opts(client_id, session, session_ttl, metrics)
+        self._client = client
+        self._shared: Dict[str, Any] = {"client_id": client_id, "session": session, "session_ttl": session_ttl,
+                                        "metrics": metrics}
+        self._lock = threading.Lock()
+        # id -> weak reference, each dropping itself when its recipe is
+        # collected (not a WeakSet: a Mapping recipe, PathChildrenCache, is
+        # unhashable).
+        self._made: Dict[int, "weakref.ref[Any]"] = {}
+        self._closed = False
+
+    @property
+    def client(self) -> Client:
+        return self._client
+
+    @property
+    def options(self) -> Dict[str, Any]:
+        """The shared options (client_id, session, session_ttl, metrics; None: the default)."""
+        return dict(self._shared)
+
+    def _make(self, kind: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        for option in _SHARED_OPTIONS:
+            if kwargs.get(option) is None:
+                kwargs[option] = self._shared[option]
+        with self._lock:
+            if self._closed:
+                raise Closed("FAILED_PRECONDITION [closed]: Recipes is closed", "FAILED_PRECONDITION", 9,
+                             "closed", "Recipes is closed")
+            recipe = kind(self._client, *args, **kwargs)
+            made, key = self._made, id(recipe)
+
+            def forget(ref: "weakref.ref[Any]") -> None:
+                # Runs when the recipe is collected, on whatever thread the
+                # collection happens: single dict operations only.
+                if made.get(key) is ref:
+                    made.pop(key, None)
+
+            made[key] = weakref.ref(recipe, forget)
+        return recipe
+
+    # The classes the methods make: this module's; aio.Recipes makes aio's.
+    _kinds: Any = None
+
+    # --- locks
+    def mutex(self, name: str, **options: Any) -> DistributedMutex:
+        return self._make(self._kinds.DistributedMutex, name, **options)
+
+    def read_write_lock(self, name: str, **options: Any) -> DistributedReadWriteLock:
+        return self._make(self._kinds.DistributedReadWriteLock, name, **options)
+
+    def semaphore(self, name: str, permits: int, **options: Any) -> DistributedSemaphore:
+        return self._make(self._kinds.DistributedSemaphore, name, permits, **options)
+
+    # --- leader election
+    def leader_latch(self, name: str, value: Bytes = "", **options: Any) -> LeaderLatch:
+        return self._make(self._kinds.LeaderLatch, name, value, **options)
+
+    def leader_selector(self, name: str, value: Bytes = "", callback: Optional[Callable[[Any], None]] = None,
+                        **options: Any) -> LeaderSelector:
+        return self._make(self._kinds.LeaderSelector, name, value, callback, **options)
+
+    def leader_observer(self, name: str, **options: Any) -> LeaderObserver:
+        return self._make(self._kinds.LeaderObserver, name, **options)
+
+    # --- queues
+    def queue(self, name: str, *, codec: Optional[Codec] = None, **options: Any) -> DistributedQueue:
+        return self._make(self._kinds.DistributedQueue, name, codec=codec, **options)
+
+    def priority_queue(self, name: str, *, codec: Optional[Codec] = None,
+                       **options: Any) -> DistributedPriorityQueue:
+        return self._make(self._kinds.DistributedPriorityQueue, name, codec=codec, **options)
+
+    def work_queue(self, name: str, *, visibility_timeout: float = 30.0, max_deliveries: int = 5,
+                   codec: Optional[Codec] = None, **options: Any) -> DistributedWorkQueue:
+        return self._make(self._kinds.DistributedWorkQueue, name, visibility_timeout=visibility_timeout,
+                          max_deliveries=max_deliveries, codec=codec, **options)
+
+    # --- barriers, counter, transient keys
+    def barrier(self, name: str, *, wait_until_set: bool = False, **options: Any) -> DistributedBarrier:
+        return self._make(self._kinds.DistributedBarrier, name, wait_until_set=wait_until_set, **options)
+
+    def barrier_with_count(self, name: str, parties: int, **options: Any) -> DistributedBarrierWithCount:
+        return self._make(self._kinds.DistributedBarrierWithCount, name, parties, **options)
+
+    def double_barrier(self, name: str, parties: int, **options: Any) -> DistributedDoubleBarrier:
+        return self._make(self._kinds.DistributedDoubleBarrier, name, parties, **options)
+
+    def counter(self, name: str, **options: Any) -> DistributedAtomicLong:
+        return self._make(self._kinds.DistributedAtomicLong, name, **options)
+
+    def transient(self, key: str, value: Any, *, codec: Optional[Codec] = None,
+                  **options: Any) -> TransientKeyValue:
+        return self._make(self._kinds.TransientKeyValue, key, value, codec=codec, **options)
+
+    # --- caches, discovery
+    def node_cache(self, key: str, *, codec: Optional[Codec] = None, **options: Any) -> NodeCache:
+        return self._make(self._kinds.NodeCache, key, codec=codec, **options)
+
+    def path_children_cache(self, path: str, *, start_mode: str = "normal", subtree: bool = False,
+                            page_size: int = 1000, codec: Optional[Codec] = None,
+                            **options: Any) -> PathChildrenCache:
+        return self._make(self._kinds.PathChildrenCache, path, start_mode=start_mode, subtree=subtree,
+                          page_size=page_size, codec=codec, **options)
+
+    def discovery(self, *, base_path: str = "/services", **options: Any) -> ServiceDiscovery:
+        return self._make(self._kinds.ServiceDiscovery, base_path=base_path, **options)
+
+    # --- lifecycle
+    def close(self) -> None:
+        """Closes every recipe made here that is still alive; then making one raises
+        Closed. Idempotent. Each recipe's close() is its own (recipe.h): waiters end
+        with Closed, holds are released without waiting."""
+        with self._lock:
+            self._closed = True
+            # A copy to iterate: a collection during the loop drops entries
+            # of self._made (forget above), never of the copy.
+            made = self._made.copy()
+            self._made.clear()
+        for ref in made.values():
+            recipe = ref()
+            if recipe is not None:
+                recipe.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> "Recipes":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+Recipes._kinds = sys.modules[__name__]

@@ -12,18 +12,23 @@ C++ call; a hold or work item granted in that same instant is released/requeued.
             ...
         async for item in etcd_recipes.aio.DistributedQueue(client, "/q"):
             ...
+        async with etcd_recipes.aio.Recipes(client, client_id="billing-7") as recipes:
+            async with recipes.mutex("/locks/orders") as hold:
+                ...
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Any, AsyncIterator, Callable, List, Optional, Sequence
 
 from . import _core
-from . import Bytes, Closed, Timeout
+from . import Bytes, Closed, Codec, DecodeFailed, Timeout
 from . import (  # noqa: F401  (plain data, shared with the blocking API)
     CachedNode, ChildEvent, Compare, DeadLetter, Enqueued, Event, GetResponse, LeaderInfo, NodeEvent, Op,
-    Participant, PutResponse, DeleteResponse, ServiceInstance, Subscription, Txn, TxnResponse, WatchResponse,
+    Participant, PrometheusMetrics, PutResponse, DeleteResponse, ServiceInstance, Subscription, Txn, TxnResponse,
+    TypedCachedNode, TypedChildEvent, TypedNodeEvent, WatchResponse, codecs,
 )
 import etcd_recipes as _blocking
 
@@ -32,7 +37,7 @@ __all__ = [
     "DistributedSemaphore", "LeaderLatch", "LeaderSelector", "LeaderObserver", "DistributedQueue",
     "DistributedPriorityQueue", "DistributedWorkQueue", "WorkItem", "DistributedAtomicLong", "DistributedBarrier",
     "DistributedBarrierWithCount", "DistributedDoubleBarrier", "TransientKeyValue", "PathChildrenCache",
-    "NodeCache", "ServiceDiscovery", "ServiceProvider", "run",
+    "NodeCache", "ServiceDiscovery", "ServiceProvider", "Recipes", "run",
 ]
 
 
@@ -211,12 +216,11 @@ class DistributedMutex(_AsyncLock, _blocking._LockBase):  # type: ignore[misc]
 
 
 def _split(options: Any) -> Any:
-    """The recipe keyword arguments (client_id, session, session_ttl); a typo is an error."""
-    unknown = set(options) - {"client_id", "session", "session_ttl"}
+    """The recipe keyword arguments (client_id, session, session_ttl, metrics); a typo is an error."""
+    unknown = set(options) - set(_blocking._SHARED_OPTIONS)
     if unknown:
         raise TypeError(f"unexpected keyword arguments: {sorted(unknown)}")
-    return {"client_id": options.get("client_id"), "session": options.get("session"),
-            "session_ttl": options.get("session_ttl")}
+    return {k: options.get(k) for k in _blocking._SHARED_OPTIONS}
 
 
 class LockView(_AsyncLock, _blocking.LockView):  # type: ignore[misc]
@@ -346,12 +350,15 @@ class LeaderObserver(_blocking.LeaderObserver):
 
 
 class _AsyncQueue:
+    """Values as in etcd_recipes.DistributedQueue (bytes, or decoded by the codec; a
+    poison item raises DecodeFailed and stays in the queue)."""
+
     _c: Any
 
-    async def dequeue(self, timeout: Optional[float] = None) -> bytes:
+    async def dequeue(self, timeout: Optional[float] = None) -> Any:
         return await run(self._c.dequeue(), timeout)
 
-    async def try_dequeue(self, timeout: Optional[float] = None) -> Optional[bytes]:
+    async def try_dequeue(self, timeout: Optional[float] = None) -> Any:
         if timeout is None:
             return await run(self._c.try_dequeue())
         return await run(self._c.dequeue(), timeout, or_none=True)
@@ -359,10 +366,13 @@ class _AsyncQueue:
     async def size(self, *, timeout: Optional[float] = None) -> int:
         return await run(self._c.size(), timeout)
 
-    def __aiter__(self) -> AsyncIterator[bytes]:
+    def on_poison(self, listener: Callable[[str, DecodeFailed], None]) -> Subscription:
+        return _blocking._keep(self, self._c.on_poison(listener))
+
+    def __aiter__(self) -> AsyncIterator[Any]:
         return self._items()
 
-    async def _items(self) -> AsyncIterator[bytes]:
+    async def _items(self) -> AsyncIterator[Any]:
         while True:
             try:
                 yield await run(self._c.dequeue())
@@ -371,21 +381,23 @@ class _AsyncQueue:
 
 
 class DistributedQueue(_AsyncQueue, _blocking._Recipe):
-    def __init__(self, client: _blocking.Client, name: str, **options: Any) -> None:
-        self._c = _core.DistributedQueue(client._c, name, **_blocking._opts(**_split(options)))
+    def __init__(self, client: _blocking.Client, name: str, *, codec: Optional[Codec] = None,
+                 **options: Any) -> None:
+        self._c = _blocking._queue_core(client, name, codec, _blocking._opts(**_split(options)))
 
-    async def enqueue(self, value: Bytes, *, timeout: Optional[float] = None) -> Enqueued:
+    async def enqueue(self, value: Any, *, timeout: Optional[float] = None) -> Enqueued:
         return await run(self._c.enqueue(value), timeout)
 
-    async def enqueue_all(self, values: Sequence[Bytes], *, timeout: Optional[float] = None) -> Enqueued:
+    async def enqueue_all(self, values: Sequence[Any], *, timeout: Optional[float] = None) -> Enqueued:
         return await run(self._c.enqueue_all(list(values)), timeout)
 
 
 class DistributedPriorityQueue(_AsyncQueue, _blocking._Recipe):
-    def __init__(self, client: _blocking.Client, name: str, **options: Any) -> None:
-        self._c = _core.DistributedPriorityQueue(client._c, name, **_blocking._opts(**_split(options)))
+    def __init__(self, client: _blocking.Client, name: str, *, codec: Optional[Codec] = None,
+                 **options: Any) -> None:
+        self._c = _blocking._priority_queue_core(client, name, codec, _blocking._opts(**_split(options)))
 
-    async def enqueue(self, value: Bytes, priority: int, *, timeout: Optional[float] = None) -> Enqueued:
+    async def enqueue(self, value: Any, priority: int, *, timeout: Optional[float] = None) -> Enqueued:
         return await run(self._c.enqueue(value, priority), timeout)
 
 
@@ -414,11 +426,11 @@ class WorkItem(_blocking._WorkItemBase):
 
 class DistributedWorkQueue(_blocking._Recipe):
     def __init__(self, client: _blocking.Client, name: str, *, visibility_timeout: float = 30.0,
-                 max_deliveries: int = 5, **options: Any) -> None:
-        self._c = _core.DistributedWorkQueue(client._c, name, visibility_timeout=visibility_timeout,
-                                             max_deliveries=max_deliveries, **_blocking._opts(**_split(options)))
+                 max_deliveries: int = 5, codec: Optional[Codec] = None, **options: Any) -> None:
+        self._c = _blocking._work_queue_core(client, name, codec, visibility_timeout, max_deliveries,
+                                             _blocking._opts(**_split(options)))
 
-    async def enqueue(self, value: Bytes, *, delay: float = 0.0, timeout: Optional[float] = None) -> Enqueued:
+    async def enqueue(self, value: Any, *, delay: float = 0.0, timeout: Optional[float] = None) -> Enqueued:
         return await run(self._c.enqueue(value, delay=delay), timeout)
 
     async def receive(self, timeout: Optional[float] = None) -> WorkItem:
@@ -558,3 +570,17 @@ class ServiceDiscovery(_blocking.ServiceDiscovery):
 
     def provider(self, service: str, *, strategy: str = "round_robin") -> ServiceProvider:
         return ServiceProvider(None, service, _core_provider=self._c.provider(service, strategy=strategy))
+
+
+class Recipes(_blocking.Recipes):
+    """etcd_recipes.Recipes making the asyncio twins (``recipes.mutex(name)`` is an
+    etcd_recipes.aio.DistributedMutex, ...), with ``async with`` besides ``with``."""
+
+    async def __aenter__(self) -> "Recipes":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.close()
+
+
+Recipes._kinds = sys.modules[__name__]

@@ -10,7 +10,7 @@ C++ ``Status::to_string()``. See docs/errors.md.
 
 from __future__ import annotations
 
-__all__ = ["EtcdError", "HoldLost", "Timeout", "Closed", "InvalidArgument"]
+__all__ = ["EtcdError", "HoldLost", "Timeout", "Closed", "InvalidArgument", "DecodeFailed"]
 
 
 class EtcdError(Exception):
@@ -50,3 +50,13 @@ class Closed(EtcdError):
 
 class InvalidArgument(EtcdError, ValueError):
     """Rejected before anything was written (code ``INVALID_ARGUMENT``)."""
+
+
+class DecodeFailed(EtcdError, ValueError):
+    """A stored value is not a valid value for the recipe's codec (code
+    ``DATA_LOSS``, reason ``decode_failed``); the message names the key.
+
+    The value stays where it is: a queue leaves the item in place and skips
+    it, a work queue moves it to its dead letters, a cache keeps the node
+    (its ``value`` raises this, its ``error`` is this).
+    """

@@ -203,10 +203,8 @@ void bind_recipes(py::module_& m) {
 
   // --- DistributedMutex
   py::class_<DistributedMutex, std::shared_ptr<DistributedMutex>> mutex(m, "DistributedMutex");
-  mutex.def(py::init([](Client client, std::string name, std::optional<std::string> client_id,
-                        std::shared_ptr<Session> session, std::optional<double> session_ttl) {
-              return make_releasing<DistributedMutex>(std::move(client), std::move(name),
-                                                      recipe_options(client_id, session, session_ttl));
+  mutex.def(py::init([](Client client, std::string name, const RecipeOptions& options) {
+              return make_releasing<DistributedMutex>(std::move(client), std::move(name), options);
             }),
             py::arg("client"), py::arg("name"), ETCD_PY_RECIPE_KWARGS);
   def_recipe(mutex);
@@ -221,10 +219,8 @@ void bind_recipes(py::module_& m) {
     return v.mode() == DistributedReadWriteLock::Mode::kRead ? "read" : "write";
   });
   py::class_<DistributedReadWriteLock, std::shared_ptr<DistributedReadWriteLock>> rw(m, "DistributedReadWriteLock");
-  rw.def(py::init([](Client client, std::string name, std::optional<std::string> client_id,
-                     std::shared_ptr<Session> session, std::optional<double> session_ttl) {
-           return make_releasing<DistributedReadWriteLock>(std::move(client), std::move(name),
-                                                           recipe_options(client_id, session, session_ttl));
+  rw.def(py::init([](Client client, std::string name, const RecipeOptions& options) {
+           return make_releasing<DistributedReadWriteLock>(std::move(client), std::move(name), options);
          }),
          py::arg("client"), py::arg("name"), ETCD_PY_RECIPE_KWARGS)
       .def_property_readonly(
@@ -238,10 +234,8 @@ void bind_recipes(py::module_& m) {
 
   // --- DistributedSemaphore
   py::class_<DistributedSemaphore, std::shared_ptr<DistributedSemaphore>> sem(m, "DistributedSemaphore");
-  sem.def(py::init([](Client client, std::string name, int permits, std::optional<std::string> client_id,
-                      std::shared_ptr<Session> session, std::optional<double> session_ttl) {
-            return make_releasing<DistributedSemaphore>(std::move(client), std::move(name), permits,
-                                                        recipe_options(client_id, session, session_ttl));
+  sem.def(py::init([](Client client, std::string name, int permits, const RecipeOptions& options) {
+            return make_releasing<DistributedSemaphore>(std::move(client), std::move(name), permits, options);
           }),
           py::arg("client"), py::arg("name"), py::arg("permits"), ETCD_PY_RECIPE_KWARGS)
       .def("acquire", [](DistributedSemaphore& s) { return pending(s.acquire()); })
@@ -266,10 +260,8 @@ void bind_recipes(py::module_& m) {
 
   py::class_<LeaderLatch, std::shared_ptr<LeaderLatch>> latch(m, "LeaderLatch");
   latch
-      .def(py::init([](Client client, std::string name, std::string value, std::optional<std::string> client_id,
-                       std::shared_ptr<Session> session, std::optional<double> session_ttl) {
-             return make_releasing<LeaderLatch>(std::move(client), std::move(name), std::move(value),
-                                                recipe_options(client_id, session, session_ttl));
+      .def(py::init([](Client client, std::string name, std::string value, const RecipeOptions& options) {
+             return make_releasing<LeaderLatch>(std::move(client), std::move(name), std::move(value), options);
            }),
            py::arg("client"), py::arg("name"), py::arg("value") = "", ETCD_PY_RECIPE_KWARGS)
       .def("await_leadership", [](LeaderLatch& l) { return pending(l.await_leadership()); })
@@ -299,10 +291,9 @@ void bind_recipes(py::module_& m) {
 
   py::class_<PySelector, std::shared_ptr<PySelector>>(m, "LeaderSelector")
       .def(py::init([](Client client, std::string name, std::string value, py::object callback,
-                       std::optional<std::string> client_id, std::shared_ptr<Session> session,
-                       std::optional<double> session_ttl) {
+                       const RecipeOptions& options) {
              return make_releasing<PySelector>(std::move(client), std::move(name), std::move(value),
-                                               std::move(callback), recipe_options(client_id, session, session_ttl));
+                                               std::move(callback), options);
            }),
            py::arg("client"), py::arg("name"), py::arg("value") = "", py::arg("callback") = py::none(),
            ETCD_PY_RECIPE_KWARGS)
@@ -348,10 +339,8 @@ void bind_recipes(py::module_& m) {
 
   py::class_<LeaderObserver, std::shared_ptr<LeaderObserver>> observer(m, "LeaderObserver");
   observer
-      .def(py::init([](Client client, std::string name, std::optional<std::string> client_id,
-                       std::shared_ptr<Session> session, std::optional<double> session_ttl) {
-             return make_releasing<LeaderObserver>(std::move(client), std::move(name),
-                                                   recipe_options(client_id, session, session_ttl));
+      .def(py::init([](Client client, std::string name, const RecipeOptions& options) {
+             return make_releasing<LeaderObserver>(std::move(client), std::move(name), options);
            }),
            py::arg("client"), py::arg("name"), ETCD_PY_RECIPE_KWARGS)
       .def("wait_initialized", [](LeaderObserver& o) { return pending(o.wait_initialized()); })

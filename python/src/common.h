@@ -30,6 +30,8 @@ namespace py = pybind11;
 
 namespace etcd::recipes {
 class WorkItem;
+template <class T>
+class TypedWorkItem;
 }  // namespace etcd::recipes
 
 namespace etcd::python {
@@ -270,6 +272,8 @@ template <class T>
 void discard(T&) {}
 void discard(recipes::Hold& hold);
 void discard(recipes::WorkItem& item);
+struct PyValue;  // py_codec.h
+void discard(recipes::TypedWorkItem<PyValue>& item);
 template <class T>
 void discard(std::optional<T>& v) {
   if (v) discard(*v);
@@ -375,17 +379,13 @@ std::shared_ptr<PendingCall> pending(Call<T> call, Convert convert = Convert()) 
   return std::make_shared<PendingCallOf<T, Convert>>(std::move(call), std::move(convert));
 }
 
-// --- recipe options ---------------------------------------------------------------
-
-// The keyword arguments every recipe takes: client_id, session (a shared
-// etcd_recipes.Session), session_ttl (seconds).
-recipes::RecipeOptions recipe_options(std::optional<std::string> client_id, std::shared_ptr<Session> session,
-                                      std::optional<double> session_ttl);
-
-// Module parts.
+// Module parts. bind_options (RecipeOptions, the metrics) comes before the
+// recipes, whose constructors take a RecipeOptions.
 void bind_client(py::module_& m);
+void bind_options(py::module_& m);
 void bind_recipes(py::module_& m);
 void bind_more_recipes(py::module_& m);
+void bind_typed(py::module_& m);
 void bind_testing(py::module_& m);
 
 }  // namespace etcd::python

@@ -20,6 +20,7 @@ struct ErrorClasses {
   PyObject* timeout = nullptr;
   PyObject* closed = nullptr;
   PyObject* invalid_argument = nullptr;
+  PyObject* decode_failed = nullptr;
 };
 ErrorClasses errors;
 
@@ -28,6 +29,7 @@ PyObject* class_for(const Status& s) {
   if (s.is(Errc::kClosed)) return errors.closed;
   if (s.code() == StatusCode::kDeadlineExceeded) return errors.timeout;
   if (s.code() == StatusCode::kInvalidArgument) return errors.invalid_argument;
+  if (s.is(Errc::kDecodeFailed)) return errors.decode_failed;
   return errors.etcd_error;
 }
 
@@ -40,6 +42,7 @@ void init_errors() {
   errors.timeout = py::object(mod.attr("Timeout")).release().ptr();
   errors.closed = py::object(mod.attr("Closed")).release().ptr();
   errors.invalid_argument = py::object(mod.attr("InvalidArgument")).release().ptr();
+  errors.decode_failed = py::object(mod.attr("DecodeFailed")).release().ptr();
 }
 
 py::object make_exception(const Status& s) {
@@ -98,17 +101,6 @@ Executor completion_executor() {
   return loop->io.get_executor();
 }
 
-recipes::RecipeOptions recipe_options(std::optional<std::string> client_id, std::shared_ptr<Session> session,
-                                      std::optional<double> session_ttl) {
-  recipes::RecipeOptions o;
-  if (client_id) o.client_id = std::move(*client_id);
-  o.session = std::move(session);
-  if (session_ttl) {
-    o.session_ttl = std::chrono::duration_cast<std::chrono::seconds>(to_duration(*session_ttl, "session_ttl"));
-  }
-  return o;
-}
-
 }  // namespace etcd::python
 
 PYBIND11_MODULE(_core, m) {
@@ -125,7 +117,9 @@ PYBIND11_MODULE(_core, m) {
   });
   py::class_<AsyncOp, std::shared_ptr<AsyncOp>>(m, "AsyncOp").def("cancel", &AsyncOp::cancel);
   bind_client(m);
+  bind_options(m);
   bind_recipes(m);
   bind_more_recipes(m);
+  bind_typed(m);
   bind_testing(m);
 }

@@ -13,9 +13,10 @@
 
 namespace etcd::python {
 
-// The keyword arguments of every recipe constructor, after the positional ones.
-#define ETCD_PY_RECIPE_KWARGS \
-  py::kw_only(), py::arg("client_id") = py::none(), py::arg("session") = py::none(), py::arg("session_ttl") = py::none()
+// The keyword argument of every recipe constructor, after the positional
+// ones: a RecipeOptions (bind_options.cpp), which the package builds from
+// client_id, session, session_ttl and metrics.
+#define ETCD_PY_RECIPE_KWARGS py::kw_only(), py::arg("options") = ::etcd::recipes::RecipeOptions()
 
 inline py::object status_or_none(const Status& s) { return s.ok() ? py::object(py::none()) : make_exception(s); }
 
