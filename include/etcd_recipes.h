@@ -504,8 +504,7 @@ ETCDR_API void etcdr_counter_destroy(etcdr_counter* counter);
  * unless given), each while its registering process lives (a lease of its
  * own, healed after a loss only where the key is free); a provider picks
  * one with a strategy and leaves out instances reported failing for a
- * while. The value is the instance's JSON (docs/recipes.md, "Service
- * discovery"). */
+ * while. The value is the instance's JSON (docs/recipes/discovery.md). */
 
 typedef struct etcdr_discovery etcdr_discovery;
 typedef struct etcdr_provider etcdr_provider;

@@ -49,6 +49,10 @@ using Callback = std::function<void(Result<T>)>;
 
 namespace detail {
 struct CallAccess;  // the library's own access (src/client/client_access.h)
+// Posts `completion` to `ex`; if `ex` is a closed client's own callback pool
+// (its threads are gone), runs it on this thread instead, so that a call
+// made after close() still completes (with kClosed) in every flavour.
+void complete_on(const Executor& ex, std::function<void()> completion);
 }  // namespace detail
 
 template <class T>
@@ -109,7 +113,9 @@ class [[nodiscard]] Call {
   void then(Callback<T> callback) && {
     auto ex = executor_;
     std::move(*this).start_inline([ex, cb = std::move(callback)](Result<T> r) mutable {
-      asio::post(ex, [cb = std::move(cb), r = std::move(r)]() mutable { cb(std::move(r)); });
+      // std::function needs a copyable target: the result is shared.
+      auto shared = std::make_shared<std::pair<Callback<T>, Result<T>>>(std::move(cb), std::move(r));
+      detail::complete_on(ex, [shared] { shared->first(std::move(shared->second)); });
     });
   }
 
@@ -127,7 +133,7 @@ class [[nodiscard]] Call {
     auto ex = executor_;
     std::move(*this).start_inline([this, ex, handle](Result<T> r) mutable {
       result_.emplace(std::move(r));
-      asio::post(ex, [handle]() mutable { handle.resume(); });
+      detail::complete_on(ex, [handle]() mutable { handle.resume(); });
     });
   }
   Result<T> await_resume() { return std::move(*result_); }

@@ -5,12 +5,28 @@
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 namespace etcd::detail {
+
+// Set on an EventLoop's io_context once its threads have finished: what is
+// posted to it afterwards would never run (detail::complete_on, call.h,
+// runs such completions on the caller's thread instead).
+class FinishedMark : public asio::execution_context::service {
+ public:
+  static asio::execution_context::id id;
+  explicit FinishedMark(asio::execution_context& ctx) : asio::execution_context::service(ctx) {}
+
+  std::mutex mu;
+  bool finished = false;  // (mu)
+
+ private:
+  void shutdown() override {}
+};
 
 class EventLoop {
  public:

@@ -102,6 +102,31 @@ TEST_F(FlavoursTest, DefaultExecutorIsTheClientsPoolNotAGrpcThread) {
   EXPECT_EQ(*n, "etcd-callback");
 }
 
+// After close() the client's callback pool is gone; a call made then still
+// completes (with kClosed) for every flavour: a callback that never ran, a
+// coroutine never resumed, would hang the caller's shutdown path.
+TEST_F(FlavoursTest, CallsOnAClosedClientStillCompleteInEveryFlavour) {
+  Client c(options());
+  ASSERT_TRUE(c.put(key("closed"), "v").wait().ok());
+  c.close();
+
+  EXPECT_TRUE(c.get(key("closed")).wait().status().is(Errc::kClosed));
+  Mailbox<Result<GetResponse>> via_callback;
+  c.get(key("closed")).then([&](Result<GetResponse> r) { via_callback.put(std::move(r)); });
+  auto r1 = via_callback.take(5s);
+  ASSERT_TRUE(r1.has_value()) << "the callback never ran";
+  EXPECT_TRUE(r1->status().is(Errc::kClosed)) << r1->status().to_string();
+
+  Mailbox<Result<GetResponse>> via_coroutine;
+  [](Client& cl, std::string k, Mailbox<Result<GetResponse>>& out) -> Detached {
+    auto r = co_await cl.get(k);
+    out.put(std::move(r));
+  }(c, key("closed"), via_coroutine);
+  auto r2 = via_coroutine.take(5s);
+  ASSERT_TRUE(r2.has_value()) << "the coroutine was never resumed";
+  EXPECT_TRUE(r2->status().is(Errc::kClosed)) << r2->status().to_string();
+}
+
 class ProxiedTest : public SingleMemberTest {
  protected:
   void SetUp() override {

@@ -137,7 +137,7 @@ void add_cache_commands(Commands& commands) {
   cmd->add_flag("--children", a->children, "Only direct children: PREFIX/a, not PREFIX/a/b");
   cmd->add_flag("--json", a->json, "Same as -w json")->group("");
   cmd->footer(
-      "A PathChildrenCache (docs/recipes.md): the keys are read at one revision, page by page, and watched from the "
+      "A PathChildrenCache (docs/recipes/caches.md): the keys are read at one revision, page by page, and watched from the "
       "next, so no change is lost or repeated. The initial keys are printed first, in key order, as ADDED lines; "
       "stderr says when they are all there. After a reconnect the watch resumes where it stopped; if it cannot (the "
       "revision it needs was compacted meanwhile), the keys are read again and exactly the differences are printed "

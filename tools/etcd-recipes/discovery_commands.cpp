@@ -131,8 +131,8 @@ void add_register(CLI::App* parent, Commands& commands) {
                   "Run CMD [ARGS...] while registered (put -- before it); without it, print the instance and keep it "
                   "registered until SIGINT/SIGTERM");
   cmd->footer(
-      cat("The instance is the key BASE/SERVICE/ID, its value the instance's JSON (docs/recipes.md, \"Service "
-          "discovery\"), created under a lease of its own (--ttl) only if the key is absent: if another owner has it, "
+      cat("The instance is the key BASE/SERVICE/ID, its value the instance's JSON (docs/recipes/discovery.md), "
+          "created under a lease of its own (--ttl) only if the key is absent: if another owner has it, "
           "nothing is written, CMD is not run, and the exit status is 1. CMD runs with ",
           kServiceIdEnv,
           " in its environment, in a process group of its own; SIGINT/SIGTERM/SIGHUP are passed on to that group, "

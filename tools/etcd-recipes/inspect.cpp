@@ -88,7 +88,7 @@ bool priority_key(std::string_view id) {
          is_hex(id.substr(5, 16), 16, 16) && id[21] == '-' && is_hex(id.substr(22), 16, 16);
 }
 
-// The priority a priority queue gives an item id (docs/recipes.md: 4
+// The priority a priority queue gives an item id (docs/recipes/queues.md: 4
 // lower-case hex digits and '-', otherwise the lowest, 65535).
 int64_t priority_of(std::string_view id) {
   if (id.size() >= 5 && is_hex(id.substr(0, 4), 4, 4) && id[4] == '-') {

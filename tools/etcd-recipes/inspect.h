@@ -3,7 +3,7 @@
 // unit tests drive it with hand-made keys; the command reads the keys and
 // leases and prints what this returns.
 //
-// Recognition is by the key layouts docs/recipes.md documents, checked in
+// Recognition is by the key layouts docs/recipes/*.md document, checked in
 // this order (the first that matches a key decides):
 //   NAME/read/<hex>, NAME/write/<hex>            rwlock
 //   NAME/holders/<hex>-<n>, NAME/permits (N)     semaphore

@@ -21,7 +21,7 @@
 // vanish when the owner dies, and heal — only where still free and still
 // meaningful — when the owner was merely cut off past its TTL. No thread
 // per waiter: each object keeps one watch, however many calls wait on it.
-// The design, the keys and each Txn are in docs/recipes.md ("Barriers").
+// The design, the keys and each Txn are in docs/recipes/barriers.md.
 #pragma once
 
 #include <chrono>

@@ -1,7 +1,7 @@
 // What NodeCache<T> (node_cache.h) and PathChildrenCache /
 // TypedPathChildrenCache<T> (path_children_cache.h) share: the node a cache
 // hands out, and the non-template base both are built on. See
-// docs/recipes.md, "NodeCache and PathChildrenCache".
+// docs/recipes/caches.md.
 #pragma once
 
 #include <cstdint>

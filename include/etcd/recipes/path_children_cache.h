@@ -60,7 +60,7 @@
 // Memory: one std::map node per key holding the key, the value bytes and
 // four revisions (~110 bytes beside the key and value, allocator included);
 // a typed cache also keeps the decoded T (one allocation per key). During a
-// resync the old and the new read exist at once. Docs: docs/recipes.md.
+// resync the old and the new read exist at once. Docs: docs/recipes/caches.md.
 //
 // The constructor does no I/O; lifecycle as every recipe (recipe.h).
 #pragma once

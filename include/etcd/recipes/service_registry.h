@@ -12,7 +12,7 @@
 // Each registration is a transient key (transient.h) at BASE/NAME/ID whose
 // value is the instance's JSON: created only where the key is absent (an id
 // that another process registered, or that anyone wrote, is refused with
-// Errc::kAlreadyExists and left alone), under a presence lease of its own
+// StatusCode::kAlreadyExists and left alone), under a presence lease of its own
 // with TTL RecipeOptions::session_ttl — how long a registration outlives a
 // process that died without unregistering. update() writes guarded by the
 // key's create revision (only while it is ours).
@@ -77,8 +77,8 @@ class ServiceRegistry : public RecipeHandle {
   // Registers `instance` (see the top of this file); completes once its key
   // is ours. registration_time_ms 0 becomes now. An invalid instance is
   // Errc::kBadArgument and an instance this registry has already
-  // registered Errc::kAlreadyExists (use update()), before any write; a key
-  // that someone else has is Errc::kAlreadyExists, nothing written. A
+  // registered StatusCode::kAlreadyExists (use update()), before any write; a key
+  // that someone else has is StatusCode::kAlreadyExists, nothing written. A
   // registration that fails or times out leaves nothing behind.
   Call<void> register_instance(ServiceInstance instance);
   // Replaces a registered instance (same name and id) with `instance`:

@@ -24,7 +24,7 @@
 // background): one Txn, If create_revision(key) == 0 Then Put(key, value,
 // lease) Else Get(key). A key held by anyone else — another owner, or a
 // plain put without a lease — is left alone and the call fails with
-// Errc::kAlreadyExists naming the key and its lease; the object can try
+// StatusCode::kAlreadyExists naming the key and its lease; the object can try
 // again later (create() is not sticky on failure). Nothing is ever
 // overwritten.
 //
@@ -89,7 +89,7 @@ class TransientBase : public RecipeHandle {
   // Creates the key under this object's lease if it is absent; completes
   // once the key is ours. Idempotent: concurrent calls share one creation,
   // and it completes at once while the key is ours. Fails with
-  // Errc::kAlreadyExists (naming the key) if another owner has it — nothing
+  // StatusCode::kAlreadyExists (naming the key) if another owner has it — nothing
   // written — and with Errc::kHoldLost while healing after a loss.
   Call<void> create();
   // Deletes the key (only if it is still ours) and revokes the lease, then

@@ -1,5 +1,5 @@
 // DistributedDoubleBarrier: the design and the keys are in
-// include/etcd/recipes/barrier.h; docs/recipes.md ("Barriers") has the Txns.
+// include/etcd/recipes/barrier.h; docs/recipes/barriers.md has the Txns.
 //
 // One party per object. Its state lives on the recipe's strand, where the
 // view of NAME/parties/ and NAME/ready delivers its batches and where every

@@ -1,5 +1,5 @@
 // DistributedBarrier: the design and the keys are in
-// include/etcd/recipes/barrier.h; docs/recipes.md ("Barriers") has the Txns.
+// include/etcd/recipes/barrier.h; docs/recipes/barriers.md has the Txns.
 //
 // Waiters follow one view of the two keys (NAME and NAME/set-by): the gate
 // is open while it shows neither. A wait reads both keys once, so that it

@@ -1,5 +1,5 @@
 // DistributedBarrierWithCount: the design and the keys are in
-// include/etcd/recipes/barrier.h; docs/recipes.md ("Barriers") has the Txns.
+// include/etcd/recipes/barrier.h; docs/recipes/barriers.md has the Txns.
 //
 // Each wait() is a party: one arrival Txn (put its key, count the parties),
 // then a parked waiter that needs NAME/ready to be written after its
