@@ -23,9 +23,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 import etcd_recipes as er
+from bench import rate  # bench.py, beside this file
 from etcd_recipes.testing import EtcdCluster
 
 # The C++ bench's metrics: ours, then the Go peer's, for each row.
@@ -35,17 +35,6 @@ CPP_METRICS = {
     "election cycle": ("elect_cycle_seq", "go_elect_cycle_seq"),
     "queue cycle": ("queue_cycle_seq", "go_queue_cycle_seq"),
 }
-
-
-def rate(fn, duration):
-    fn()  # warm up: sessions, connections
-    n = 0
-    start = time.perf_counter()
-    end = start + duration
-    while time.perf_counter() < end:
-        fn()
-        n += 1
-    return n / (time.perf_counter() - start)
 
 
 def cpp_and_go(bench, go_src, endpoint, duration):

@@ -7,15 +7,8 @@ import pytest
 
 import etcd_recipes as er
 from etcd_recipes import codecs
+from _support import eventually
 
-
-def _eventually(pred, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.01)
-    return pred()
 
 
 def test_codecs_round_trip_and_refuse():
@@ -42,7 +35,7 @@ def test_queue_with_a_codec_gives_objects_and_skips_a_poison_item(client, name):
         next(it)  # the iteration meets the poison item first...
     assert f"{name}/items/0-poison" in str(e.value)
     assert e.value.code == "DATA_LOSS" and e.value.reason == "decode_failed"
-    assert _eventually(lambda: len(poison) == 1)
+    assert eventually(lambda: len(poison) == 1)
     key, why, thread = poison[0]
     assert key == f"{name}/items/0-poison" and isinstance(why, er.DecodeFailed)
     assert thread is not threading.main_thread()
@@ -128,7 +121,7 @@ def test_caches_with_a_codec_keep_an_undecodable_node_with_its_error(client, nam
             bad.value
         assert sorted(cache) == ["bad", "good"]  # iterating never raises
         client.put(f"{name}/new", b"[1, 2]")
-        assert _eventually(lambda: any(t == "ADDED" and n == "new" for t, n, _ in events))
+        assert eventually(lambda: any(t == "ADDED" and n == "new" for t, n, _ in events))
         assert [c.value for t, n, c in events if n == "new"] == [[1, 2]]
         assert any(isinstance(x, er.DecodeFailed) for x in cache.errors())
 
@@ -138,7 +131,7 @@ def test_caches_with_a_codec_keep_an_undecodable_node_with_its_error(client, nam
         with pytest.raises(er.DecodeFailed):
             node.current.value
         client.put(f"{name}-node", "fine")
-        assert _eventually(lambda: node.current.decoded and node.current.value == "fine")
+        assert eventually(lambda: node.current.decoded and node.current.value == "fine")
 
 
 def test_without_a_codec_values_stay_bytes(client, name):

@@ -9,15 +9,8 @@ import pytest
 
 import etcd_recipes as er
 import etcd_recipes.aio as aio
+from _support import eventually
 
-
-def _eventually(pred, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.01)
-    return pred()
 
 
 def test_shared_client_id_is_in_the_holders_keys_and_a_call_overrides_it(client, name):
@@ -110,7 +103,7 @@ def test_closing_the_facade_closes_the_recipes_it_made(client, name):
     assert outcome and isinstance(outcome[0], er.Closed)
     assert mutex.closed and queue.closed and latch.closed
     # What they held is let go: the lock and the leadership are free for others.
-    assert _eventually(lambda: client.get(hold.key).value is None)
+    assert eventually(lambda: client.get(hold.key).value is None)
     other = er.DistributedMutex(client, f"{name}/m")
     assert other.try_acquire(timeout=5) is not None
     other.release()

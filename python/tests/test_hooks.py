@@ -5,15 +5,8 @@ import time
 import pytest
 
 import etcd_recipes as er
+from _support import eventually
 
-
-def _eventually(pred, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.01)
-    return pred()
 
 
 def test_prometheus_metrics_count_what_the_recipes_did(client, name):
@@ -51,7 +44,7 @@ def test_a_python_metrics_sink_hears_in_order_off_the_callers_thread(client, nam
     def names():
         return [s[1] for s in sink.seen if s[2] == {"lock": name}]
 
-    assert _eventually(lambda: "etcd_recipes_lock_released_total" in names())
+    assert eventually(lambda: "etcd_recipes_lock_released_total" in names())
     assert names().index("etcd_recipes_lock_acquired_total") < names().index("etcd_recipes_lock_released_total")
     assert all(s[4] is not threading.main_thread() for s in sink.seen)
     acquired = next(s for s in sink.seen if s[1] == "etcd_recipes_lock_acquired_total")
@@ -70,7 +63,7 @@ def _lose_and_heal(client, owner, key):
     owner.on_restored(lambda instance: restored.append(instance))
     lease = client.get(key).kvs[0].lease
     client.lease_revoke(lease)
-    assert _eventually(lambda: lost and restored, timeout=10), (lost, restored)
+    assert eventually(lambda: lost and restored, timeout=10), (lost, restored)
     instance, why, thread = lost[0]
     assert isinstance(why, er.EtcdError)
     assert thread is not threading.main_thread()

@@ -4,15 +4,8 @@ import time
 import pytest
 
 import etcd_recipes as er
+from _support import eventually
 
-
-def _eventually(pred, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.01)
-    return pred()
 
 
 def test_barrier_gate(client, name):
@@ -80,7 +73,7 @@ def test_path_children_cache_events_and_mapping(client, name):
         client.put(f"{name}/b", "2")
         client.put(f"{name}/a", "3")
         client.delete(f"{name}/b")
-        assert _eventually(lambda: ("REMOVED", "b") in events)
+        assert eventually(lambda: ("REMOVED", "b") in events)
         assert events[-3:] == [("ADDED", "b"), ("UPDATED", "a"), ("REMOVED", "b")]
         assert dict((k, n.value) for k, n in cache.snapshot().items()) == {"a": b"3"}
         assert cache["a"].value == b"3" and "b" not in cache and len(cache) == 1
@@ -95,11 +88,11 @@ def test_node_cache(client, name):
         assert cache.wait_initialized(timeout=5)
         assert not cache.exists
         client.put(name, "v")
-        assert _eventually(lambda: cache.exists)
+        assert eventually(lambda: cache.exists)
         assert cache.current.value == b"v"
         # The cache shows the change before its listeners run (they run on
         # the client's executor, after the state is applied).
-        assert _eventually(lambda: "CREATED" in seen)
+        assert eventually(lambda: "CREATED" in seen)
         sub.cancel()
     assert seen == ["INITIALIZED", "CREATED"]
 
@@ -115,5 +108,5 @@ def test_discovery_register_query_pick(client, name):
         picks = {provider.pick().id for _ in range(4)}
         assert picks == {"i1", "i2"}
         assert d.unregister("api", "i1")
-        assert _eventually(lambda: [i.id for i in provider.all_instances()] == ["i2"])
+        assert eventually(lambda: [i.id for i in provider.all_instances()] == ["i2"])
         assert d.query_instance("api", "i2").endpoint == "10.0.0.2:80"
