@@ -253,6 +253,24 @@ TEST_F(WatchTest, NotifyCreatedReportsAReCreationOnANewStreamBeforeItsEvents) {
   EXPECT_EQ(events2, 1u) << "no event repeated across the re-creation";
 }
 
+// A Watcher kept after its Client is gone (closed and destroyed): its
+// handler has heard kClosed, and destroying it later returns at once.
+TEST_F(WatchTest, AWatcherOutlivingItsClientIsDestroyedWithoutWaiting) {
+  Recorder rec;
+  std::optional<Watcher> watcher;
+  {
+    Client c(options());
+    watcher.emplace(c.watch(key("outlive"), {}, rec.handler()));
+    ASSERT_TRUE(watcher->wait_created(std::chrono::steady_clock::now() + 5s));
+  }
+  ASSERT_TRUE(eventually([&] { return rec.err().has_value(); }));
+  EXPECT_TRUE(rec.err()->is(Errc::kClosed)) << rec.err()->to_string();
+  EXPECT_FALSE(watcher->active());
+  const auto start = std::chrono::steady_clock::now();
+  watcher.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+}
+
 TEST_F(WatchTest, ClosingTheClientEndsWatchesWithClosed) {
   Recorder rec;
   auto watcher = client().watch(key("z"), {}, rec.handler());
