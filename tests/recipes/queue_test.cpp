@@ -148,6 +148,25 @@ TEST_F(QueueTest, ConcurrentEnqueuesOnOneObjectAreGroupedAndOrdered) {
   for (int i = 0; i < 200; ++i) ASSERT_EQ(q.dequeue().timeout(10s).wait().value(), std::to_string(i));
 }
 
+// Grouping is bounded by bytes as well as by count: 24 concurrent enqueues
+// of 256 KiB would make one 6 MiB Txn, which etcd refuses (its default
+// --max-request-bytes is 1.5 MiB); each must still go through.
+TEST_F(QueueTest, ConcurrentLargeEnqueuesAreGroupedWithinTheServersRequestSize) {
+  const std::string name = key("bigitems");
+  DistributedQueue q(client(), name);
+  std::vector<std::future<Result<Enqueued>>> pending;
+  for (int i = 0; i < 24; ++i) pending.push_back(q.enqueue(std::string(256 * 1024, char('a' + i))).future());
+  for (auto& f : pending) {
+    auto r = f.get();
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+  }
+  for (int i = 0; i < 24; ++i) {
+    auto v = q.dequeue().timeout(10s).wait();
+    ASSERT_TRUE(v.ok()) << v.status().to_string();
+    ASSERT_EQ(*v, std::string(256 * 1024, char('a' + i)));
+  }
+}
+
 TEST_F(QueueTest, EachItemGoesToExactlyOneOfEightRacingConsumers) {
   const std::string name = key("race");
   constexpr int kItems = 400;

@@ -17,6 +17,10 @@ namespace {
 constexpr int kMaxAttempts = 8;
 constexpr std::chrono::milliseconds kFirstBackoff{50};
 constexpr std::chrono::milliseconds kMaxBackoff{1000};
+// A grouped item's key and the Txn's framing of it, besides the value and
+// the key prefix: NAME/items/ + producer id + "-" + 16 hex digits, a create
+// guard and the put (an estimate: only the byte bound of a group uses it).
+constexpr size_t kItemKeyOverhead = 256;
 
 Status outcome_unknown(const Status& last) {
   return Status(last.code() == StatusCode::kOk ? StatusCode::kUnavailable : last.code(),
@@ -75,6 +79,7 @@ void QueueProducer::enqueue(std::vector<std::string> values, const CallOptions& 
 std::shared_ptr<QueueProducer::Batch> QueueProducer::next_batch_locked(std::vector<Caller>& refused) {
   auto batch = std::make_shared<Batch>();
   size_t items = 0;
+  size_t bytes = 0;
   const auto now = Clock::now();
   while (!pending_.empty()) {
     Caller& c = pending_.front();
@@ -85,8 +90,14 @@ std::shared_ptr<QueueProducer::Batch> QueueProducer::next_batch_locked(std::vect
       continue;
     }
     // An enqueue_all is never split; the first caller always goes.
-    if (!batch->callers.empty() && items + c.values.size() > kMaxGroupedItems) break;
+    size_t caller_bytes = 0;
+    for (const auto& v : c.values) caller_bytes += v.size() + c.key_prefix.size() + kItemKeyOverhead;
+    if (!batch->callers.empty() &&
+        (items + c.values.size() > kMaxGroupedItems || bytes + caller_bytes > kMaxGroupedBytes)) {
+      break;
+    }
     items += c.values.size();
+    bytes += caller_bytes;
     if (c.deadline && (!batch->deadline || *c.deadline < *batch->deadline)) batch->deadline = c.deadline;
     batch->callers.push_back(std::move(c));
     pending_.pop_front();

@@ -34,6 +34,9 @@ class QueueProducer : public std::enable_shared_from_this<QueueProducer> {
   // Items per Txn when callers are grouped (an enqueue_all is never split,
   // and may be larger on its own: the server's --max-txn-ops decides).
   static constexpr size_t kMaxGroupedItems = 100;
+  // And bytes of values: etcd refuses a request over --max-request-bytes
+  // (1.5 MiB by default), so grouped callers stay well under it.
+  static constexpr size_t kMaxGroupedBytes = 1024 * 1024;
 
   // `items`: NAME/items/; `producers`: NAME/producers/. The producer id is
   // drawn at random.
