@@ -20,6 +20,7 @@
 #include "commands.h"
 #include "common.h"
 #include "demo.h"
+#include "demo_steps.h"
 #include "etcd/recipes/election.h"
 #include "etcd/recipes/path_children_cache.h"
 #include "etcd/recipes/service_provider.h"
@@ -139,10 +140,16 @@ std::vector<ViewRow> view_rows() {
   return {
       {"leader", std::string(names::kElection), false, "term"},
       {"lock", std::string(names::kLock)},
+      {"semaphore", std::string(names::kSemaphore)},
+      {"rwlock", std::string(names::kRwLock)},
+      {"queue", std::string(names::kQueue)},
+      {"priority queue", std::string(names::kPriorityQueue)},
       {"work queue", std::string(names::kWorkQueue)},
       {"barrier", std::string(names::kBarrier)},
       {"cache", std::string(names::kConfig), true},
       {"services", std::string(names::kServices)},
+      {"counter", std::string(names::kCounter)},
+      {"transient", std::string(names::kWorkers), true},
   };
 }
 
@@ -719,10 +726,14 @@ constexpr Step kSteps[] = {
     {"revoking the lease deletes its key", revoke_lease, true},
     {"cluster status", cluster_status},
     {"lock handover between processes", lock_handover},
+    {"a semaphore admits two processes of three; a read-write lock shares reading, not writing", semaphore_and_rwlock},
     {"leader election: the leader is killed, the other candidate takes over", leader_failover},
     {"a barrier releases a group of three processes together", barrier_group},
     {"a cache follows what other processes write", cache_follows},
+    {"queues: each item to exactly one consumer; a priority queue serves the most urgent first", queues},
     {"a work queue survives a worker killed mid-job", work_queue_crash},
+    {"a counter: processes and threads add at once, the total is exact", counter_adds},
+    {"transient keys: present while their owner lives, gone when it dies or exits", transient_keys},
     {"service discovery: a killed instance leaves the provider's picks", service_leaves_provider},
 };
 
@@ -789,7 +800,8 @@ void add_demo_command(Commands& commands) {
   auto* cmd = commands.root().add_subcommand(
       "demo",
       "Start a private single-member etcd in a temporary directory and run a short scripted scenario against it, "
-      "with a live view of the recipes' state (needs no --endpoints; cleans up on exit and on SIGINT/SIGTERM)");
+      "every recipe family in several processes, with a live view of their state (needs no --endpoints; cleans up "
+      "on exit and on SIGINT/SIGTERM)");
   cmd->add_option("--etcd", options->etcd_binary, "The etcd server binary (a path, or a name searched on PATH)")
       ->capture_default_str();
   cmd->add_flag(

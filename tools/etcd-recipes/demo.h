@@ -44,10 +44,16 @@ namespace names {
 inline constexpr std::string_view kPrefix = "demo";
 inline constexpr std::string_view kLock = "demo/lock";
 inline constexpr std::string_view kElection = "demo/leader";
+inline constexpr std::string_view kSemaphore = "demo/permits";
+inline constexpr std::string_view kRwLock = "demo/rwlock";
+inline constexpr std::string_view kQueue = "demo/queue";
+inline constexpr std::string_view kPriorityQueue = "demo/urgent";
 inline constexpr std::string_view kWorkQueue = "demo/jobs";
 inline constexpr std::string_view kBarrier = "demo/barrier";
 inline constexpr std::string_view kConfig = "demo/config";
 inline constexpr std::string_view kServices = "demo/services";
+inline constexpr std::string_view kCounter = "demo/hits";
+inline constexpr std::string_view kWorkers = "demo/workers";
 }  // namespace names
 
 struct Options {

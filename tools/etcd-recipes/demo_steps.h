@@ -1,0 +1,14 @@
+// The demo's scenes beyond the first ones of demo.cpp: counters, transient
+// keys, queues, semaphores and read-write locks. Each is a row of kSteps.
+#pragma once
+
+#include "demo.h"
+
+namespace etcd_cli::demo {
+
+void counter_adds(Demo& d);
+void transient_keys(Demo& d);
+void queues(Demo& d);
+void semaphore_and_rwlock(Demo& d);
+
+}  // namespace etcd_cli::demo
