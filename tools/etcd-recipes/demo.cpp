@@ -165,14 +165,20 @@ void start_view(Demo& d) {
 }
 
 void start_etcd(Demo& d) {
-  d.say("starting " + d.options.etcd_binary + " on free loopback ports...");
+  const int n = d.options.members;
+  d.say(cat("starting ", n, " ", d.options.etcd_binary, n == 1 ? " member" : " members", " on free loopback ports..."));
   etcd::testing::EtcdClusterOptions options;
-  options.members = 1;
+  options.members = n;
   options.etcd_binary = d.options.etcd_binary;
   d.cluster = etcd::testing::EtcdCluster::start(std::move(options));
-  d.say(cat("etcd pid ", d.cluster->pid(0), " serving ", d.cluster->endpoint(0), ", data in ",
-            d.cluster->dir().string()));
+  std::string pids;
+  for (int i = 0; i < n; ++i) pids += cat(i == 0 ? "" : ", ", d.cluster->pid(i));
+  std::string endpoints;
+  for (int i = 0; i < n; ++i) endpoints += cat(i == 0 ? "" : ", ", d.cluster->endpoint(i));
+  d.say(
+      cat(n == 1 ? "etcd pid " : "etcd pids ", pids, " serving ", endpoints, ", data in ", d.cluster->dir().string()));
   etcd::ClientOptions client_options;
+  // Every member: the client fails over between them when one goes.
   client_options.endpoints = d.cluster->endpoints();
   client_options.default_timeout = d.ctx.timeout();
   d.client.emplace(std::move(client_options));
@@ -277,12 +283,17 @@ void revoke_lease(Demo& d) {
 }
 
 void cluster_status(Demo& d) {
-  const auto endpoint = d.cluster->endpoint(0);
-  auto s = d.call(d.etcd().status(), "status " + endpoint);
-  if (s.leader == 0) throw StepFailed("the member reports no raft leader");
-  d.say(cat(endpoint, ": etcd ", s.version, ", member ", member_hex(s.header.member_id), ", leader ",
-            member_hex(s.leader), s.leader == s.header.member_id ? " (itself)" : "", ", raft term ", s.raft_term,
-            ", raft index ", s.raft_index, ", db size ", human_bytes(s.db_size)));
+  for (int i = 0; i < d.cluster->size(); ++i) {
+    const auto endpoint = d.cluster->endpoint(i);
+    auto s = d.call(d.etcd().status(endpoint), "status " + endpoint);
+    if (s.leader == 0) throw StepFailed(cat("member m", i, " reports no raft leader"));
+    d.say(cat(endpoint, " (m", i, "): etcd ", s.version, ", member ", member_hex(s.header.member_id), ", leader ",
+              member_hex(s.leader), s.leader == s.header.member_id ? " (itself)" : "", ", raft term ", s.raft_term,
+              ", raft index ", s.raft_index, ", db size ", human_bytes(s.db_size)));
+    if (s.leader == s.header.member_id && d.cluster->size() > 1) {
+      d.note("etcd", cat(d.cluster->size(), " members up; raft leader m", i));
+    }
+  }
 }
 
 // One `etcd-recipes lock` process of the lock handover, and what its
@@ -714,10 +725,12 @@ struct Step {
   // A step of the key-value part: the keys under demo/ are listed after it
   // (the recipes' keys are the live view's business).
   bool kv = false;
+  // Runs only on a cluster of at least this many members (--members).
+  int members = 1;
 };
 
 constexpr Step kSteps[] = {
-    {"start a private single-member etcd", start_etcd, true},
+    {"start a private etcd", start_etcd, true},
     {"put a key and read it back", put_and_get, true},
     {"watch the demo/ prefix", start_watch, true},
     {"transaction: create-if-absent succeeds once, then fails", create_if_absent, true},
@@ -735,6 +748,7 @@ constexpr Step kSteps[] = {
     {"a counter: processes and threads add at once, the total is exact", counter_adds},
     {"transient keys: present while their owner lives, gone when it dies or exits", transient_keys},
     {"service discovery: a killed instance leaves the provider's picks", service_leaves_provider},
+    {"etcd member failover: the raft leader member is killed while recipes run", member_failover, false, 3},
 };
 
 // Stops everything the demo started and says so; the destructors do the
@@ -744,32 +758,40 @@ void tear_down(std::unique_ptr<Demo> demo) {
   // The view first: its last state is shown before the cleanup's lines.
   if (demo->view) demo->view->stop();
   if (!demo->cluster) return;
-  const auto pid = demo->cluster->pid(0);
+  std::string pids;
+  for (int i = 0; i < demo->cluster->size(); ++i) {
+    if (demo->cluster->pid(i) > 0) pids += cat(pids.empty() ? "" : ", ", demo->cluster->pid(i));
+  }
+  const bool several = pids.find(',') != std::string::npos;
   const auto dir = demo->cluster->dir();
   demo.reset();
   std::error_code ec;
-  progress.say(cat("cleanup: etcd pid ", pid, " stopped, ", dir.string(),
+  progress.say(cat("cleanup: etcd ", several ? "pids " : "pid ", pids, " stopped, ", dir.string(),
                    std::filesystem::exists(dir, ec) ? " LEFT BEHIND" : " removed"));
 }
 
 int run_demo(Context& ctx, Options options) {
   auto demo = std::make_unique<Demo>(ctx, std::move(options));
   const Progress progress = demo->progress;
-  const int total = static_cast<int>(std::size(kSteps));
+  std::vector<const Step*> steps;
+  for (const auto& s : kSteps) {
+    if (demo->options.members >= s.members) steps.push_back(&s);
+  }
+  const int total = static_cast<int>(steps.size());
   std::string failed_step;
   std::string error;
   for (int i = 0; i < total && failed_step.empty(); ++i) {
     if (ctx.stop().stop_requested()) break;
-    progress.say(cat("step ", i + 1, "/", total, ": ", kSteps[i].title));
+    progress.say(cat("step ", i + 1, "/", total, ": ", steps[i]->title));
     try {
-      kSteps[i].run(*demo);
-      if (kSteps[i].kv) demo->show_keys();
+      steps[i]->run(*demo);
+      if (steps[i]->kv) demo->show_keys();
     } catch (const Interrupted&) {
       break;
     } catch (const std::exception& e) {
       // A call cancelled by the stop surfaces as an error: not the step's fault.
       if (ctx.stop().stop_requested()) break;
-      failed_step = kSteps[i].title;
+      failed_step = steps[i]->title;
       error = e.what();
       progress.say(cat("FAILED: ", error));
     }
@@ -799,10 +821,14 @@ void add_demo_command(Commands& commands) {
   auto options = std::make_shared<demo::Options>();
   auto* cmd = commands.root().add_subcommand(
       "demo",
-      "Start a private single-member etcd in a temporary directory and run a short scripted scenario against it, "
-      "every recipe family in several processes, with a live view of their state (needs no --endpoints; cleans up "
-      "on exit and on SIGINT/SIGTERM)");
+      "Start a private etcd in a temporary directory and run a short scripted scenario against it, every recipe "
+      "family in several processes, with a live view of their state (needs no --endpoints; cleans up on exit and "
+      "on SIGINT/SIGTERM)");
   cmd->add_option("--etcd", options->etcd_binary, "The etcd server binary (a path, or a name searched on PATH)")
+      ->capture_default_str();
+  cmd->add_option("--members", options->members,
+                  "etcd members: 1, or 3 to also kill the raft leader member while recipes run")
+      ->check(CLI::IsMember({1, 3}))
       ->capture_default_str();
   cmd->add_flag(
       "--no-view", [options](int64_t) { options->view = false; },

@@ -58,6 +58,7 @@ inline constexpr std::string_view kWorkers = "demo/workers";
 
 struct Options {
   std::string etcd_binary = "etcd";
+  int members = 1;
   bool view = true;
 };
 

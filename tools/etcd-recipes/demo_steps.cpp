@@ -336,4 +336,132 @@ void semaphore_and_rwlock(Demo& d) {
   }
 }
 
+// With three members: the raft leader member is SIGKILLed while a process
+// holds a lock, another leads an election and this process adds to a
+// counter. The two others elect a new raft leader, the clients go on with
+// them, and the recipes carry on: the lock and the leadership are kept
+// (their leases are renewed through the members left), and no add is lost
+// or doubled.
+void member_failover(Demo& d) {
+  auto& cluster = *d.cluster;
+  const std::string lock(names::kLock);
+  const std::string election(names::kElection);
+  const std::string counter(names::kCounter);
+  Processes processes(d);
+  auto& holder = processes.start("H", {"lock", lock, "--ttl", "5"});
+  auto& candidate = processes.start("L", {"elect", election, "--value", "node-L", "--ttl", "5"});
+  etcd::recipes::LeaderObserver observer(d.etcd(), election);
+  observer.start();
+  d.call(observer.wait_initialized(), "observe " + election);
+  until(
+      d,
+      [&] {
+        still_running(d, holder, "H");
+        return lines_of(holder.output()).size() >= 2;
+      },
+      "H holds " + lock);
+  const auto held = lines_of(holder.output());
+  const std::string key = held[0];
+  const int64_t token = std::atoll(held[1].c_str());
+  until(
+      d, [&] { return observer.current() && observer.current()->value == "node-L"; }, "node-L leads");
+  const auto leading = *observer.current();
+
+  // The adds run on a thread of their own, every 20 ms, each with the
+  // demo's timeout: the thread only stops between two adds, so that every
+  // add's outcome is known when the scene counts them.
+  struct Tally {
+    std::mutex mutex;
+    std::vector<std::pair<int64_t, etcd::Deadline>> values;
+    std::optional<std::string> error;
+    size_t count() {
+      std::lock_guard guard(mutex);
+      return values.size();
+    }
+  };
+  auto tally = std::make_shared<Tally>();
+  etcd::recipes::DistributedAtomicLong reader(d.etcd(), counter);
+  const int64_t base = d.call(reader.get(), "counter get " + counter);
+  std::jthread adder(
+      [tally, client = d.etcd(), counter, timeout = d.ctx.timeout(), interrupt = d.ctx.stop()](std::stop_token stop) {
+        etcd::recipes::DistributedAtomicLong c(client, counter);
+        while (!stop.stop_requested() && sleep_for(20ms, stop)) {
+          auto r = c.increment().timeout(timeout).stop_token(interrupt).wait();
+          std::lock_guard guard(tally->mutex);
+          if (!r.ok()) {
+            tally->error = r.status().to_string();
+            return;
+          }
+          tally->values.emplace_back(*r, etcd::Clock::now());
+        }
+      });
+  until(
+      d, [&] { return tally->count() >= 5; }, "this process adds to " + counter);
+
+  const int old_leader = cluster.wait_for_leader(std::chrono::seconds(5));
+  d.say(cat("H holds ", lock, " (token ", token, "), node-L leads ", election, " (term ", leading.term,
+            "), this process adds 1 to ", counter, " every 20 ms; the raft leader is m", old_leader, " (pid ",
+            cluster.pid(old_leader), ", ", cluster.endpoint(old_leader), ")"));
+  cluster.kill(old_leader);
+  const auto killed_at = etcd::Clock::now();
+  const size_t adds_before = tally->count();
+  d.note("etcd", cat("m", old_leader, " killed; electing"));
+  d.say(cat("SIGKILL etcd member m", old_leader, ", the raft leader"));
+  int new_leader = -1;
+  until(
+      d,
+      [&] {
+        const auto l = cluster.leader(std::chrono::milliseconds(200));
+        if (l && *l != old_leader) new_leader = *l;
+        return new_leader >= 0;
+      },
+      "the other members elect a raft leader");
+  d.note("etcd", cat("m", old_leader, " down; raft leader m", new_leader));
+  d.say(cat("m", new_leader, " is the raft leader ", ms_since(killed_at), " after the kill"));
+
+  until(
+      d, [&] { return tally->count() >= adds_before + 10 || tally->error.has_value(); }, "the adds go on");
+  {
+    std::lock_guard l(tally->mutex);
+    if (tally->error) throw StepFailed("an add failed: " + *tally->error);
+    const auto first =
+        std::find_if(tally->values.begin(), tally->values.end(), [&](const auto& v) { return v.second > killed_at; });
+    d.say(cat("the adds went on through the members left: the first one after the kill committed ",
+              std::chrono::duration_cast<std::chrono::milliseconds>(first->second - killed_at).count(),
+              " ms after it"));
+  }
+  still_running(d, holder, "H");
+  still_running(d, candidate, "L");
+  const auto now_held = d.call(d.etcd().get(key), "get " + key);
+  if (!now_held.first() || now_held.first()->create_revision != token) throw StepFailed("H lost " + lock);
+  const auto now_leading = observer.current();
+  if (!now_leading || now_leading->key != leading.key) throw StepFailed("node-L lost the leadership of " + election);
+  d.say(cat("H still holds ", lock, " with the same key and token ", token, ", node-L still leads (term ",
+            now_leading->term, "): their sessions kept their leases alive through the members left"));
+
+  cluster.restart(old_leader);
+  cluster.wait_healthy(std::chrono::seconds(10));
+  d.note("etcd", cat("3 members up; raft leader m", new_leader));
+  d.say(cat("etcd member m", old_leader, " restarted (pid ", cluster.pid(old_leader),
+            ") with its data: it rejoined as a follower and caught up"));
+
+  adder.request_stop();
+  adder.join();
+  if (tally->error) throw StepFailed("an add failed: " + *tally->error);
+  std::vector<int64_t> values;
+  for (const auto& v : tally->values) values.push_back(v.first);
+  std::sort(values.begin(), values.end());
+  const auto total = d.call(reader.get(), "counter get " + counter);
+  bool exact = total == base + static_cast<int64_t>(values.size());
+  for (size_t i = 0; exact && i < values.size(); ++i) exact = values[i] == base + static_cast<int64_t>(i) + 1;
+  if (!exact) throw StepFailed(cat(counter, " is ", total, " after ", values.size(), " adds from ", base));
+  d.say(cat(values.size(), " adds, ", values.size() - adds_before, " of them after the kill: ", counter, " went from ",
+            base, " to ", total, ", every add exactly once"));
+  holder.terminate();
+  expect_exit(d, holder, "H");
+  candidate.terminate();
+  expect_exit(d, candidate, "L");
+  d.say("H and L SIGTERMed: H released the lock, L resigned, both exited 0");
+}
+
 }  // namespace etcd_cli::demo
