@@ -238,46 +238,126 @@ fi
 
 # --- demo -----------------------------------------------------------------------------------
 
-# demo_started FILE: sets DEMO_ETCD_PID and DEMO_DIR from the demo's output.
+# demo_started FILE: sets DEMO_ETCD_PIDS (every etcd pid the demo named: at
+# the start, a restarted member's, at the cleanup) and DEMO_DIR from the
+# demo's output.
 demo_started() {
   local line
-  line=$(grep -m1 -o 'etcd pid [0-9]* serving [^,]*, data in .*' "$1" 2>/dev/null) || return 1
-  DEMO_ETCD_PID=$(awk '{print $3}' <<<"$line")
+  line=$(grep -m1 -oE 'etcd pids? [0-9, ]+ serving .*, data in .*' "$1" 2>/dev/null) || return 1
   DEMO_DIR=${line##*data in }
+  DEMO_ETCD_PIDS=$(grep -oE 'etcd pids? [0-9, ]+ (serving|stopped)|restarted \(pid [0-9]+\)' "$1" | grep -oE '[0-9]+' |
+    sort -u | tr '\n' ' ')
 }
+all_dead() {
+  local p
+  for p in "$@"; do dead "$p" || return 1; done
+}
+# demo_cleaned: every etcd the demo started is gone, and its directory.
+demo_cleaned() {
+  # shellcheck disable=SC2086  # one pid per word
+  [[ -n $DEMO_ETCD_PIDS && -n $DEMO_DIR ]] && wait_until 5 all_dead $DEMO_ETCD_PIDS && [[ ! -e $DEMO_DIR ]]
+}
+# view_shows REGEX: a `view:` line of the demo matches REGEX.
+view_shows() { grep -qE "\] +view: .*$1" "$WORK/demo.out"; }
+# secs_since T0: seconds since `date +%s%N` printed T0, with a decimal.
+secs_since() { awk -v t0="$1" -v t1="$(date +%s%N)" 'BEGIN { printf "%.1f", (t1 - t0) / 1e9 }'; }
+under_60() { awk -v s="$1" 'BEGIN { exit !(s < 60) }'; }
 
+demo_t0=$(date +%s%N)
 timeout -k 5 180 "$BIN" demo >"$WORK/demo.out" 2>"$WORK/demo.err"
 demo_rc=$?
-DEMO_ETCD_PID=""
+demo_secs=$(secs_since "$demo_t0")
+echo "      (demo took $demo_secs s)"
+DEMO_ETCD_PIDS=""
 DEMO_DIR=""
 demo_started "$WORK/demo.out"
-check "demo exits 0 and ends with 'demo finished OK'" \
-  eval '((demo_rc == 0)) && [[ $(tail -1 "$WORK/demo.out") == *"] demo finished OK" ]]'
+check "demo exits 0 and ends with 'demo finished OK', in under 60 s" \
+  eval '((demo_rc == 0)) && [[ $(tail -1 "$WORK/demo.out") == *"] demo finished OK" ]] && under_60 "$demo_secs"'
 if ((demo_rc != 0)); then
   sed 's/^/      | /' "$WORK/demo.out" "$WORK/demo.err"
 fi
 check "demo showed a watch event written by another process" \
   eval 'grep -q "watch: PUT demo/from-child = hello from another process" "$WORK/demo.out"'
-check "demo leaves no etcd running and removes its directory" \
-  eval '[[ -n $DEMO_ETCD_PID && -n $DEMO_DIR ]] && wait_until 5 dead "$DEMO_ETCD_PID" && [[ ! -e $DEMO_DIR ]]'
+# Every recipe family has its step (the demo finished OK: each one passed).
+while IFS='|' read -r family title; do
+  check "demo covers the $family" eval 'grep -qE "\] step [0-9]+/[0-9]+: $title" "$WORK/demo.out"'
+done <<'FAMILIES'
+lock|lock handover between processes
+semaphore|a semaphore admits two processes of three
+read-write lock|.*a read-write lock shares reading
+election|leader election: the leader is killed
+barrier|a barrier releases a group
+cache|a cache follows what other processes write
+queue|queues: each item to exactly one consumer
+priority queue|.*a priority queue serves the most urgent first
+work queue|a work queue survives a worker killed mid-job
+counter|a counter: processes and threads add at once
+transient keys|transient keys: present while their owner lives
+service discovery|service discovery: a killed instance leaves
+FAMILIES
+check "demo: the counter's adds were exact" eval 'grep -q "demo/hits = 35: no add lost" "$WORK/demo.out"'
+check "demo: a killed worker's transient key expired, a clean exit's went at once" \
+  eval 'grep -q "demo/workers/w1 gone .* after the kill" "$WORK/demo.out" &&
+    grep -q "demo/workers/w2 was gone at once" "$WORK/demo.out"'
+# The live view (not a terminal here: `view:` lines). Each state checked
+# lasts well over the view's 250 ms between lines.
+check "demo view: the election's leader" eval 'view_shows "leader: node-A \(term [0-9]+\), 1 waiting"'
+check "demo view: the lock's holder and fencing token" eval 'view_shows "lock: [^;]+ \(token [0-9]+\), 1 waiting"'
+check "demo view: the work queue's depth, in flight and dead letters" \
+  eval 'view_shows "work queue: [1-9] ready, [0-9] in flight, 0 dead letters"'
+check "demo view: the counter's value" eval 'view_shows "counter: 35"'
+check "demo view: the registered services" eval 'view_shows "services: demo-api: api-1, api-2"'
+check "demo view: the transient keys" eval 'view_shows "transient: w1, w2"'
+check "demo view: at most one line every 250 ms" eval 'grep -oE "^\[ *[0-9.]+s\] +view:" "$WORK/demo.out" |
+    tr -d "[]s" | awk "NR > 1 && \$1 - last < 0.245 { bad = 1 } { last = \$1 } END { exit bad }"'
+check "demo leaves no etcd running and removes its directory" demo_cleaned
 
-# Interrupted mid-scenario, the demo still cleans up.
-"$BIN" demo >"$WORK/idemo.out" 2>"$WORK/idemo.err" &
+# With three members, the raft leader member is killed while recipes run.
+demo_t0=$(date +%s%N)
+timeout -k 5 180 "$BIN" demo --members 3 >"$WORK/demo3.out" 2>"$WORK/demo3.err"
+demo3_rc=$?
+demo3_secs=$(secs_since "$demo_t0")
+echo "      (demo --members 3 took $demo3_secs s)"
+DEMO_ETCD_PIDS=""
+DEMO_DIR=""
+demo_started "$WORK/demo3.out"
+check "demo --members 3 exits 0 with 'demo finished OK', in under 60 s" \
+  eval '((demo3_rc == 0)) && [[ $(tail -1 "$WORK/demo3.out") == *"] demo finished OK" ]] && under_60 "$demo3_secs"'
+if ((demo3_rc != 0)); then
+  sed 's/^/      | /' "$WORK/demo3.out" "$WORK/demo3.err"
+fi
+check "demo --members 3 started three members" eval '(($(wc -w <<<"$DEMO_ETCD_PIDS") >= 3))'
+check "demo --members 3 killed the raft leader member; the others elected one" \
+  eval 'grep -qE "SIGKILL etcd member m[0-2], the raft leader" "$WORK/demo3.out" &&
+    grep -qE "m[0-2] is the raft leader [0-9]+ ms after the kill" "$WORK/demo3.out"'
+check "demo --members 3: the lock, the leadership and the counter carried on" \
+  eval 'grep -q "H still holds demo/lock with the same key" "$WORK/demo3.out" &&
+    grep -qE "adds, [1-9][0-9]* of them after the kill: .* every add exactly once" "$WORK/demo3.out"'
+check "demo --members 3 restarted the killed member" eval 'grep -qE "etcd member m[0-2] restarted" "$WORK/demo3.out"'
+check "demo --members 3 leaves no etcd running and removes its directory" demo_cleaned
+
+# Interrupted mid-scenario, while child processes run, the demo still
+# cleans up (here without the view: --no-view).
+"$BIN" demo --no-view >"$WORK/idemo.out" 2>"$WORK/idemo.err" &
 idemo_pid=$!
 BG_PIDS+=("$idemo_pid")
-DEMO_ETCD_PID=""
+DEMO_ETCD_PIDS=""
 DEMO_DIR=""
-if wait_until 60 file_has "$WORK/idemo.out" "step 4/"; then
+if wait_until 60 file_has "$WORK/idemo.out" "process B (pid [0-9]*) started: etcd-recipes lock"; then
   demo_started "$WORK/idemo.out"
   kill -TERM "$idemo_pid"
 fi
 wait_until 30 dead "$idemo_pid"
 wait "$idemo_pid"
 idemo_rc=$?
+demo_children=$(grep -oE '\(pid [0-9]+\)' "$WORK/idemo.out" | grep -oE '[0-9]+' | tr '\n' ' ')
 check "demo on SIGTERM exits 143 after cleaning up" \
   eval '((idemo_rc == 143)) && grep -q "cleanup: etcd pid .* removed" "$WORK/idemo.out"'
-check "an interrupted demo leaves no etcd running and removes its directory" \
-  eval '[[ -n $DEMO_ETCD_PID && -n $DEMO_DIR ]] && wait_until 5 dead "$DEMO_ETCD_PID" && [[ ! -e $DEMO_DIR ]]'
+check "an interrupted demo leaves no etcd running and removes its directory" demo_cleaned
+# shellcheck disable=SC2086  # one pid per word
+check "an interrupted demo leaves none of its processes running" \
+  eval '[[ -n $demo_children ]] && all_dead $demo_children'
+check "demo --no-view prints no view" eval '! grep -q "view:" "$WORK/idemo.out"'
 if ((idemo_rc != 143)); then
   sed 's/^/      | /' "$WORK/idemo.out" "$WORK/idemo.err"
 fi

@@ -1,10 +1,9 @@
-// demo: starts a private single-member etcd and runs a short scripted
-// scenario against it, several processes included, with live progress.
+// demo: starts a private etcd and runs a short scripted scenario against
+// it, several processes included, with a live view of the recipes' state.
 //
 // The scenario is the kSteps table at the bottom of the file: a step is a
-// title and a function over the shared Demo state. New scenarios (lock
-// handover, leader failover, a work queue surviving a crashed worker) are
-// new functions plus a row in that table.
+// title and a function over the shared Demo state (demo.h). New scenes are
+// new functions (here or in demo_steps.cpp) plus a row in that table.
 
 #include <algorithm>
 #include <condition_variable>
@@ -20,43 +19,16 @@
 
 #include "commands.h"
 #include "common.h"
+#include "demo.h"
+#include "demo_steps.h"
 #include "etcd/recipes/election.h"
 #include "etcd/recipes/path_children_cache.h"
 #include "etcd/recipes/service_provider.h"
-#include "etcd/testing/etcd_cluster.h"
 #include "process.h"
 
-namespace etcd_cli {
-namespace {
+namespace etcd_cli::demo {
 
-using namespace std::chrono_literals;
-
-// A stop was requested: unwind the scenario straight to the cleanup.
-struct Interrupted {};
-
-// The scenario did not go as it should.
-class StepFailed : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// Progress lines stamped with the time since the demo started. Copyable,
-// so background handlers can hold their own copy.
-class Progress {
- public:
-  void say(std::string_view text) const {
-    char stamp[24];
-    std::snprintf(stamp, sizeof stamp, "[%5.2fs] ", std::chrono::duration<double>(etcd::Clock::now() - start_).count());
-    print_line(stamp + std::string(text));
-  }
-
- private:
-  etcd::Deadline start_ = etcd::Clock::now();
-};
-
-std::string describe(const etcd::Event& ev) {
-  return ev.type == etcd::Event::Type::kPut ? "PUT " + ev.kv.key + " = " + ev.kv.value : "DELETE " + ev.kv.key;
-}
+// --- the shared state --------------------------------------------------------
 
 // Events of the demo's watch, kept until a step expects them.
 class EventLog {
@@ -111,87 +83,106 @@ std::string shell_words(const std::vector<std::string>& args) {
   return out;
 }
 
-struct Demo {
-  Demo(Context& c, std::string binary) : ctx(c), etcd_binary(std::move(binary)) {}
+Demo::Demo(Context& c, Options o)
+    : ctx(c),
+      options(std::move(o)),
+      screen(std::make_shared<Screen>(choose_view_mode(options.view) == ViewMode::kPanel, color_allowed())),
+      progress(screen),
+      events(std::make_shared<EventLog>()) {}
 
-  Context& ctx;
-  std::string etcd_binary;
-  Progress progress;
-  std::string self = self_executable();
-  // Members are destroyed in reverse: lease and watch before the client,
-  // the client before the etcd it talks to.
-  std::unique_ptr<etcd::testing::EtcdCluster> cluster;
-  std::optional<etcd::Client> client;
-  std::shared_ptr<EventLog> events = std::make_shared<EventLog>();
-  etcd::Watcher watcher;
-  etcd::Lease lease;
-  int64_t revision = 0;   // the store revision after this process's last write
-  std::string last_keys;  // the last "keys now" line shown
+etcd::Event Demo::expect(etcd::Event::Type type, const std::string& key) {
+  return events->expect(type, key, deadline(), ctx.stop());
+}
 
-  void say(std::string_view text) const { progress.say("  " + std::string(text)); }
-  etcd::Client& etcd() { return *client; }
-  etcd::Deadline deadline() const { return etcd::Clock::now() + ctx.timeout(); }
+std::vector<std::string> Demo::self_argv(const std::vector<std::string>& args) const {
+  std::vector<std::string> argv = {self, "--endpoints", cluster->endpoints_csv(), "--timeout", ctx.global().timeout};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
 
-  template <class T>
-  T call(etcd::Call<T> c, std::string_view what) {
-    return check(std::move(c).stop_token(ctx.stop()).wait(), what);
+std::string Demo::run_self(const std::vector<std::string>& args) {
+  auto child = ChildProcess::spawn(self_argv(args));
+  say(cat("pid ", child.pid(), " started: etcd-recipes ", shell_words(args)));
+  auto code = child.wait(ctx.stop(), deadline() + 5s);
+  if (!code) {
+    if (ctx.stop().stop_requested()) throw Interrupted{};
+    throw StepFailed(cat("pid ", child.pid(), " (etcd-recipes ", shell_words(args), ") did not finish in time"));
   }
-  void pause(std::chrono::milliseconds d) const {
-    if (!sleep_for(d, ctx.stop())) throw Interrupted{};
-  }
-  etcd::Event expect(etcd::Event::Type type, const std::string& key) {
-    return events->expect(type, key, deadline(), ctx.stop());
-  }
+  if (*code != 0) throw StepFailed(cat("pid ", child.pid(), " (etcd-recipes ", shell_words(args), ") exited ", *code));
+  std::string out = child.output();
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  say(cat("pid ", child.pid(), " exited 0 and printed \"", out, "\""));
+  return out;
+}
 
-  // Runs `etcd-recipes ARGS...` as a separate process against the private
-  // etcd and returns what it printed (without the final newline).
-  std::string run_self(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {self, "--endpoints", cluster->endpoints_csv(), "--timeout", ctx.global().timeout};
-    argv.insert(argv.end(), args.begin(), args.end());
-    auto child = ChildProcess::spawn(argv);
-    say(cat("pid ", child.pid(), " started: etcd-recipes ", shell_words(args)));
-    auto code = child.wait(ctx.stop(), deadline() + 5s);
-    if (!code) {
-      if (ctx.stop().stop_requested()) throw Interrupted{};
-      throw StepFailed(cat("pid ", child.pid(), " (etcd-recipes ", shell_words(args), ") did not finish in time"));
-    }
-    if (*code != 0)
-      throw StepFailed(cat("pid ", child.pid(), " (etcd-recipes ", shell_words(args), ") exited ", *code));
-    std::string out = child.output();
-    while (!out.empty() && out.back() == '\n') out.pop_back();
-    say(cat("pid ", child.pid(), " exited 0 and printed \"", out, "\""));
-    return out;
-  }
+void Demo::show_keys() {
+  if (!client) return;
+  etcd::GetOptions prefix;
+  prefix.prefix = true;
+  auto r = call(etcd().get("demo/", prefix), "get demo/");
+  std::string line = "keys now:";
+  for (const auto& kv : r.kvs) line += " " + kv.key + "=" + kv.value;
+  if (r.kvs.empty()) line += " (none)";
+  if (line != last_keys) say(line);
+  last_keys = std::move(line);
+}
 
-  // Every key under demo/ whenever that changed, so the reader sees the
-  // state grow and shrink.
-  void show_keys() {
-    if (!client) return;
-    etcd::GetOptions prefix;
-    prefix.prefix = true;
-    auto r = call(etcd().get("demo/", prefix), "get demo/");
-    std::string line = "keys now:";
-    for (const auto& kv : r.kvs) line += " " + kv.key + "=" + kv.value;
-    if (r.kvs.empty()) line += " (none)";
-    if (line != last_keys) say(line);
-    last_keys = std::move(line);
-  }
-};
+namespace {
+
+std::string describe(const etcd::Event& ev) {
+  return ev.type == etcd::Event::Type::kPut ? "PUT " + ev.kv.key + " = " + ev.kv.value : "DELETE " + ev.kv.key;
+}
 
 // --- the steps ---------------------------------------------------------------
 
+// The live view's rows: the recipes of the scenes below, by name.
+std::vector<ViewRow> view_rows() {
+  return {
+      {"leader", std::string(names::kElection), false, "term"},
+      {"lock", std::string(names::kLock)},
+      {"semaphore", std::string(names::kSemaphore)},
+      {"rwlock", std::string(names::kRwLock)},
+      {"queue", std::string(names::kQueue)},
+      {"priority queue", std::string(names::kPriorityQueue)},
+      {"work queue", std::string(names::kWorkQueue)},
+      {"barrier", std::string(names::kBarrier)},
+      {"cache", std::string(names::kConfig), true},
+      {"services", std::string(names::kServices)},
+      {"counter", std::string(names::kCounter)},
+      {"transient", std::string(names::kWorkers), true},
+  };
+}
+
+void start_view(Demo& d) {
+  const ViewMode mode = choose_view_mode(d.options.view);
+  if (mode == ViewMode::kOff) return;
+  d.view = std::make_unique<LiveView>(d.etcd(), std::string(names::kPrefix), view_rows(), mode, d.progress);
+  d.view->start(d.deadline(), d.ctx.stop());
+  d.say(
+      mode == ViewMode::kPanel
+          ? "live view: the panel below shows the recipes' state under demo/ as it changes"
+          : "live view: a `view:` line shows the recipes' state under demo/ whenever it changed (at most 4 a second)");
+}
+
 void start_etcd(Demo& d) {
-  d.say("starting " + d.etcd_binary + " on free loopback ports...");
+  const int n = d.options.members;
+  d.say(cat("starting ", n, " ", d.options.etcd_binary, n == 1 ? " member" : " members", " on free loopback ports..."));
   etcd::testing::EtcdClusterOptions options;
-  options.members = 1;
-  options.etcd_binary = d.etcd_binary;
+  options.members = n;
+  options.etcd_binary = d.options.etcd_binary;
   d.cluster = etcd::testing::EtcdCluster::start(std::move(options));
-  d.say(cat("etcd pid ", d.cluster->pid(0), " serving ", d.cluster->endpoint(0), ", data in ",
-            d.cluster->dir().string()));
+  std::string pids;
+  for (int i = 0; i < n; ++i) pids += cat(i == 0 ? "" : ", ", d.cluster->pid(i));
+  std::string endpoints;
+  for (int i = 0; i < n; ++i) endpoints += cat(i == 0 ? "" : ", ", d.cluster->endpoint(i));
+  d.say(
+      cat(n == 1 ? "etcd pid " : "etcd pids ", pids, " serving ", endpoints, ", data in ", d.cluster->dir().string()));
   etcd::ClientOptions client_options;
+  // Every member: the client fails over between them when one goes.
   client_options.endpoints = d.cluster->endpoints();
   client_options.default_timeout = d.ctx.timeout();
   d.client.emplace(std::move(client_options));
+  start_view(d);
 }
 
 void put_and_get(Demo& d) {
@@ -284,15 +275,25 @@ void revoke_lease(Demo& d) {
   d.say(cat("revoked lease ", lease_hex(id)));
   auto ev = d.expect(etcd::Event::Type::kDelete, "demo/session");
   d.say(cat("the watch saw demo/session deleted at revision ", ev.kv.mod_revision, ": the key went with its lease"));
+  // The recipes below write many keys each; one line per key would bury
+  // their story. The live view (a cache of demo/) summarizes them instead.
+  d.watcher.cancel();
+  d.say(d.view ? "watch cancelled: from here on the live view follows the keys under demo/"
+               : "watch cancelled: from here on each step tells what its keys did");
 }
 
 void cluster_status(Demo& d) {
-  const auto endpoint = d.cluster->endpoint(0);
-  auto s = d.call(d.etcd().status(), "status " + endpoint);
-  if (s.leader == 0) throw StepFailed("the member reports no raft leader");
-  d.say(cat(endpoint, ": etcd ", s.version, ", member ", member_hex(s.header.member_id), ", leader ",
-            member_hex(s.leader), s.leader == s.header.member_id ? " (itself)" : "", ", raft term ", s.raft_term,
-            ", raft index ", s.raft_index, ", db size ", human_bytes(s.db_size)));
+  for (int i = 0; i < d.cluster->size(); ++i) {
+    const auto endpoint = d.cluster->endpoint(i);
+    auto s = d.call(d.etcd().status(endpoint), "status " + endpoint);
+    if (s.leader == 0) throw StepFailed(cat("member m", i, " reports no raft leader"));
+    d.say(cat(endpoint, " (m", i, "): etcd ", s.version, ", member ", member_hex(s.header.member_id), ", leader ",
+              member_hex(s.leader), s.leader == s.header.member_id ? " (itself)" : "", ", raft term ", s.raft_term,
+              ", raft index ", s.raft_index, ", db size ", human_bytes(s.db_size)));
+    if (s.leader == s.header.member_id && d.cluster->size() > 1) {
+      d.note("etcd", cat(d.cluster->size(), " members up; raft leader m", i));
+    }
+  }
 }
 
 // One `etcd-recipes lock` process of the lock handover, and what its
@@ -328,7 +329,7 @@ struct Contender {
 // Two processes contend for one lock: the second waits for the first, and
 // its fencing token is larger.
 void lock_handover(Demo& d) {
-  const std::string lock = "demo/lock";
+  const std::string lock(names::kLock);
   const std::string script = "echo holds $ETCD_RECIPES_FENCING_TOKEN $ETCD_RECIPES_LOCK_KEY; sleep 1; echo releasing";
   std::optional<Contender> a;
   std::optional<Contender> b;
@@ -345,8 +346,7 @@ void lock_handover(Demo& d) {
   } stop_both{a, b};
 
   auto start = [&](std::optional<Contender>& c, std::string name) {
-    c.emplace(name, ChildProcess::spawn({d.self, "--endpoints", d.cluster->endpoints_csv(), "--timeout",
-                                         d.ctx.global().timeout, "lock", lock, "--", "sh", "-c", script}));
+    c.emplace(name, ChildProcess::spawn(d.self_argv({"lock", lock, "--", "sh", "-c", script})));
     d.say(cat("process ", name, " (pid ", c->process.pid(), ") started: etcd-recipes lock ", lock, " -- sh -c '",
               script, "'"));
   };
@@ -472,7 +472,7 @@ struct WorkerProcess {
 // which comes back to the other once the dead worker's lease expires (the
 // visibility timeout), and nothing is lost.
 void work_queue_crash(Demo& d) {
-  const std::string queue = "jobs";
+  const std::string queue(names::kWorkQueue);
   const std::string visibility = "2";
   // $0 is the worker's name; the job's value comes on standard input.
   const std::string script = "job=$(cat); echo starts $job $ETCD_RECIPES_ITEM_ID $ETCD_RECIPES_ATTEMPT; sleep 1.5";
@@ -496,10 +496,7 @@ void work_queue_crash(Demo& d) {
     std::vector<std::string> args = {"workqueue", "work", queue, "--visibility", visibility};
     args.insert(args.end(), extra.begin(), extra.end());
     args.insert(args.end(), {"--", "sh", "-c", script, name});
-    std::vector<std::string> argv = {d.self, "--endpoints", d.cluster->endpoints_csv(), "--timeout",
-                                     d.ctx.global().timeout};
-    argv.insert(argv.end(), args.begin(), args.end());
-    w.emplace(name, ChildProcess::spawn(argv, true));
+    w.emplace(name, ChildProcess::spawn(d.self_argv(args), true));
     d.say(cat("worker ", name, " (pid ", w->process.pid(), ") started: etcd-recipes ", shell_words(args)));
   };
   auto until = [&](auto done, std::string_view what) {
@@ -571,41 +568,6 @@ void work_queue_crash(Demo& d) {
             " twice delivered, once done), none lost"));
 }
 
-// Background `etcd-recipes ARGS...` processes of a scene, terminated
-// (SIGTERM, which each passes on and cleans up after) however it ends.
-class Processes {
- public:
-  explicit Processes(Demo& d) : d_(d) {}
-  Processes(const Processes&) = delete;
-  Processes& operator=(const Processes&) = delete;
-  ~Processes() {
-    for (auto it = all_.rbegin(); it != all_.rend(); ++it) it->second.terminate();
-  }
-  ChildProcess& start(const std::string& name, const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {d_.self, "--endpoints", d_.cluster->endpoints_csv(), "--timeout",
-                                     d_.ctx.global().timeout};
-    argv.insert(argv.end(), args.begin(), args.end());
-    auto& p = all_.emplace_back(name, ChildProcess::spawn(argv)).second;
-    d_.say(cat("process ", name, " (pid ", p.pid(), ") started: etcd-recipes ", shell_words(args)));
-    return p;
-  }
-
- private:
-  Demo& d_;
-  std::deque<std::pair<std::string, ChildProcess>> all_;
-};
-
-// Polls `done` every 20 ms until it holds, or fails the step at the
-// deadline.
-template <class Done>
-void until(Demo& d, Done done, std::string_view what) {
-  const auto deadline = d.deadline() + 5s;
-  while (!done()) {
-    if (etcd::Clock::now() >= deadline) throw StepFailed(cat("timed out waiting until ", what));
-    d.pause(20ms);
-  }
-}
-
 std::string leader_name(const std::optional<etcd::recipes::LeaderInfo>& l) {
   return l ? cat("\"", l->value, "\" (term ", l->term, ")") : std::string("none");
 }
@@ -614,7 +576,7 @@ std::string leader_name(const std::optional<etcd::recipes::LeaderInfo>& l) {
 // other takes over once the dead leader's lease (TTL 2 s) expires, with a
 // larger term token.
 void leader_failover(Demo& d) {
-  const std::string election = "demo/leader";
+  const std::string election(names::kElection);
   Processes processes(d);
   etcd::recipes::LeaderObserver observer(d.etcd(), election);
   observer.start();
@@ -640,7 +602,7 @@ void leader_failover(Demo& d) {
 // Three processes wait at a barrier for 3 parties: the first two stay
 // blocked until the third arrives, then all three go on.
 void barrier_group(Demo& d) {
-  const std::string barrier = "demo/barrier";
+  const std::string barrier(names::kBarrier);
   Processes processes(d);
   std::vector<ChildProcess*> parties;
   for (const char* name : {"P1", "P2"}) {
@@ -671,7 +633,7 @@ void barrier_group(Demo& d) {
 // A cache in this process follows what other processes write under a
 // prefix: added, updated, removed, in order.
 void cache_follows(Demo& d) {
-  const std::string path = "demo/config";
+  const std::string path(names::kConfig);
   etcd::recipes::PathChildrenCache cache(d.etcd(), path);
   auto log = std::make_shared<std::pair<std::mutex, std::vector<std::string>>>();
   auto sub = cache.on_event([log](const etcd::recipes::ChildEvent<std::string>& e) {
@@ -720,24 +682,18 @@ void service_leaves_provider(Demo& d) {
       }
     }
   } stop_all{instances};
+  const std::string base(names::kServices);
   for (auto& i : instances) {
-    const std::vector<std::string> args = {"discovery", "register", service, "--id",  i.id, "--address",
-                                           "127.0.0.1", "--port",   i.port,  "--ttl", "2"};
-    std::vector<std::string> argv = {d.self, "--endpoints", d.cluster->endpoints_csv(), "--timeout",
-                                     d.ctx.global().timeout};
-    argv.insert(argv.end(), args.begin(), args.end());
-    i.process.emplace(ChildProcess::spawn(argv));
+    const std::vector<std::string> args = {"discovery", "register",  service,  "--base", base,    "--id", i.id,
+                                           "--address", "127.0.0.1", "--port", i.port,   "--ttl", "2"};
+    i.process.emplace(ChildProcess::spawn(d.self_argv(args)));
     d.say(cat("process ", i.id, " (pid ", i.process->pid(), ") started: etcd-recipes ", shell_words(args)));
   }
-  etcd::recipes::ServiceProvider provider(d.etcd(), service);
+  etcd::recipes::ServiceProviderOptions provider_options;
+  provider_options.base_path = base;
+  etcd::recipes::ServiceProvider provider(d.etcd(), service, std::move(provider_options));
   d.call(provider.wait_initialized(), "start a provider of " + service);
-  auto until = [&](auto done, std::string_view what) {
-    const auto deadline = d.deadline() + 5s;
-    while (!done()) {
-      if (etcd::Clock::now() >= deadline) throw StepFailed(cat("timed out waiting until ", what));
-      d.pause(20ms);
-    }
-  };
+  auto until = [&](auto done, std::string_view what) { demo::until(d, done, what); };
   auto picks = [&](int n) {
     std::string out;
     for (int k = 0; k < n; ++k) {
@@ -766,56 +722,76 @@ void service_leaves_provider(Demo& d) {
 struct Step {
   std::string_view title;
   void (*run)(Demo&);
+  // A step of the key-value part: the keys under demo/ are listed after it
+  // (the recipes' keys are the live view's business).
+  bool kv = false;
+  // Runs only on a cluster of at least this many members (--members).
+  int members = 1;
 };
 
 constexpr Step kSteps[] = {
-    {"start a private single-member etcd", start_etcd},
-    {"put a key and read it back", put_and_get},
-    {"watch the demo/ prefix", start_watch},
-    {"transaction: create-if-absent succeeds once, then fails", create_if_absent},
-    {"other processes write and read; the watch sees their write", another_process_writes},
-    {"a kept-alive lease keeps its key past the TTL", kept_lease_keeps_key},
-    {"revoking the lease deletes its key", revoke_lease},
+    {"start a private etcd", start_etcd, true},
+    {"put a key and read it back", put_and_get, true},
+    {"watch the demo/ prefix", start_watch, true},
+    {"transaction: create-if-absent succeeds once, then fails", create_if_absent, true},
+    {"other processes write and read; the watch sees their write", another_process_writes, true},
+    {"a kept-alive lease keeps its key past the TTL", kept_lease_keeps_key, true},
+    {"revoking the lease deletes its key", revoke_lease, true},
     {"cluster status", cluster_status},
     {"lock handover between processes", lock_handover},
+    {"a semaphore admits two processes of three; a read-write lock shares reading, not writing", semaphore_and_rwlock},
     {"leader election: the leader is killed, the other candidate takes over", leader_failover},
     {"a barrier releases a group of three processes together", barrier_group},
     {"a cache follows what other processes write", cache_follows},
+    {"queues: each item to exactly one consumer; a priority queue serves the most urgent first", queues},
     {"a work queue survives a worker killed mid-job", work_queue_crash},
+    {"a counter: processes and threads add at once, the total is exact", counter_adds},
+    {"transient keys: present while their owner lives, gone when it dies or exits", transient_keys},
     {"service discovery: a killed instance leaves the provider's picks", service_leaves_provider},
+    {"etcd member failover: the raft leader member is killed while recipes run", member_failover, false, 3},
 };
 
 // Stops everything the demo started and says so; the destructors do the
 // work (the cluster's kills and reaps etcd and removes its directory).
 void tear_down(std::unique_ptr<Demo> demo) {
   const Progress progress = demo->progress;
+  // The view first: its last state is shown before the cleanup's lines.
+  if (demo->view) demo->view->stop();
   if (!demo->cluster) return;
-  const auto pid = demo->cluster->pid(0);
+  std::string pids;
+  for (int i = 0; i < demo->cluster->size(); ++i) {
+    if (demo->cluster->pid(i) > 0) pids += cat(pids.empty() ? "" : ", ", demo->cluster->pid(i));
+  }
+  const bool several = pids.find(',') != std::string::npos;
   const auto dir = demo->cluster->dir();
   demo.reset();
   std::error_code ec;
-  progress.say(cat("cleanup: etcd pid ", pid, " stopped, ", dir.string(),
+  progress.say(cat("cleanup: etcd ", several ? "pids " : "pid ", pids, " stopped, ", dir.string(),
                    std::filesystem::exists(dir, ec) ? " LEFT BEHIND" : " removed"));
 }
 
-int run_demo(Context& ctx, const std::string& etcd_binary) {
-  auto demo = std::make_unique<Demo>(ctx, etcd_binary);
+int run_demo(Context& ctx, Options options) {
+  auto demo = std::make_unique<Demo>(ctx, std::move(options));
   const Progress progress = demo->progress;
-  const int total = static_cast<int>(std::size(kSteps));
+  std::vector<const Step*> steps;
+  for (const auto& s : kSteps) {
+    if (demo->options.members >= s.members) steps.push_back(&s);
+  }
+  const int total = static_cast<int>(steps.size());
   std::string failed_step;
   std::string error;
   for (int i = 0; i < total && failed_step.empty(); ++i) {
     if (ctx.stop().stop_requested()) break;
-    progress.say(cat("step ", i + 1, "/", total, ": ", kSteps[i].title));
+    progress.say(cat("step ", i + 1, "/", total, ": ", steps[i]->title));
     try {
-      kSteps[i].run(*demo);
-      demo->show_keys();
+      steps[i]->run(*demo);
+      if (steps[i]->kv) demo->show_keys();
     } catch (const Interrupted&) {
       break;
     } catch (const std::exception& e) {
       // A call cancelled by the stop surfaces as an error: not the step's fault.
       if (ctx.stop().stop_requested()) break;
-      failed_step = kSteps[i].title;
+      failed_step = steps[i]->title;
       error = e.what();
       progress.say(cat("FAILED: ", error));
     }
@@ -837,16 +813,27 @@ int run_demo(Context& ctx, const std::string& etcd_binary) {
 }
 
 }  // namespace
+}  // namespace etcd_cli::demo
+
+namespace etcd_cli {
 
 void add_demo_command(Commands& commands) {
-  auto etcd_binary = std::make_shared<std::string>("etcd");
+  auto options = std::make_shared<demo::Options>();
   auto* cmd = commands.root().add_subcommand(
       "demo",
-      "Start a private single-member etcd in a temporary directory and run a short scripted scenario against it "
-      "(needs no --endpoints; cleans up on exit and on SIGINT/SIGTERM)");
-  cmd->add_option("--etcd", *etcd_binary, "The etcd server binary (a path, or a name searched on PATH)")
+      "Start a private etcd in a temporary directory and run a short scripted scenario against it, every recipe "
+      "family in several processes, with a live view of their state (needs no --endpoints; cleans up on exit and "
+      "on SIGINT/SIGTERM)");
+  cmd->add_option("--etcd", options->etcd_binary, "The etcd server binary (a path, or a name searched on PATH)")
       ->capture_default_str();
-  commands.on_run(cmd, [etcd_binary](Context& ctx) { return run_demo(ctx, *etcd_binary); });
+  cmd->add_option("--members", options->members,
+                  "etcd members: 1, or 3 to also kill the raft leader member while recipes run")
+      ->check(CLI::IsMember({1, 3}))
+      ->capture_default_str();
+  cmd->add_flag(
+      "--no-view", [options](int64_t) { options->view = false; },
+      "No live view: neither the panel (on a terminal) nor the `view:` lines (elsewhere)");
+  commands.on_run(cmd, [options](Context& ctx) { return demo::run_demo(ctx, *options); });
 }
 
 }  // namespace etcd_cli
