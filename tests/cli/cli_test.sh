@@ -262,20 +262,28 @@ view_shows() { grep -qE "\] +view: .*$1" "$WORK/demo.out"; }
 # secs_since T0: seconds since `date +%s%N` printed T0, with a decimal.
 secs_since() { awk -v t0="$1" -v t1="$(date +%s%N)" 'BEGIN { printf "%.1f", (t1 - t0) / 1e9 }'; }
 under_60() { awk -v s="$1" 'BEGIN { exit !(s < 60) }'; }
+# run_demo OUT [ARGS...]: runs the demo into OUT (stderr into OUT.err),
+# checks that it finished OK in under 60 s (printing its output if not),
+# and sets DEMO_ETCD_PIDS / DEMO_DIR for demo_cleaned.
+run_demo() {
+  local out=$1 rc secs t0
+  shift
+  t0=$(date +%s%N)
+  timeout -k 5 180 "$BIN" demo "$@" >"$out" 2>"$out.err"
+  rc=$?
+  secs=$(secs_since "$t0")
+  echo "      (demo${*:+ $*} took $secs s)"
+  DEMO_ETCD_PIDS=""
+  DEMO_DIR=""
+  demo_started "$out"
+  check "demo${*:+ $*} exits 0 and ends with 'demo finished OK', in under 60 s" \
+    eval '((rc == 0)) && [[ $(tail -1 "$out") == *"] demo finished OK" ]] && under_60 "$secs"'
+  if ((rc != 0)); then
+    sed 's/^/      | /' "$out" "$out.err"
+  fi
+}
 
-demo_t0=$(date +%s%N)
-timeout -k 5 180 "$BIN" demo >"$WORK/demo.out" 2>"$WORK/demo.err"
-demo_rc=$?
-demo_secs=$(secs_since "$demo_t0")
-echo "      (demo took $demo_secs s)"
-DEMO_ETCD_PIDS=""
-DEMO_DIR=""
-demo_started "$WORK/demo.out"
-check "demo exits 0 and ends with 'demo finished OK', in under 60 s" \
-  eval '((demo_rc == 0)) && [[ $(tail -1 "$WORK/demo.out") == *"] demo finished OK" ]] && under_60 "$demo_secs"'
-if ((demo_rc != 0)); then
-  sed 's/^/      | /' "$WORK/demo.out" "$WORK/demo.err"
-fi
+run_demo "$WORK/demo.out"
 check "demo showed a watch event written by another process" \
   eval 'grep -q "watch: PUT demo/from-child = hello from another process" "$WORK/demo.out"'
 # Every recipe family has its step (the demo finished OK: each one passed).
@@ -313,19 +321,7 @@ check "demo view: at most one line every 250 ms" eval 'grep -oE "^\[ *[0-9.]+s\]
 check "demo leaves no etcd running and removes its directory" demo_cleaned
 
 # With three members, the raft leader member is killed while recipes run.
-demo_t0=$(date +%s%N)
-timeout -k 5 180 "$BIN" demo --members 3 >"$WORK/demo3.out" 2>"$WORK/demo3.err"
-demo3_rc=$?
-demo3_secs=$(secs_since "$demo_t0")
-echo "      (demo --members 3 took $demo3_secs s)"
-DEMO_ETCD_PIDS=""
-DEMO_DIR=""
-demo_started "$WORK/demo3.out"
-check "demo --members 3 exits 0 with 'demo finished OK', in under 60 s" \
-  eval '((demo3_rc == 0)) && [[ $(tail -1 "$WORK/demo3.out") == *"] demo finished OK" ]] && under_60 "$demo3_secs"'
-if ((demo3_rc != 0)); then
-  sed 's/^/      | /' "$WORK/demo3.out" "$WORK/demo3.err"
-fi
+run_demo "$WORK/demo3.out" --members 3
 check "demo --members 3 started three members" eval '(($(wc -w <<<"$DEMO_ETCD_PIDS") >= 3))'
 check "demo --members 3 killed the raft leader member; the others elected one" \
   eval 'grep -qE "SIGKILL etcd member m[0-2], the raft leader" "$WORK/demo3.out" &&
