@@ -84,6 +84,8 @@ std::shared_ptr<void> detail::ClientAccess::service_slot(const Client& client, s
   return client.core_->service(type, make);
 }
 
+void detail::ClientAccess::request_watch_progress(const Client& client) { client.core_->watch_hub().request_progress(); }
+
 Client::Client(ClientOptions options) : core_(make_core(std::move(options))) {
   closer_ = std::shared_ptr<void>(nullptr, [core = core_](void*) { core->close(); });
 }

@@ -110,6 +110,10 @@ struct ClientAccess {
   }
   static std::shared_ptr<void> service_slot(const Client& client, std::type_index type,
                                             const std::function<std::shared_ptr<void>()>& make);
+
+  // Asks the server, now, for progress on the client's watch stream (what
+  // the liveness probe of an idle stream sends). For tests.
+  static void request_watch_progress(const Client& client);
 };
 
 }  // namespace etcd::detail

@@ -222,15 +222,16 @@ void WatchHub::on_response(WatchStream* stream, const etcdserverpb::WatchRespons
   }
 
   if (r.watch_id() == -1 && r.events_size() == 0) {
-    // A stream-wide progress notification: everything up to header_rev is
-    // delivered for every established watch.
-    for (auto& [id, e] : by_server_id_) {
-      if (header_rev + 1 > e->next_revision_) e->next_revision_ = header_rev + 1;
-      WatchResponse progress;
-      progress.header = convert(r.header());
-      progress.progress = true;
-      e->deliver(std::move(progress), header_rev);
-    }
+    // The answer to a progress request (the liveness probe of an idle
+    // stream): the stream is alive, and that is all it is taken for. It is
+    // neither passed on as progress nor moves where a watch resumes: etcd
+    // before 3.4.25 and 3.5.8 answers it from a queue of its own, with the
+    // store's current revision, and the answer can overtake events still
+    // queued for the stream's watches (etcd-io/etcd#15220). Taken as
+    // "delivered through", it made a view skip those events as already
+    // seen (a parked waiter never woken) and a re-created watch start after
+    // them. A watch created with progress_notify gets its own progress
+    // notifications, which etcd sends in order with its events.
     return;
   }
 
@@ -355,6 +356,14 @@ void WatchHub::check_liveness() {
     }
   }
   arm_liveness_locked();
+}
+
+void WatchHub::request_progress() {
+  std::lock_guard lock(mu_);
+  if (!stream_ || shutdown_) return;
+  etcdserverpb::WatchRequest req;
+  req.mutable_progress_request();
+  send_locked(std::move(req));
 }
 
 void WatchHub::shutdown() {

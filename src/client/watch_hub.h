@@ -75,6 +75,9 @@ class WatchHub {
   bool wait_stopped(std::chrono::milliseconds timeout);
   uint64_t stream_restarts() const { return restarts_.load(); }
   uint64_t open_watches() const;
+  // Asks the server, now, to report progress on the stream (what the
+  // liveness probe of an idle stream sends). For tests.
+  void request_progress();
 
   // From the stream (gRPC threads).
   void on_response(WatchStream* stream, const etcdserverpb::WatchResponse& r);

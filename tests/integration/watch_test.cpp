@@ -1,9 +1,14 @@
 // Watches: ordering, no loss, history, compaction, filters, cancellation.
+#include <algorithm>
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <thread>
 #include <vector>
 
+#include "client/client_access.h"
 #include "support/etcd_fixture.h"
 
 namespace etcd::test {
@@ -168,6 +173,66 @@ TEST_F(WatchTest, ProgressNotificationsKeepIdleWatchesCurrent) {
   ASSERT_TRUE(client().put(key("p"), "1").wait().ok());
   ASSERT_TRUE(eventually([&] { return rec.count() == 1; }));
   EXPECT_FALSE(rec.err().has_value());
+}
+
+TEST_F(WatchTest, AProgressAnswerNeverClaimsARevisionWhoseEventsAreStillToCome) {
+  // The client asks an idle stream for progress (its liveness probe). etcd
+  // before 3.4.25 / 3.5.8 answers such a request from a queue of its own,
+  // with the store's current revision, and the answer can overtake events
+  // still queued for the watch (etcd-io/etcd#15220). A watch that took
+  // that answer as "everything up to here was delivered" would skip those
+  // events (a view dropping them as already seen) or resume after them on
+  // a new stream. Writes pipelined from one thread, progress asked for
+  // from another, as fast as the stream takes them: no progress the watch
+  // is told of may claim a revision whose events come after it.
+  std::mutex mu;
+  std::vector<int64_t> event_revisions;
+  int64_t claimed = 0;  // the highest revision a progress answer claimed
+  int overtaken = 0;    // events that came after a claim covering them
+  auto watcher = client().watch(key(""), {.prefix = true}, [&](Result<WatchResponse> r) {
+    if (!r.ok()) return;
+    std::lock_guard lock(mu);
+    if (r->progress) claimed = std::max(claimed, r->header.revision);
+    for (const auto& ev : r->events) {
+      if (ev.kv.mod_revision <= claimed) ++overtaken;
+      event_revisions.push_back(ev.kv.mod_revision);
+    }
+  });
+  ASSERT_TRUE(watcher.wait_created(std::chrono::steady_clock::now() + 5s));
+
+  constexpr int kWrites = 4000;
+  std::atomic<bool> writing{true};
+  std::thread prober([&] {
+    while (writing.load()) {
+      detail::ClientAccess::request_watch_progress(client());
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  std::atomic<int> failed{0};
+  std::atomic<int> done{0};
+  std::atomic<int> next{0};
+  std::function<void()> issue = [&] {
+    const int i = next.fetch_add(1);
+    if (i >= kWrites) return;
+    client().put(key("k" + std::to_string(i % 50)), std::to_string(i)).then([&](Result<PutResponse> r) {
+      if (!r.ok()) failed.fetch_add(1);
+      done.fetch_add(1);
+      issue();
+    });
+  };
+  for (int i = 0; i < 32; ++i) issue();
+  const bool all_done = eventually([&] { return done.load() == kWrites; }, 60s);
+  writing = false;
+  prober.join();
+  ASSERT_TRUE(all_done);
+  ASSERT_EQ(failed.load(), 0);
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(mu);
+    return event_revisions.size() == static_cast<size_t>(kWrites);
+  }, 20s));
+  std::lock_guard lock(mu);
+  EXPECT_EQ(overtaken, 0) << "events delivered after a progress answer that claimed their revision";
+  EXPECT_TRUE(std::is_sorted(event_revisions.begin(), event_revisions.end()));
 }
 
 TEST_F(WatchTest, NotifyCreatedReportsTheCreationWithItsRevisionBeforeAnyEvent) {

@@ -248,6 +248,7 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
       if (!first) ++resyncs;
     }
     ViewMap().swap(loading_);
+    applied_ = load_rev_;
     initialized_here_ = true;
     deliver(batch);
     if (first) waiters->set_ready(true);
@@ -285,7 +286,11 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
       const int64_t rev = events[i].kv.mod_revision;
       size_t j = i;
       while (j < events.size() && events[j].kv.mod_revision == rev) ++j;
-      if (rev > revision_seen()) {
+      // Only a revision the view has applied (read or watched) makes a
+      // later event a repeat; a progress notification never does: it may
+      // claim a revision whose events are still on their way.
+      if (rev > applied_) {
+        applied_ = rev;
         ViewBatch batch;
         batch.kind = ViewBatch::Kind::kChanged;
         batch.revision = rev;
@@ -303,7 +308,7 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
         {
           std::lock_guard lock(mu);
           batch.events = apply_events(map, events, i, j, options.accept, options.decode ? &decoded : nullptr);
-          revision = rev;
+          revision = std::max(revision, rev);
         }
         if (!batch.events.empty()) {
           deliver(batch);
@@ -312,11 +317,6 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
       }
       i = j;
     }
-  }
-
-  int64_t revision_seen() const {
-    std::lock_guard lock(mu);
-    return revision;
   }
 
   // The watch ended: it cannot go on without a gap (compaction while cut
@@ -348,6 +348,9 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
   Handler handler_;
   bool stopped_ = false;
   bool initialized_here_ = false;
+  // The newest revision whose changes the view has applied: by its read or
+  // by the watch. Events at or below it are repeats.
+  int64_t applied_ = 0;
   uint64_t epoch_ = 0;
   int failures_ = 0;
   std::shared_ptr<asio::steady_timer> timer_;
