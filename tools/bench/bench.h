@@ -91,9 +91,14 @@ class Context {
   // Threads of this process (by name) before the Client was created.
   std::map<std::string, int> threads_before_client;
 
+  // Every key a run writes is under run_prefix(), "bench/<run id>/", fresh
+  // for each run: a run against an existing cluster never meets the keys
+  // an earlier one (killed, say) left, and main() deletes the prefix when
+  // the run ends. Child processes of the run (helper modes) inherit it.
+  static const std::string& run_prefix();
   // Each metric writes under its own prefix so metrics cannot disturb each
   // other's watches or compares.
-  static std::string key_prefix(std::string_view metric) { return "bench/" + std::string(metric) + "/"; }
+  static std::string key_prefix(std::string_view metric) { return run_prefix() + std::string(metric) + "/"; }
 
   // A line printed under the table (diagnostics that do not fit a number).
   void note(std::string text) { notes_.push_back(std::move(text)); }
@@ -149,6 +154,11 @@ class Context {
   std::map<std::string, std::any> memo_;
   const etcd::testing::EtcdCluster* cluster_;
 };
+
+// The deadline of every call a metric waits on (a recipe's wait has none
+// of its own): a call that never completes fails its metric, and the run
+// goes on. Generous: a loaded 2-core machine answers far sooner.
+inline constexpr auto kCallBound = std::chrono::seconds(30);
 
 // Latencies in milliseconds, sorted.
 struct Samples {
@@ -369,6 +379,54 @@ class CallsInFlight {
   std::condition_variable cv_;
   int in_flight_ = 0;
   std::optional<etcd::Status> error_;
+};
+
+// Calls consumed with .then(), whose completions (and when each came) a
+// metric waits for with a deadline — never a thread per call that would
+// have to be joined if a call never completed. Outlives nothing it waits
+// on: each completion holds the shared state.
+class Completions {
+ public:
+  template <class T>
+  void add(etcd::Call<T> call) {
+    {
+      std::lock_guard lock(state_->mu);
+      ++state_->expected;
+    }
+    std::move(call).then([state = state_](etcd::Result<T> r) {
+      std::lock_guard lock(state->mu);
+      if (!r.ok() && !state->error) state->error = r.status();
+      state->last = std::max(state->last, Clock::now());
+      ++state->done;
+      state->cv.notify_all();
+    });
+  }
+  // Waits until every call added completed (throws naming `what` if one
+  // has not by `deadline`, or the first failure); returns when the last
+  // one did. Clears the set for the next round.
+  Clock::time_point wait_all(Clock::time_point deadline, const std::string& what) {
+    std::unique_lock lock(state_->mu);
+    if (!state_->cv.wait_until(lock, deadline, [&] { return state_->done == state_->expected; })) {
+      throw std::runtime_error(what + ": " + std::to_string(state_->expected - state_->done) + " of " +
+                               std::to_string(state_->expected) + " calls had not completed by the deadline");
+    }
+    if (state_->error) throw etcd::Error(*state_->error);
+    const auto last = state_->last;
+    state_->expected = state_->done = 0;
+    state_->last = {};
+    return last;
+  }
+
+ private:
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    int expected = 0;
+    int done = 0;
+    Clock::time_point last{};
+    std::optional<etcd::Status> error;
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
 };
 
 // Producers parked while the backlog is too long, resumed all at once.

@@ -3,14 +3,18 @@
 // optionally writes JSON. See README.md.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench.h"
@@ -42,6 +46,61 @@ struct RunInfo {
   std::string date;
   // --endpoints: an existing cluster, whose timing settings are unknown here.
   std::vector<std::string> endpoints;
+};
+
+// The last line of defence against a metric that never returns (a call
+// without a deadline, a lost wake-up in the library): every call a metric
+// waits on has a deadline (kCallBound), and a metric still running after
+// `limit` ends the run — its name on stderr and exit status 3 — instead of
+// hanging a CI job or an operator's terminal.
+class Watchdog {
+ public:
+  explicit Watchdog(Seconds limit) : limit_(limit), thread_([this] { watch(); }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void begin(const std::string& metric) {
+    std::lock_guard lock(mu_);
+    metric_ = metric;
+    started_ = Clock::now();
+    cv_.notify_all();
+  }
+  void end() {
+    std::lock_guard lock(mu_);
+    metric_.clear();
+    cv_.notify_all();
+  }
+
+ private:
+  void watch() {
+    std::unique_lock lock(mu_);
+    while (!stop_) {
+      if (metric_.empty()) {
+        cv_.wait(lock);
+        continue;
+      }
+      const auto give_up = started_ + duration_cast<Clock::duration>(limit_);
+      const std::string metric = metric_;
+      if (cv_.wait_until(lock, give_up, [&] { return stop_ || metric_ != metric; })) continue;
+      std::fprintf(stderr, "\netcd-recipes-bench: %s did not finish within %.0f s; stopping the run\n", metric.c_str(),
+                   limit_.count());
+      std::fflush(stderr);
+      std::_Exit(3);
+    }
+  }
+
+  const Seconds limit_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::string metric_;
+  Clock::time_point started_{};
+  std::thread thread_;
 };
 
 std::string utc_now() {
@@ -290,6 +349,11 @@ int run(int argc, char** argv) {
   app.add_option("--heartbeat", heartbeat_ms, "etcd --heartbeat-interval in ms")->capture_default_str();
   app.add_option("--election", election_ms, "etcd --election-timeout in ms")->capture_default_str();
   app.add_flag("--list", list, "list the metrics and exit");
+  double metric_limit_s = 300;
+  app.add_option("--metric-limit", metric_limit_s,
+                 "seconds a metric may run before the run is stopped as hung (exit status 3)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   std::string endpoints_csv;
   app.add_option("--endpoints", endpoints_csv,
                  "run against this existing cluster (comma-separated host:port) instead of starting one; metrics that "
@@ -328,6 +392,7 @@ int run(int argc, char** argv) {
     if (!ep.empty()) info.endpoints.push_back(ep);
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
   }
+  (void)Context::run_prefix();  // fixed now, before any child process starts
   std::unique_ptr<etcd::testing::EtcdCluster> cluster;
   if (info.endpoints.empty()) {
     std::fprintf(stderr, "starting %d etcd member(s)...\n", s.members);
@@ -363,15 +428,27 @@ int run(int argc, char** argv) {
   }
 
   std::vector<Outcome> outcomes;
-  for (std::size_t i = 0; i < selected.size(); ++i) {
-    const auto& metric = selected[i];
-    std::fprintf(stderr, "[%zu/%zu] %s ...", i + 1, selected.size(), metric.name.c_str());
-    const auto started = Clock::now();
-    outcomes.push_back(run_one(ctx, metric));
-    std::fprintf(stderr, " %s %s (%.1f s)\n", format_value(outcomes.back()).c_str(), metric.unit.c_str(),
-                 Seconds(Clock::now() - started).count());
+  {
+    Watchdog watchdog{Seconds(metric_limit_s)};
+    for (std::size_t i = 0; i < selected.size(); ++i) {
+      const auto& metric = selected[i];
+      std::fprintf(stderr, "[%zu/%zu] %s ...", i + 1, selected.size(), metric.name.c_str());
+      const auto started = Clock::now();
+      watchdog.begin(metric.name);
+      outcomes.push_back(run_one(ctx, metric));
+      watchdog.end();
+      std::fprintf(stderr, " %s %s (%.1f s)\n", format_value(outcomes.back()).c_str(), metric.unit.c_str(),
+                   Seconds(Clock::now() - started).count());
+    }
   }
   note_endpoint(ctx);
+  // Leave the cluster as the run found it: everything it wrote is under
+  // the run's prefix (keys on leases the metrics ended go with them).
+  if (auto cleaned = client.del(Context::run_prefix(), etcd::DeleteOptions{.prefix = true}).timeout(kCallBound).wait();
+      !cleaned.ok()) {
+    std::fprintf(stderr, "etcd-recipes-bench: could not delete %s: %s\n", Context::run_prefix().c_str(),
+                 cleaned.status().to_string().c_str());
+  }
   client.close();
 
   compute_ratios(outcomes);

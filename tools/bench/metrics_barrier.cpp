@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <future>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -38,22 +37,9 @@ struct BarrierSamples {
 };
 
 // The time from `start` until every call in `calls` completed, in ms.
-double until_all(std::vector<std::future<etcd::Result<void>>>& calls, Clock::time_point start, const char* what) {
-  Clock::time_point last = start;
-  for (auto& f : calls) {
-    if (f.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
-      throw std::runtime_error(std::string(what) + ": a waiter was not released within 10 s");
-    }
-    auto r = f.get();
-    if (!r.ok()) throw etcd::Error(r.status());
-    last = std::max(last, Clock::now());
-  }
-  return Millis(last - start).count();
-}
-
-// A Call consumed on its own thread, whose completion time we can read.
-std::future<etcd::Result<void>> consume(etcd::Call<void> call) {
-  return std::async(std::launch::async, [c = std::move(call)]() mutable { return std::move(c).wait(); });
+double until_all(Completions& calls, Clock::time_point start, const char* what) {
+  const Clock::time_point last = calls.wait_all(start + std::chrono::seconds(10), what);
+  return Millis(std::max(last, start) - start).count();
 }
 
 BarrierSamples sample_barriers(Context& ctx) {
@@ -69,22 +55,21 @@ BarrierSamples sample_barriers(Context& ctx) {
     std::vector<std::unique_ptr<DistributedBarrier>> waiters;
     for (auto& c : clients) waiters.push_back(std::make_unique<DistributedBarrier>(*c, name));
     for (int round = 0; round < warmup + rounds; ++round) {
-      if (!setter.set().wait().value()) throw std::runtime_error("barrier_release: the gate was set already");
-      // Each waiter's view must show the gate set before its wait parks.
-      std::vector<std::future<etcd::Result<void>>> calls;
-      for (auto& w : waiters) {
-        if (w->wait_for(std::chrono::milliseconds(0))) {
-          // Its view had not seen the set yet: wait for it to close.
-          const auto deadline = Clock::now() + std::chrono::seconds(5);
-          while (w->wait_for(std::chrono::milliseconds(0))) {
-            if (Clock::now() > deadline) throw std::runtime_error("barrier_release: a view never saw the gate set");
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-          }
-        }
-        calls.push_back(consume(w->wait()));
+      if (!setter.set().timeout(kCallBound).wait().value()) {
+        throw std::runtime_error("barrier_release: the gate was set already");
       }
+      // Each wait reads the gate at its own revision and parks (the gate
+      // is set). A round trip on each waiter's client after its wait went
+      // out lets the reads be answered before the gate is removed (a read
+      // answered after the removal finds the gate open and returns, which
+      // the measurement counts like a release).
+      Completions calls;
+      for (auto& w : waiters) calls.add(w->wait().timeout(kCallBound));
+      for (auto& c : clients) (void)c->get(name).timeout(kCallBound).wait().value();
       const auto start = Clock::now();
-      if (!setter.remove().wait().value()) throw std::runtime_error("barrier_release: the gate was open");
+      if (!setter.remove().timeout(kCallBound).wait().value()) {
+        throw std::runtime_error("barrier_release: the gate was open");
+      }
       const double ms = until_all(calls, start, "barrier_release");
       if (round >= warmup) out.release.ms.push_back(ms);
     }
@@ -102,18 +87,18 @@ BarrierSamples sample_barriers(Context& ctx) {
     double wakeups_at_start = 0;
     for (int round = 0; round < warmup + rounds; ++round) {
       if (round == warmup) wakeups_at_start = metrics->value("etcd_recipes_barrier_wakeups_total", labels);
-      std::vector<std::future<etcd::Result<void>>> calls;
-      for (int i = 0; i + 1 < kParties; ++i) calls.push_back(consume(parties[i]->wait()));
+      Completions calls;
+      for (int i = 0; i + 1 < kParties; ++i) calls.add(parties[i]->wait().timeout(kCallBound));
       // The 15 are in etcd (their arrivals counted) before the 16th comes.
       const auto deadline = Clock::now() + std::chrono::seconds(10);
       while (ctx.client.get(name + "/parties/", etcd::GetOptions{.prefix = true, .count_only = true})
-                 .wait()
+                 .timeout(kCallBound).wait()
                  .value()
                  .count < kParties - 1) {
         if (Clock::now() > deadline) throw std::runtime_error("barrier_count: 15 parties did not arrive in 10 s");
       }
       const auto start = Clock::now();
-      calls.push_back(consume(parties.back()->wait()));
+      calls.add(parties.back()->wait().timeout(kCallBound));
       const double ms = until_all(calls, start, "barrier_count");
       if (round >= warmup) out.count.ms.push_back(ms);
     }

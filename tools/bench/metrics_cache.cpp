@@ -100,7 +100,7 @@ Propagation sample_propagation(Context& ctx) {
     for (int side = 0; side < 2; ++side) {
       const std::string key = (side == 0 ? path + "/" : raw) + std::to_string(i % 16);
       const auto sent = Clock::now();
-      ctx.client.put(key, std::to_string(sent.time_since_epoch().count())).wait().value();
+      ctx.client.put(key, std::to_string(sent.time_since_epoch().count())).timeout(kCallBound).wait().value();
       std::unique_lock lock(shared->mu);
       auto& got = side == 0 ? shared->cache_ms : shared->watch_ms;
       if (!shared->cv.wait_for(lock, std::chrono::seconds(5), [&] { return shared->error || got.size() > i; })) {
@@ -188,7 +188,7 @@ Load measure_load(Context& ctx) {
     // The first read's batch (a copy of every key, for the events) is freed
     // once the cache's strand moved on: a change seen after it tells.
     const std::string probe = key_of(7);
-    ctx.client.put(probe, value + "!").wait().value();
+    ctx.client.put(probe, value + "!").timeout(kCallBound).wait().value();
     const auto give_up = Clock::now() + std::chrono::seconds(10);
     while (*cache.get(probe.substr(path.size() + 1))->value == value) {
       if (Clock::now() > give_up) throw std::runtime_error("the cache never saw the probe");

@@ -192,8 +192,8 @@ double mutex_cycle(Context& ctx) {
   const std::string name = Context::key_prefix("capacity_mutex_cycle") + "lock";
   DistributedMutex m(ctx.client, name);
   const auto cycle = [&](int) {
-    m.acquire().wait().value();
-    if (!m.release().wait().value()) throw std::runtime_error("release reported a lost hold");
+    m.acquire().timeout(kCallBound).wait().value();
+    if (!m.release().timeout(kCallBound).wait().value()) throw std::runtime_error("release reported a lost hold");
   };
   cycle(0);  // the session's lease grant belongs to the object, not the cycle
   return op_row(ctx, "mutex acquire+release", cycle);
@@ -203,8 +203,8 @@ double mutex_first_cycle(Context& ctx) {
   const std::string name = Context::key_prefix("capacity_mutex_first_cycle") + "lock";
   return op_row(ctx, "mutex new object: acquire+release+close", [&](int) {
     DistributedMutex m(ctx.client, name);
-    m.acquire().wait().value();
-    if (!m.release().wait().value()) throw std::runtime_error("release reported a lost hold");
+    m.acquire().timeout(kCallBound).wait().value();
+    if (!m.release().timeout(kCallBound).wait().value()) throw std::runtime_error("release reported a lost hold");
     m.close();
   });
 }
@@ -216,13 +216,13 @@ double mutex_handoff(Context& ctx) {
   DistributedMutex a(ctx.client, name);
   DistributedMutex b(ctx.client, name);
   const auto cycle = [&](int) {
-    a.acquire().wait().value();
+    a.acquire().timeout(kCallBound).wait().value();
     const uint64_t watches = ctx.client.stats().watches_open;
-    auto waiting = std::async(std::launch::async, [&] { return b.acquire().wait(); });
+    auto waiting = std::async(std::launch::async, [&] { return b.acquire().timeout(kCallBound).wait(); });
     wait_until([&] { return ctx.client.stats().watches_open > watches; }, 10s, "the waiter never parked");
-    if (!a.release().wait().value()) throw std::runtime_error("release reported a lost hold");
+    if (!a.release().timeout(kCallBound).wait().value()) throw std::runtime_error("release reported a lost hold");
     (void)waiting.get().value();
-    if (!b.release().wait().value()) throw std::runtime_error("release reported a lost hold");
+    if (!b.release().timeout(kCallBound).wait().value()) throw std::runtime_error("release reported a lost hold");
   };
   cycle(0);
   return op_row(ctx, "mutex handoff: A acq, B parks, A rel, B acq+rel", cycle);
@@ -231,8 +231,8 @@ double mutex_handoff(Context& ctx) {
 double semaphore_cycle(Context& ctx) {
   etcd::recipes::DistributedSemaphore sem(ctx.client, Context::key_prefix("capacity_semaphore_cycle") + "sem", 3);
   const auto cycle = [&](int) {
-    auto permit = sem.acquire().wait().value();
-    if (!permit.release().wait().value()) throw std::runtime_error("release reported a lost permit");
+    auto permit = sem.acquire().timeout(kCallBound).wait().value();
+    if (!permit.release().timeout(kCallBound).wait().value()) throw std::runtime_error("release reported a lost permit");
   };
   cycle(0);
   return op_row(ctx, "semaphore (3 permits) acquire+release", cycle);
@@ -246,19 +246,19 @@ double semaphore_handoff(Context& ctx) {
   etcd::recipes::DistributedSemaphore c(ctx.client, name, 2);
   etcd::recipes::DistributedSemaphore a(ctx.client, name, 2);
   etcd::recipes::DistributedSemaphore b(ctx.client, name, 2);
-  auto held = c.acquire().wait().value();
+  auto held = c.acquire().timeout(kCallBound).wait().value();
   const auto cycle = [&](int) {
-    auto permit = a.acquire().wait().value();
+    auto permit = a.acquire().timeout(kCallBound).wait().value();
     const uint64_t watches = ctx.client.stats().watches_open;
-    auto waiting = std::async(std::launch::async, [&] { return b.acquire().wait(); });
+    auto waiting = std::async(std::launch::async, [&] { return b.acquire().timeout(kCallBound).wait(); });
     wait_until([&] { return ctx.client.stats().watches_open > watches; }, 10s, "the waiter never parked");
-    if (!permit.release().wait().value()) throw std::runtime_error("release reported a lost permit");
+    if (!permit.release().timeout(kCallBound).wait().value()) throw std::runtime_error("release reported a lost permit");
     auto handed = waiting.get().value();
-    if (!handed.release().wait().value()) throw std::runtime_error("release reported a lost permit");
+    if (!handed.release().timeout(kCallBound).wait().value()) throw std::runtime_error("release reported a lost permit");
   };
   cycle(0);
   const double writes = op_row(ctx, "semaphore handoff: A acq, B parks, A rel, B acq+rel", cycle);
-  (void)held.release().wait();
+  (void)held.release().timeout(kCallBound).wait();
   return writes;
 }
 
@@ -266,8 +266,8 @@ double rwlock_cycle(Context& ctx, bool write) {
   etcd::recipes::DistributedReadWriteLock rw(ctx.client, Context::key_prefix(ctx.metric()) + "lock");
   auto& side = write ? rw.write_lock() : rw.read_lock();
   const auto cycle = [&](int) {
-    side.acquire().wait().value();
-    if (!side.release().wait().value()) throw std::runtime_error("release reported a lost hold");
+    side.acquire().timeout(kCallBound).wait().value();
+    if (!side.release().timeout(kCallBound).wait().value()) throw std::runtime_error("release reported a lost hold");
   };
   cycle(0);
   return op_row(ctx, write ? "rwlock write acquire+release" : "rwlock read acquire+release", cycle);
@@ -277,8 +277,8 @@ double latch_cycle(Context& ctx) {
   etcd::recipes::LeaderLatch latch(ctx.client, Context::key_prefix("capacity_latch_cycle") + "election", "bench");
   const auto cycle = [&](int) {
     latch.start();
-    latch.await_leadership().wait().value();
-    if (!latch.resign().wait().value()) throw std::runtime_error("resign reported a lost term");
+    latch.await_leadership().timeout(kCallBound).wait().value();
+    if (!latch.resign().timeout(kCallBound).wait().value()) throw std::runtime_error("resign reported a lost term");
   };
   cycle(0);
   const double writes = op_row(ctx, "LeaderLatch campaign+resign", cycle);
@@ -289,7 +289,7 @@ double latch_cycle(Context& ctx) {
 double queue_cycle(Context& ctx) {
   etcd::recipes::DistributedQueue q(ctx.client, Context::key_prefix("capacity_queue_cycle") + "queue");
   const auto cycle = [&](int) {
-    (void)q.enqueue(kValue).wait().value();
+    (void)q.enqueue(kValue).timeout(kCallBound).wait().value();
     if (q.dequeue().timeout(10s).wait().value() != kValue) throw std::runtime_error("dequeued another value");
   };
   cycle(0);  // starts the object's view (a read and a watch, once per object)
@@ -301,7 +301,7 @@ double queue_cycle(Context& ctx) {
 double priority_queue_cycle(Context& ctx) {
   etcd::recipes::DistributedPriorityQueue q(ctx.client, Context::key_prefix("capacity_priority_queue_cycle") + "queue");
   const auto cycle = [&](int) {
-    (void)q.enqueue(kValue, 10).wait().value();
+    (void)q.enqueue(kValue, 10).timeout(kCallBound).wait().value();
     if (q.dequeue().timeout(10s).wait().value() != kValue) throw std::runtime_error("dequeued another value");
   };
   cycle(0);
@@ -313,9 +313,9 @@ double priority_queue_cycle(Context& ctx) {
 double workqueue_cycle(Context& ctx) {
   etcd::recipes::DistributedWorkQueue q(ctx.client, Context::key_prefix("capacity_workqueue_cycle") + "queue");
   const auto cycle = [&](int) {
-    (void)q.enqueue(kValue).wait().value();
+    (void)q.enqueue(kValue).timeout(kCallBound).wait().value();
     const auto item = q.receive().timeout(10s).wait().value();
-    if (!item.ack().wait().value()) throw std::runtime_error("the ack found its claim gone");
+    if (!item.ack().timeout(kCallBound).wait().value()) throw std::runtime_error("the ack found its claim gone");
   };
   cycle(0);  // grants the consumer's lease and starts its view
   const double writes = op_row(ctx, "work queue enqueue+receive+ack", cycle);
@@ -325,7 +325,7 @@ double workqueue_cycle(Context& ctx) {
 
 double counter_add(Context& ctx) {
   etcd::recipes::DistributedAtomicLong counter(ctx.client, Context::key_prefix("capacity_counter_add") + "counter");
-  const auto add = [&](int) { (void)counter.increment().wait().value(); };
+  const auto add = [&](int) { (void)counter.increment().timeout(kCallBound).wait().value(); };
   add(0);
   const double writes = op_row(ctx, "counter add (uncontended)", add);
   counter.close();
@@ -343,7 +343,7 @@ double barrier_party(Context& ctx) {
   }
   const auto round = [&](int) {
     std::vector<std::future<etcd::Result<void>>> waits;
-    for (auto& p : parties) waits.push_back(std::async(std::launch::async, [&p] { return p->wait().wait(); }));
+    for (auto& p : parties) waits.push_back(std::async(std::launch::async, [&p] { return p->wait().timeout(kCallBound).wait(); }));
     for (auto& w : waits) {
       if (w.wait_for(30s) != std::future_status::ready) throw std::runtime_error("a party was not released in 30 s");
       w.get().value();
@@ -361,8 +361,8 @@ double transient_cycle(Context& ctx) {
   const std::string key = Context::key_prefix("capacity_transient_cycle") + "key";
   return op_row(ctx, "transient key: new object, create+release", [&](int) {
     etcd::recipes::TransientKeyValue t(ctx.client, key, kValue);
-    t.create().wait().value();
-    if (!t.release().wait().value()) throw std::runtime_error("the key was not ours at release");
+    t.create().timeout(kCallBound).wait().value();
+    if (!t.release().timeout(kCallBound).wait().value()) throw std::runtime_error("the key was not ours at release");
   });
 }
 
@@ -376,8 +376,8 @@ double register_cycle(Context& ctx) {
   const std::string base = Context::key_prefix("capacity_register_cycle") + "services";
   etcd::recipes::ServiceRegistry registry(ctx.client, etcd::recipes::ServiceRegistryOptions{.base_path = base});
   const auto cycle = [&](int i) {
-    registry.register_instance(instance(i)).wait().value();
-    if (!registry.unregister("api", instance(i).id).wait().value()) throw std::runtime_error("unregister: not ours");
+    registry.register_instance(instance(i)).timeout(kCallBound).wait().value();
+    if (!registry.unregister("api", instance(i).id).timeout(kCallBound).wait().value()) throw std::runtime_error("unregister: not ours");
   };
   cycle(-1);
   const double writes = op_row(ctx, "service register+unregister", cycle);
@@ -389,7 +389,7 @@ double register_cycle(Context& ctx) {
 double provider_pick(Context& ctx) {
   const std::string base = Context::key_prefix("capacity_provider_pick") + "services";
   etcd::recipes::ServiceRegistry registry(ctx.client, etcd::recipes::ServiceRegistryOptions{.base_path = base});
-  for (int i = 0; i < 8; ++i) registry.register_instance(instance(i)).wait().value();
+  for (int i = 0; i < 8; ++i) registry.register_instance(instance(i)).timeout(kCallBound).wait().value();
   etcd::recipes::ServiceProvider provider(ctx.client, "api", etcd::recipes::ServiceProviderOptions{.base_path = base});
   provider.wait_initialized().timeout(10s).wait().value();
   const double writes = op_row(ctx, "provider pick (8 instances cached)", 10'000, 10'000, [&](int) {
@@ -407,7 +407,7 @@ double provider_pick(Context& ctx) {
 double parked_mutex(Context& ctx) {
   const std::string name = Context::key_prefix("capacity_parked_mutex") + "lock";
   DistributedMutex holder(ctx.client, name);
-  holder.acquire().wait().value();
+  holder.acquire().timeout(kCallBound).wait().value();
   const double watchers = parked_row(ctx, "parked mutex waiter (own session)", [&](int) {
     auto m = std::make_shared<DistributedMutex>(ctx.client, name);
     m->acquire().then(ignore<etcd::recipes::Hold>);
@@ -424,7 +424,7 @@ double parked_semaphore(Context& ctx) {
   std::vector<etcd::recipes::Hold> permits;
   for (int i = 0; i < kPermits; ++i) {
     holders.push_back(std::make_unique<etcd::recipes::DistributedSemaphore>(ctx.client, name, kPermits));
-    permits.push_back(holders.back()->acquire().wait().value());
+    permits.push_back(holders.back()->acquire().timeout(kCallBound).wait().value());
   }
   const double watchers = parked_row(ctx, "parked semaphore waiter (2 permits held)", [&](int) {
     auto s = std::make_shared<etcd::recipes::DistributedSemaphore>(ctx.client, name, kPermits);
@@ -487,13 +487,13 @@ double parked_barrier_party(Context& ctx) {
 double parked_gate_waiter(Context& ctx) {
   const std::string name = Context::key_prefix("capacity_parked_gate_waiter") + "gate";
   etcd::recipes::DistributedBarrier setter(ctx.client, name);
-  setter.set().wait().value();
+  setter.set().timeout(kCallBound).wait().value();
   const double watchers = parked_row(ctx, "parked gate waiter (barrier set)", [&](int) {
     auto b = std::make_shared<etcd::recipes::DistributedBarrier>(ctx.client, name);
     b->wait().then(ignore<void>);
     return [b] { b->close(); };
   });
-  (void)setter.remove().wait().value();
+  (void)setter.remove().timeout(kCallBound).wait().value();
   setter.close();
   return watchers;
 }
@@ -502,7 +502,7 @@ double parked_gate_waiter(Context& ctx) {
 // costs (its first read, its watch), and what it keeps while it runs.
 double cache(Context& ctx) {
   const std::string path = Context::key_prefix("capacity_cache") + "config";
-  for (int i = 0; i < 10; ++i) ctx.client.put(path + "/k" + std::to_string(i), kValue).wait().value();
+  for (int i = 0; i < 10; ++i) ctx.client.put(path + "/k" + std::to_string(i), kValue).timeout(kCallBound).wait().value();
   const double watchers = parked_row(ctx, "PathChildrenCache of 10 keys, started", [&](int) {
     auto c = std::make_shared<etcd::recipes::PathChildrenCache>(ctx.client, path);
     c->start();
@@ -528,7 +528,7 @@ double live_heap_bytes(Context& ctx, const std::string& endpoint, const std::str
   all.prefix = true;
   for (const auto give_up = Clock::now() + 60s; gcs() < start + 2;) {
     if (Clock::now() > give_up) throw std::runtime_error("etcd did not collect its heap within 60 s");
-    for (int i = 0; i < 20; ++i) (void)ctx.client.get(ballast, all).wait().value();
+    for (int i = 0; i < 20; ++i) (void)ctx.client.get(ballast, all).timeout(kCallBound).wait().value();
   }
   return sum_series(scrape_metrics(endpoint, std::chrono::seconds(5)), "go_memstats_next_gc_bytes") / 2;
 }
@@ -542,7 +542,7 @@ double watcher_heap_bytes(Context& ctx) {
   const std::string endpoint = ctx.client.options().endpoints.front();
   const std::string prefix = Context::key_prefix("capacity_watcher_heap_bytes");
   const std::string ballast = prefix + "ballast/";
-  for (int i = 0; i < 200; ++i) ctx.client.put(ballast + std::to_string(i), std::string(4096, 'b')).wait().value();
+  for (int i = 0; i < 200; ++i) ctx.client.put(ballast + std::to_string(i), std::string(4096, 'b')).timeout(kCallBound).wait().value();
   const double watchers_before = settled(ctx).watchers;
   const double before = live_heap_bytes(ctx, endpoint, ballast);
   std::vector<etcd::Watcher> watches;
@@ -577,17 +577,17 @@ double parked_mutex_heap_bytes(Context& ctx) {
   const std::string endpoint = ctx.client.options().endpoints.front();
   const std::string prefix = Context::key_prefix("capacity_parked_mutex_heap_bytes");
   const std::string ballast = prefix + "ballast/";
-  for (int i = 0; i < 200; ++i) ctx.client.put(ballast + std::to_string(i), std::string(4096, 'b')).wait().value();
+  for (int i = 0; i < 200; ++i) ctx.client.put(ballast + std::to_string(i), std::string(4096, 'b')).timeout(kCallBound).wait().value();
   const auto name = [&](int n) { return prefix + "locks/" + std::to_string(n); };
   std::vector<std::shared_ptr<DistributedMutex>> holders;
   for (int n = 0; n < kNames; ++n) {
     holders.push_back(std::make_shared<DistributedMutex>(ctx.client, name(n)));
-    holders.back()->acquire().wait().value();
+    holders.back()->acquire().timeout(kCallBound).wait().value();
   }
   std::vector<std::shared_ptr<etcd::Session>> sessions;
   for (int j = 0; j < kPerName; ++j) {
     sessions.push_back(etcd::Session::create(ctx.client));
-    sessions.back()->start().wait().value();
+    sessions.back()->start().timeout(kCallBound).wait().value();
   }
   (void)settled(ctx);
   const double before = live_heap_bytes(ctx, endpoint, ballast);
@@ -616,7 +616,7 @@ double parked_mutex_heap_bytes(Context& ctx) {
           before / (1 << 20), after / (1 << 20), kWaiters, parked.watchers, parked.keys, per));
   for (auto& w : waiters) w->close();
   for (auto& h : holders) h->close();
-  for (auto& session : sessions) (void)session->close().wait();
+  for (auto& session : sessions) (void)session->close().timeout(kCallBound).wait();
   waiters.clear();
   delete_prefix(ctx, prefix);
   return per;

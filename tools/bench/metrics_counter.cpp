@@ -36,12 +36,12 @@ double counter_add_seq(Context& ctx) {
   using Seconds = std::chrono::duration<double>;
   DistributedAtomicLong counter(ctx.client, Context::key_prefix("counter_add_seq") + "counter");
   const std::string txn_key = Context::key_prefix("counter_add_seq") + "txn";
-  int64_t revision = ctx.client.put(txn_key, kValue).wait().value().header.revision;
-  const auto add = [&] { (void)counter.increment().wait().value(); };
+  int64_t revision = ctx.client.put(txn_key, kValue).timeout(kCallBound).wait().value().header.revision;
+  const auto add = [&] { (void)counter.increment().timeout(kCallBound).wait().value(); };
   const auto txn = [&] {
     etcd::Txn t;
     t.when(etcd::Compare::mod_revision(txn_key) == revision).then(etcd::Op::put(txn_key, kValue));
-    auto r = ctx.client.txn(t).wait().value();
+    auto r = ctx.client.txn(t).timeout(kCallBound).wait().value();
     if (!r.succeeded) throw std::runtime_error("counter_add_seq: the txn's guard moved");
     revision = r.header.revision;
   };

@@ -35,7 +35,7 @@ double register_seq(Context& ctx) {
   int next = 0;
   const auto rpcs_before = ctx.client.stats().rpcs_started;
   const double rate = measure_sequential(
-      ctx, [&] { registry.register_instance(instance(id_of(next++))).wait().value(); });
+      ctx, [&] { registry.register_instance(instance(id_of(next++))).timeout(kCallBound).wait().value(); });
   const double rpcs = static_cast<double>(ctx.client.stats().rpcs_started - rpcs_before);
   char line[200];
   std::snprintf(line, sizeof line, "discovery_register_seq: %d registrations, %.2f RPCs each (lease grant + Txn)", next,
@@ -52,7 +52,7 @@ double register_seq(Context& ctx) {
 double pick_ns(Context& ctx) {
   const std::string base = Context::key_prefix("provider_pick_ns") + "services";
   etcd::recipes::ServiceRegistry registry(ctx.client, etcd::recipes::ServiceRegistryOptions{.base_path = base});
-  for (int i = 0; i < kInstances; ++i) registry.register_instance(instance(id_of(i))).wait().value();
+  for (int i = 0; i < kInstances; ++i) registry.register_instance(instance(id_of(i))).timeout(kCallBound).wait().value();
   etcd::recipes::ServiceProvider provider(ctx.client, "api", etcd::recipes::ServiceProviderOptions{.base_path = base});
   provider.wait_initialized().timeout(std::chrono::seconds(10)).wait().value();
   const int picks = ctx.settings.quick ? 200'000 : 2'000'000;

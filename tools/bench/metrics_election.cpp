@@ -31,8 +31,8 @@ double elect_cycle_seq(Context& ctx) {
   LeaderLatch latch(ctx.client, Context::key_prefix("elect_cycle_seq") + "election", "bench");
   const double rate = measure_cycle_paired(ctx, [&] {
     latch.start();
-    latch.await_leadership().wait().value();
-    if (!latch.resign().wait().value()) throw std::runtime_error("elect_cycle_seq: resign reported a lost term");
+    latch.await_leadership().timeout(kCallBound).wait().value();
+    if (!latch.resign().timeout(kCallBound).wait().value()) throw std::runtime_error("elect_cycle_seq: resign reported a lost term");
   });
   latch.close();
   return rate;
@@ -57,7 +57,7 @@ struct ElectRpcs {
 ElectRpcs elect_rpcs_setup(Context& ctx, const std::string& metric) {
   ElectRpcs e;
   e.prefix = Context::key_prefix(metric) + "election/";
-  e.lease = ctx.client.lease_grant(std::chrono::seconds(120)).wait().value().id;
+  e.lease = ctx.client.lease_grant(std::chrono::seconds(120)).timeout(kCallBound).wait().value().id;
   char hex[32];
   std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(e.lease));
   e.key = e.prefix + hex;
@@ -70,8 +70,8 @@ double elect_rpcs_seq(Context& ctx) {
     etcd::Txn campaign;
     campaign.when(etcd::Compare::create_revision(e.prefix).with_prefix() == 0)
         .then(etcd::Op::put(e.key, "bench", etcd::PutOptions{.lease = e.lease}));
-    if (!ctx.client.txn(campaign).wait().value().succeeded) throw std::runtime_error("elect_rpcs_seq: not empty");
-    ctx.client.del(e.key, etcd::DeleteOptions{.prev_kv = true}).wait().value();
+    if (!ctx.client.txn(campaign).timeout(kCallBound).wait().value().succeeded) throw std::runtime_error("elect_rpcs_seq: not empty");
+    ctx.client.del(e.key, etcd::DeleteOptions{.prev_kv = true}).timeout(kCallBound).wait().value();
   });
   return run.rate;
 }
@@ -83,7 +83,7 @@ double go_elect_rpcs_seq(Context& ctx) {
     campaign.when(etcd::Compare::create_revision(e.key) == 0)
         .then(etcd::Op::put(e.key, "bench", etcd::PutOptions{.lease = e.lease}))
         .otherwise(etcd::Op::get(e.key));
-    const auto created = ctx.client.txn(campaign).wait().value();
+    const auto created = ctx.client.txn(campaign).timeout(kCallBound).wait().value();
     const int64_t rev = created.header.revision;
     // waitDeletes: the last created key below ours (none here).
     const auto below = ctx.client
@@ -92,12 +92,12 @@ double go_elect_rpcs_seq(Context& ctx) {
                                                            .sort_order = etcd::SortOrder::kDescend,
                                                            .sort_target = etcd::SortTarget::kCreate,
                                                            .max_create_revision = rev - 1})
-                           .wait()
+                           .timeout(kCallBound).wait()
                            .value();
     if (!below.kvs.empty()) throw std::runtime_error("go_elect_rpcs_seq: not alone");
     etcd::Txn resign;
     resign.when(etcd::Compare::create_revision(e.key) == rev).then(etcd::Op::del(e.key));
-    ctx.client.txn(resign).wait().value();
+    ctx.client.txn(resign).timeout(kCallBound).wait().value();
   });
   return run.rate;
 }

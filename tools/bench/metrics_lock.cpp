@@ -45,7 +45,7 @@ int64_t count_keys(Context& ctx, const std::string& prefix) {
   etcd::GetOptions count_only;
   count_only.prefix = true;
   count_only.count_only = true;
-  return ctx.client.get(prefix, count_only).wait().value().count;
+  return ctx.client.get(prefix, count_only).timeout(kCallBound).wait().value().count;
 }
 
 // --- lock_cycle_seq ----------------------------------------------------------
@@ -54,8 +54,8 @@ int64_t count_keys(Context& ctx, const std::string& prefix) {
 double lock_cycle_seq(Context& ctx) {
   DistributedMutex mutex(ctx.client, Context::key_prefix("lock_cycle_seq") + "lock");
   return measure_cycle_paired(ctx, [&] {
-    mutex.acquire().wait().value();
-    if (!mutex.release().wait().value()) throw std::runtime_error("lock_cycle_seq: release reported a lost hold");
+    mutex.acquire().timeout(kCallBound).wait().value();
+    if (!mutex.release().timeout(kCallBound).wait().value()) throw std::runtime_error("lock_cycle_seq: release reported a lost hold");
   });
 }
 
@@ -132,7 +132,7 @@ constexpr int kManyLocks = 256;
 double lock_cycle_many(Context& ctx) {
   const std::string prefix = Context::key_prefix("lock_cycle_many");
   auto session = etcd::Session::create(ctx.client);
-  session->start().wait().value();
+  session->start().timeout(kCallBound).wait().value();
   RecipeOptions options;
   options.session = session;
   std::vector<std::shared_ptr<DistributedMutex>> locks;
@@ -156,7 +156,7 @@ double lock_cycle_many(Context& ctx) {
                static_cast<double>(ctx.client.stats().rpcs_started - rpcs_before) / static_cast<double>(all_cycles),
                static_cast<unsigned long long>(all_cycles)));
   for (auto& l : locks) l->close();
-  (void)session->close().wait();
+  (void)session->close().timeout(kCallBound).wait();
   return rate;
 }
 
@@ -225,7 +225,7 @@ double waiters_threads(Context& ctx) {
   const auto started = Clock::now();
   std::vector<std::shared_ptr<etcd::Session>> sessions;
   for (int j = 0; j <= kWaitersPerName; ++j) sessions.push_back(etcd::Session::create(ctx.client));
-  for (auto& s : sessions) s->start().wait().value();
+  for (auto& s : sessions) s->start().timeout(kCallBound).wait().value();
   const auto name = [&](int n) { return prefix + std::to_string(n); };
 
   struct Completions {
@@ -317,7 +317,7 @@ double waiters_threads(Context& ctx) {
   for (auto& w : waiters) w->close();
   wait_done(kParkNames + kParkedWaiters, std::chrono::seconds(60), "closing the waiters");
   for (auto& h : holders) h->close();
-  for (auto& s : sessions) (void)s->close().wait();
+  for (auto& s : sessions) (void)s->close().timeout(kCallBound).wait();
   waiters.clear();
   holders.clear();
   wait_for([&] { return count_keys(ctx, prefix) == 0; }, std::chrono::seconds(30), "lock keys left behind");

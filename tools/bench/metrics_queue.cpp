@@ -33,7 +33,7 @@ double queue_cycle_seq(Context& ctx) {
   DistributedQueue q(ctx.client, Context::key_prefix("queue_cycle_seq") + "queue");
   const std::string value(32, 'v');
   const double rate = measure_cycle_paired(ctx, [&] {
-    (void)q.enqueue(value).wait().value();
+    (void)q.enqueue(value).timeout(kCallBound).wait().value();
     if (q.dequeue().timeout(std::chrono::seconds(10)).wait().value() != value) {
       throw std::runtime_error("queue_cycle_seq: dequeued another value");
     }
@@ -64,10 +64,10 @@ double queue_rpcs_seq(Context& ctx) {
     enqueue.when(etcd::Compare::mod_revision(producer) == guard)
         .then({etcd::Op::put(item, value), etcd::Op::put(producer, std::to_string(seq))})
         .otherwise(etcd::Op::get(producer));
-    const auto r = ctx.client.txn(enqueue).wait().value();
+    const auto r = ctx.client.txn(enqueue).timeout(kCallBound).wait().value();
     if (!r.succeeded) throw std::runtime_error("queue_rpcs_seq: the guard moved");
     guard = r.header.revision;
-    if (ctx.client.del(item, etcd::DeleteOptions{.prev_kv = true}).wait().value().deleted != 1) {
+    if (ctx.client.del(item, etcd::DeleteOptions{.prev_kv = true}).timeout(kCallBound).wait().value().deleted != 1) {
       throw std::runtime_error("queue_rpcs_seq: the item was not there");
     }
   });
@@ -82,19 +82,19 @@ double go_queue_rpcs_seq(Context& ctx) {
     const std::string item = prefix + "/" + std::to_string(++n);
     etcd::Txn enqueue;
     enqueue.when(etcd::Compare::version(item) == 0).then(etcd::Op::put(item, value));
-    if (!ctx.client.txn(enqueue).wait().value().succeeded) throw std::runtime_error("go_queue_rpcs_seq: key exists");
+    if (!ctx.client.txn(enqueue).timeout(kCallBound).wait().value().succeeded) throw std::runtime_error("go_queue_rpcs_seq: key exists");
     const auto first = ctx.client
                            .get(prefix, etcd::GetOptions{.prefix = true,
                                                          .limit = 1,
                                                          .sort_order = etcd::SortOrder::kAscend,
                                                          .sort_target = etcd::SortTarget::kCreate})
-                           .wait()
+                           .timeout(kCallBound).wait()
                            .value();
     if (first.kvs.empty()) throw std::runtime_error("go_queue_rpcs_seq: empty");
     etcd::Txn take;
     take.when(etcd::Compare::mod_revision(first.kvs[0].key) == first.kvs[0].mod_revision)
         .then(etcd::Op::del(first.kvs[0].key));
-    if (!ctx.client.txn(take).wait().value().succeeded) throw std::runtime_error("go_queue_rpcs_seq: lost the take");
+    if (!ctx.client.txn(take).timeout(kCallBound).wait().value().succeeded) throw std::runtime_error("go_queue_rpcs_seq: lost the take");
   });
   return run.rate;
 }

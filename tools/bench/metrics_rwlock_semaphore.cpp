@@ -23,19 +23,19 @@ double rwlock_read_cycle_seq(Context& ctx) {
   DistributedReadWriteLock rw(ctx.client, Context::key_prefix("rwlock_read_cycle_seq") + "lock");
   auto& read = rw.read_lock();
   return measure_cycle_paired(ctx, [&] {
-    read.acquire().wait().value();
-    if (!read.release().wait().value()) throw std::runtime_error("rwlock_read_cycle_seq: release reported a lost hold");
+    read.acquire().timeout(kCallBound).wait().value();
+    if (!read.release().timeout(kCallBound).wait().value()) throw std::runtime_error("rwlock_read_cycle_seq: release reported a lost hold");
   });
 }
 
 // Uncontended acquire + release of one of 3 permits: two etcd writes, two
-// round trips. release().wait() on the permit, which surfaces an
+// round trips. release().timeout(kCallBound).wait() on the permit, which surfaces an
 // error into `false`.
 double semaphore_cycle_seq(Context& ctx) {
   DistributedSemaphore sem(ctx.client, Context::key_prefix("semaphore_cycle_seq") + "sem", kSemaphorePermits);
   return measure_cycle_paired(ctx, [&] {
-    auto permit = sem.acquire().wait().value();
-    if (!permit.release().wait().value()) {
+    auto permit = sem.acquire().timeout(kCallBound).wait().value();
+    if (!permit.release().timeout(kCallBound).wait().value()) {
       throw std::runtime_error("semaphore_cycle_seq: release reported a lost permit");
     }
   });

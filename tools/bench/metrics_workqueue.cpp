@@ -51,12 +51,12 @@ double workqueue_cycle_seq(Context& ctx) {
   uint64_t cycles = 0;
   const double rate = measure_cycle_paired(ctx, [&] {
     const auto t0 = Clock::now();
-    (void)q.enqueue(value).wait().value();
+    (void)q.enqueue(value).timeout(kCallBound).wait().value();
     const auto t1 = Clock::now();
     const WorkItem item = q.receive().timeout(std::chrono::seconds(10)).wait().value();
     const auto t2 = Clock::now();
     if (item.value() != value) throw std::runtime_error("workqueue_cycle_seq: received another value");
-    if (!item.ack().wait().value()) throw std::runtime_error("workqueue_cycle_seq: the ack found its claim gone");
+    if (!item.ack().timeout(kCallBound).wait().value()) throw std::runtime_error("workqueue_cycle_seq: the ack found its claim gone");
     const auto t3 = Clock::now();
     in_enqueue += t1 - t0;
     in_receive += t2 - t1;
@@ -88,7 +88,7 @@ double workqueue_rpcs_seq(Context& ctx) {
   const std::string record = "wq1\n" + std::string(32, 'v');
   // Outlives the metric's window (warm-up + twice the window) without a
   // keep-alive, whose stream traffic the floor should not carry.
-  const int64_t lease = ctx.client.lease_grant(std::chrono::seconds(120)).wait().value().id;
+  const int64_t lease = ctx.client.lease_grant(std::chrono::seconds(120)).timeout(kCallBound).wait().value().id;
   int64_t guard = 0;
   uint64_t seq = 0;
   const auto run = measure_sequential_paired(ctx, [&] {
@@ -99,7 +99,7 @@ double workqueue_rpcs_seq(Context& ctx) {
     enqueue.when(etcd::Compare::mod_revision(producer) == guard)
         .then({etcd::Op::put(item, record), etcd::Op::put(producer, std::to_string(seq))})
         .otherwise(etcd::Op::get(producer));
-    const auto e = ctx.client.txn(enqueue).wait().value();
+    const auto e = ctx.client.txn(enqueue).timeout(kCallBound).wait().value();
     if (!e.succeeded) throw std::runtime_error("workqueue_rpcs_seq: the guard moved");
     guard = e.header.revision;
     etcd::Txn take;
@@ -107,15 +107,15 @@ double workqueue_rpcs_seq(Context& ctx) {
         .then({etcd::Op::put(claim, "bench", etcd::PutOptions{.lease = lease}),
                etcd::Op::put(item, "", etcd::PutOptions{.ignore_value = true})})
         .otherwise(etcd::Op::get(claim));
-    const auto c = ctx.client.txn(take).wait().value();
+    const auto c = ctx.client.txn(take).timeout(kCallBound).wait().value();
     if (!c.succeeded) throw std::runtime_error("workqueue_rpcs_seq: the claim failed");
     etcd::Txn ack;
     ack.when(etcd::Compare::create_revision(claim) == c.header.revision)
         .then({etcd::Op::del(item), etcd::Op::del(claim)})
         .otherwise(etcd::Op::get(item, etcd::GetOptions{.keys_only = true}));
-    if (!ctx.client.txn(ack).wait().value().succeeded) throw std::runtime_error("workqueue_rpcs_seq: the ack failed");
+    if (!ctx.client.txn(ack).timeout(kCallBound).wait().value().succeeded) throw std::runtime_error("workqueue_rpcs_seq: the ack failed");
   });
-  (void)ctx.client.lease_revoke(lease).wait();
+  (void)ctx.client.lease_revoke(lease).timeout(kCallBound).wait();
   return run.rate;
 }
 
@@ -302,7 +302,7 @@ struct Redelivered {
 double one_redelivery(Context& ctx, DistributedWorkQueue& producer, DistributedWorkQueue& consumer,
                       const std::string& name, int round, std::string& granted, std::minstd_rand& rng) {
   const std::string value = "redelivery-" + std::to_string(round);
-  (void)producer.enqueue(value).wait().value();
+  (void)producer.enqueue(value).timeout(kCallBound).wait().value();
   ChildProcess worker(
       {self_path().string(), kWorkerFlag, name, ctx.endpoints_csv(), std::to_string(kVisibility.count())});
   const auto line = worker.read_line(kChildTimeout);
@@ -318,15 +318,15 @@ double one_redelivery(Context& ctx, DistributedWorkQueue& producer, DistributedW
   const auto received_at = Clock::now();
   // The claim's lease is the worker's presence lease: what etcd granted is
   // what decides how long the item stays hidden.
-  const auto claim_kv = ctx.client.get(name + "/claims/" + id).wait().value();
+  const auto claim_kv = ctx.client.get(name + "/claims/" + id).timeout(kCallBound).wait().value();
   if (claim_kv.kvs.empty() || claim_kv.kvs[0].create_revision != claim) {
     throw std::runtime_error("workqueue_redelivery_ms: the worker's claim of " + id + " is not in etcd");
   }
-  granted = std::to_string(ctx.client.lease_time_to_live(claim_kv.kvs[0].lease).wait().value().granted_ttl);
+  granted = std::to_string(ctx.client.lease_time_to_live(claim_kv.kvs[0].lease).timeout(kCallBound).wait().value().granted_ttl);
   // The bench's consumer must find nothing while the worker holds the item
   // (this also starts its view, so the receive below is parked on a view
   // that knows the item).
-  if (consumer.try_receive().wait().value()) {
+  if (consumer.try_receive().timeout(kCallBound).wait().value()) {
     throw std::runtime_error("workqueue_redelivery_ms: the item was delivered while the worker held it");
   }
   // Killed in the middle of its work, not at the instant of its claim:
@@ -356,7 +356,7 @@ double one_redelivery(Context& ctx, DistributedWorkQueue& producer, DistributedW
     throw std::runtime_error(fmt("workqueue_redelivery_ms: got %s (attempt %lld), expected %s (attempt 2)",
                                  item.id().c_str(), static_cast<long long>(item.attempt()), id.c_str()));
   }
-  if (!item.ack().wait().value()) throw std::runtime_error("workqueue_redelivery_ms: the redelivery's ack failed");
+  if (!item.ack().timeout(kCallBound).wait().value()) throw std::runtime_error("workqueue_redelivery_ms: the redelivery's ack failed");
   ctx.note(
       fmt("workqueue_redelivery_ms: round %d: worker pid %d held %s for %.0f ms, killed; redelivered %.0f ms "
           "after the kill",

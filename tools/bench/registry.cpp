@@ -1,5 +1,9 @@
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <random>
 #include <fstream>
 #include <sstream>
 #include <tuple>
@@ -28,6 +32,22 @@ std::vector<HelperMode>& helper_registry() {
 }
 
 }  // namespace
+
+const std::string& Context::run_prefix() {
+  static const std::string prefix = [] {
+    // Set by the run itself before any child starts, so children share it.
+    constexpr const char* kVar = "ETCD_RECIPES_BENCH_RUN";
+    if (const char* inherited = std::getenv(kVar); inherited != nullptr && *inherited != '\0') {
+      return "bench/" + std::string(inherited) + "/";
+    }
+    std::random_device rd;
+    char id[32];
+    std::snprintf(id, sizeof id, "%x-%08x", static_cast<unsigned>(getpid()), static_cast<unsigned>(rd()));
+    ::setenv(kVar, id, 1);
+    return "bench/" + std::string(id) + "/";
+  }();
+  return prefix;
+}
 
 bool add_helper_mode(HelperMode mode) {
   helper_registry().push_back(std::move(mode));
