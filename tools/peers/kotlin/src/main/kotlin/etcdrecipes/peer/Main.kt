@@ -610,7 +610,7 @@ fun json(p: Peer): String =
   }
 
 const val USAGE =
-  "usage: java -jar kotlin-peer.jar --endpoints http://H:P[,...] --prefix /fresh/prefix " +
+  "usage: java -jar kotlin-peer.jar --endpoints http://H:P[,...] --prefix fresh/prefix " +
     "[--quick] [--only kt_a,kt_b] [--duration-ms N] [--warmup-ms N] [--waiters N] [--deadline-s N]"
 
 fun main(args: Array<String>) {
@@ -643,7 +643,7 @@ fun main(args: Array<String>) {
     }
     i++
   }
-  if (endpoints.isEmpty() || prefix.isEmpty() || !prefix.startsWith("/")) {
+  if (endpoints.isEmpty() || prefix.isEmpty()) {
     System.err.println(USAGE)
     exitProcess(2)
   }
