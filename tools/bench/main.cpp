@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench.h"
+#include "kotlin_peer.h"
 
 namespace bench {
 namespace {
@@ -142,7 +143,10 @@ std::vector<Metric> select(const std::vector<std::string>& only, Settings& setti
   std::set<std::string> wanted;
   if (only.empty()) {
     for (const auto& m : all) {
-      if ((!m.needs_go_peer || settings.go_peer) && (!m.needs_capacity || settings.capacity)) wanted.insert(m.name);
+      if ((!m.needs_go_peer || settings.go_peer) && (!m.needs_capacity || settings.capacity) &&
+          (!is_kotlin_peer_metric(m.name) || kotlin_peer_options().enabled)) {
+        wanted.insert(m.name);
+      }
     }
   } else {
     for (const auto& m : all) {
@@ -156,6 +160,10 @@ std::vector<Metric> select(const std::vector<std::string>& only, Settings& setti
         throw CLI::ValidationError("--only", "unknown metric '" + name + "'; known:" + known);
       }
       if (it->needs_go_peer) settings.go_peer = true;
+      if (is_kotlin_peer_metric(name)) {
+        kotlin_peer_options().enabled = true;
+        kotlin_peer_options().only.push_back(name);
+      }
       wanted.insert(name);
     }
   }
@@ -302,6 +310,7 @@ nlohmann::json to_json(const RunInfo& info, const Context& ctx, const std::vecto
       {"election_ms", info.endpoints.empty() ? nlohmann::json(info.election.count()) : nlohmann::json()},
       {"endpoints", info.endpoints},
       {"go_peer", s.go_peer},
+      {"kotlin_peer", kotlin_peer_options().enabled},
       {"capacity", s.capacity},
       {"notes", notes},
   };
@@ -346,6 +355,13 @@ int run(int argc, char** argv) {
                "parked waiter, counted from etcd's /metrics (slow; see docs/capacity.md)");
   app.add_option("--go-peer-src", s.go_peer_src, "directory holding go-peer/main.go")->check(CLI::ExistingDirectory);
   app.add_option("--go-workdir", s.go_workdir, "where the Go peer is built (default: a per-user temp dir)");
+  app.add_flag("--kotlin-peer", kotlin_peer_options().enabled,
+               "also measure the Kotlin library (com.pambrose:etcd-recipes-core, tools/peers/kotlin; needs java and "
+               "mvn) side by side, as kt_*");
+  app.add_option("--kotlin-peer-src", kotlin_peer_options().src, "directory holding the Kotlin peer's pom.xml")
+      ->check(CLI::ExistingDirectory);
+  app.add_option("--kotlin-workdir", kotlin_peer_options().workdir,
+                 "where the Kotlin peer is built (default: a per-user temp dir)");
   app.add_option("--heartbeat", heartbeat_ms, "etcd --heartbeat-interval in ms")->capture_default_str();
   app.add_option("--election", election_ms, "etcd --election-timeout in ms")->capture_default_str();
   app.add_flag("--list", list, "list the metrics and exit");
@@ -363,7 +379,10 @@ int run(int argc, char** argv) {
   if (list) {
     for (const auto& m : metrics()) {
       std::printf("%-24s %-9s%s\n", m.name.c_str(), m.unit.c_str(),
-                  m.needs_go_peer ? " (--go-peer)" : (m.needs_capacity ? " (--capacity)" : ""));
+                  m.needs_go_peer                    ? " (--go-peer)"
+                  : is_kotlin_peer_metric(m.name) ? " (--kotlin-peer)"
+                  : m.needs_capacity              ? " (--capacity)"
+                                                  : "");
     }
     return 0;
   }
