@@ -21,11 +21,18 @@ namespace {
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
-enum class Mode : int { kPass, kBlackhole, kCut };
+// kHold: a partition — nothing is forwarded, and nothing is lost: what is
+// read waits, and goes on in order once the partition heals. kHoldThenReset:
+// the same, but the partition outlasts TCP's retransmissions, so healing
+// resets the connections it held.
+enum class Mode : int { kPass, kHold, kHoldThenReset, kCut };
+
+bool holding(Mode m) { return m == Mode::kHold || m == Mode::kHoldThenReset; }
 
 constexpr std::size_t kReadChunk = 64 * 1024;
-// Per-direction cap on bytes read but not yet written (delay mode); reading
-// pauses above it (simple backpressure).
+// Per-direction cap on bytes read but not yet written (delay mode, or held
+// by a partition); reading pauses above it, so the sender's socket buffers
+// fill and its writes block, as across a real partition.
 constexpr std::size_t kMaxQueued = 8u << 20;
 
 class Session;
@@ -58,6 +65,9 @@ struct FaultProxy::Impl {
   void add(const std::shared_ptr<Session>& s);
   void remove(const std::shared_ptr<Session>& s);
   void reset_sessions();
+  // After a partition: every session delivers what it held (or is reset).
+  void heal(bool reset);
+  void set_mode(Mode m);
 
   // Runs f on the io thread and waits for it (inline if already there).
   template <class F>
@@ -105,6 +115,15 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Hard reset of both sides (RST), then unregister.
   void abort() { close(true); }
+
+  // The partition healed: write what was held, read again.
+  void resume() {
+    if (closed_) return;
+    read(c2u_);
+    read(u2c_);
+    pump(c2u_);
+    pump(u2c_);
+  }
 
   // Used by the destructor of the proxy (io thread already stopped).
   void close_quietly() {
@@ -158,7 +177,7 @@ class Session : public std::enable_shared_from_this<Session> {
         self->abort();
         return;
       }
-      if (m == Mode::kPass && n > 0) {
+      if (n > 0) {
         const auto delay = std::chrono::milliseconds(self->proxy_.delay_ms.load());
         // Never earlier than the previous chunk: order is preserved even
         // if the delay shrinks.
@@ -166,22 +185,15 @@ class Session : public std::enable_shared_from_this<Session> {
         d.last_at = at;
         d.queue.push_back(Chunk{at, std::vector<char>(d.buf.begin(), d.buf.begin() + static_cast<std::ptrdiff_t>(n))});
         d.queued += n;
-        self->pump(d);
+        self->pump(d);  // held while partitioned
       }
-      // Blackhole: bytes dropped on the floor.
       if (d.queued < kMaxQueued) self->read(d);
     });
   }
 
   void pump(Dir& d) {
     if (closed_ || d.writing || d.timer_armed) return;
-    if (proxy_.current_mode() == Mode::kBlackhole) {
-      d.queue.clear();
-      d.queued = 0;
-      read(d);
-      maybe_finish();
-      return;
-    }
+    if (holding(proxy_.current_mode())) return;  // resume() goes on
     if (d.queue.empty()) {
       if (d.eof && !d.shut) {
         // Propagate the half-close once everything before it was written.
@@ -269,6 +281,25 @@ void FaultProxy::Impl::remove(const std::shared_ptr<Session>& s) {
 void FaultProxy::Impl::reset_sessions() {
   const auto copy = sessions;  // abort() erases from `sessions`
   for (const auto& s : copy) s->abort();
+}
+
+void FaultProxy::Impl::heal(bool reset) {
+  const auto copy = sessions;  // abort() erases from `sessions`
+  for (const auto& s : copy) {
+    if (reset) {
+      s->abort();
+    } else {
+      s->resume();
+    }
+  }
+}
+
+void FaultProxy::Impl::set_mode(Mode m) {
+  const Mode before = static_cast<Mode>(mode.exchange(static_cast<int>(m)));
+  if (holding(before) && !holding(m)) {
+    const bool reset = before == Mode::kHoldThenReset;
+    run_sync([this, reset] { heal(reset); });
+  }
 }
 
 void FaultProxy::Impl::accept_loop() {
@@ -367,15 +398,17 @@ const std::string& FaultProxy::target() const { return impl_->target; }
 
 void FaultProxy::pass() {
   impl_->delay_ms.store(0);
-  impl_->mode.store(static_cast<int>(Mode::kPass));
+  impl_->set_mode(Mode::kPass);
 }
 
 void FaultProxy::set_delay(std::chrono::milliseconds delay) {
   impl_->delay_ms.store(delay.count() < 0 ? 0 : static_cast<long long>(delay.count()));
-  impl_->mode.store(static_cast<int>(Mode::kPass));
+  impl_->set_mode(Mode::kPass);
 }
 
-void FaultProxy::blackhole() { impl_->mode.store(static_cast<int>(Mode::kBlackhole)); }
+void FaultProxy::blackhole() { impl_->set_mode(Mode::kHold); }
+
+void FaultProxy::blackhole_then_reset() { impl_->set_mode(Mode::kHoldThenReset); }
 
 void FaultProxy::reset_all() {
   Impl* impl = impl_.get();
@@ -383,7 +416,7 @@ void FaultProxy::reset_all() {
 }
 
 void FaultProxy::cut() {
-  impl_->mode.store(static_cast<int>(Mode::kCut));
+  impl_->set_mode(Mode::kCut);
   reset_all();
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "client/client_access.h"
+#include "etcd/testing/fault_proxy.h"
 #include "support/etcd_fixture.h"
 
 namespace etcd::test {
@@ -233,6 +234,35 @@ TEST_F(WatchTest, AProgressAnswerNeverClaimsARevisionWhoseEventsAreStillToCome) 
   std::lock_guard lock(mu);
   EXPECT_EQ(overtaken, 0) << "events delivered after a progress answer that claimed their revision";
   EXPECT_TRUE(std::is_sorted(event_revisions.begin(), event_revisions.end()));
+}
+
+TEST_F(WatchTest, AWatchAcrossAPartitionSeesEveryEventOnceItHeals) {
+  // The watch's link is partitioned (the proxy holds its bytes, as TCP
+  // does) while the writes go on; once it heals, every event arrives, in
+  // order, once, and no error ends the watch.
+  auto proxy = etcd::testing::FaultProxy::start(cluster().endpoint(0));
+  ClientOptions o = options();
+  o.endpoints = {proxy->endpoint()};
+  Client watching(o);
+  Recorder rec;
+  auto watcher = watching.watch(key(""), {.prefix = true}, rec.handler());
+  ASSERT_TRUE(watcher.wait_created(std::chrono::steady_clock::now() + 5s));
+  constexpr int kWrites = 300;
+  std::vector<int64_t> written;
+  for (int i = 0; i < kWrites; ++i) {
+    if (i == 100) proxy->blackhole();
+    if (i == 200) proxy->restore();
+    auto r = client().put(key("k" + std::to_string(i % 10)), std::to_string(i)).wait();
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    written.push_back(r->header.revision);
+  }
+  ASSERT_TRUE(eventually([&] { return rec.count() >= static_cast<size_t>(kWrites); }, 20s)) << rec.count();
+  std::lock_guard lock(rec.mu);
+  EXPECT_FALSE(rec.error.has_value()) << rec.error->to_string();
+  std::vector<int64_t> seen;
+  for (const auto& e : rec.events) seen.push_back(e.kv.mod_revision);
+  EXPECT_EQ(seen, written);
+  EXPECT_FALSE(rec.overlapped.load());
 }
 
 TEST_F(WatchTest, NotifyCreatedReportsTheCreationWithItsRevisionBeforeAnyEvent) {

@@ -529,16 +529,19 @@ TEST(FaultProxyTest, DelayAddsLatencyAndPreservesOrder) {
   EXPECT_LT(Clock::now() - t0, 250ms) << "no delay after pass()";
 }
 
-TEST(FaultProxyTest, BlackholeDropsBytesButKeepsConnections) {
+TEST(FaultProxyTest, BlackholeHoldsBytesAndRestoreDeliversThemInOrder) {
+  // A partition as TCP lives through it: silence, then everything, in
+  // order; never a gap in a stream.
   EchoServer echo_server;
   auto proxy = FaultProxy::start(echo_server.endpoint());
   Client c(proxy->port());
   ASSERT_TRUE(echo(c, "before"));
 
   proxy->blackhole();
-  ASSERT_TRUE(c.send_all("lost"));
+  ASSERT_TRUE(c.send_all("held-1,"));
   std::string got;
   EXPECT_EQ(c.recv_exact(1, got, 300ms), Client::Result::kTimeout);
+  ASSERT_TRUE(c.send_all("held-2"));
 
   // New connections are still accepted (and stay silent).
   Client c2(proxy->port());
@@ -549,8 +552,49 @@ TEST(FaultProxyTest, BlackholeDropsBytesButKeepsConnections) {
   EXPECT_EQ(proxy->connections(), 2u);
 
   proxy->restore();
+  ASSERT_EQ(c.recv_exact(13, got, 2s), Client::Result::kOk) << "the held bytes arrive after the partition";
+  EXPECT_EQ(got, "held-1,held-2");
   EXPECT_TRUE(echo(c, "after")) << "the connection survived the blackhole";
+  ASSERT_EQ(c2.recv_exact(1, got, 2s), Client::Result::kOk);
+  EXPECT_EQ(got, "x");
   EXPECT_TRUE(echo(c2, "after2"));
+}
+
+TEST(FaultProxyTest, BlackholeHoldsALargeTransferAndDeliversItWhole) {
+  // More than the proxy holds (8 MiB a direction): the sender's writes
+  // block, as across a real partition, and every byte arrives once it heals.
+  EchoServer echo_server;
+  auto proxy = FaultProxy::start(echo_server.endpoint());
+  Client c(proxy->port());
+  ASSERT_TRUE(echo(c, "before"));
+  proxy->blackhole();
+  std::string payload(12u << 20, '\0');
+  for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<char>('a' + (i * 7919) % 26);
+  std::thread sender([&] { (void)c.send_all(payload); });
+  std::string got;
+  EXPECT_EQ(c.recv_exact(1, got, 300ms), Client::Result::kTimeout);
+  proxy->restore();
+  ASSERT_EQ(c.recv_exact(payload.size(), got, 30s), Client::Result::kOk);
+  sender.join();
+  EXPECT_TRUE(got == payload) << "bytes lost, reordered or changed across the partition";
+}
+
+TEST(FaultProxyTest, BlackholeThenResetResetsHeldConnectionsOnRestore) {
+  // A partition longer than TCP's retransmissions: what it held is never
+  // delivered, the connections fail; new ones work.
+  EchoServer echo_server;
+  auto proxy = FaultProxy::start(echo_server.endpoint());
+  Client c(proxy->port());
+  ASSERT_TRUE(echo(c, "before"));
+  proxy->blackhole_then_reset();
+  ASSERT_TRUE(c.send_all("never"));
+  std::string got;
+  EXPECT_EQ(c.recv_exact(1, got, 300ms), Client::Result::kTimeout);
+  proxy->restore();
+  EXPECT_EQ(c.recv_exact(1, got, 2s), Client::Result::kError);
+  EXPECT_EQ(c.last_errno(), ECONNRESET);
+  Client c2(proxy->port());
+  EXPECT_TRUE(echo(c2, "new connections work"));
 }
 
 TEST(FaultProxyTest, ResetAllResetsCurrentConnections) {

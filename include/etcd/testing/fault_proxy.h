@@ -12,18 +12,33 @@
 //   set_delay(d)     forward every chunk d after it was read, order preserved
 //                    (in both directions; a round trip costs ~2*d); like
 //                    pass(), this leaves blackhole/cut mode
-//   blackhole()      keep existing connections open and accept new ones, but
-//                    silently drop all bytes in both directions (also bytes
-//                    already queued); EOFs are not propagated either
+//   blackhole()      a network partition, as TCP lives through it: existing
+//                    connections stay open and new ones are accepted, but no
+//                    byte is forwarded in either direction; nothing is lost
+//                    either. What was read waits (up to 8 MiB a direction;
+//                    beyond that the proxy stops reading, the sender's
+//                    buffers fill and its writes block), EOFs included, and
+//                    restore() delivers all of it, in order. Each side sees
+//                    a silent peer, never a gap in its stream.
+//   blackhole_then_reset()
+//                    a partition that outlasts TCP's retransmissions: the
+//                    same until restore(), which then resets (RST) every
+//                    connection the partition held instead of delivering
+//                    what it held, as both kernels would have given up on
+//                    it; connections made after restore() pass.
 //   reset_all()      RST every current connection (both sides: SO_LINGER 0 +
 //                    close); new connections are still accepted. Synchronous:
 //                    when it returns, the resets have been sent.
 //   cut()            reset_all() and from then on reset every new connection
 //                    right after accept, until restore()/pass()
-//   restore()        back to pass()
+//   restore()        back to pass(); after a blackhole, synchronous: when it
+//                    returns, the held bytes are being written (or, after
+//                    blackhole_then_reset(), the resets have been sent)
 //
-// Modes apply to bytes read after the switch. The destructor closes
-// everything and joins the thread; it never blocks on peers.
+// The proxy never drops bytes from an open connection and then forwards
+// later ones: a real network delays bytes or fails the connection, never
+// both at once. Modes apply to bytes read after the switch. The destructor
+// closes everything and joins the thread; it never blocks on peers.
 
 #include <chrono>
 #include <cstddef>
@@ -53,6 +68,7 @@ class FaultProxy {
   void pass();
   void set_delay(std::chrono::milliseconds delay);
   void blackhole();
+  void blackhole_then_reset();
   void reset_all();
   void cut();
   void restore();
