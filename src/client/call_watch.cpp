@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <asio/post.hpp>
+#include <atomic>
+#include <string>
 #include <optional>
 #include <vector>
 
@@ -113,12 +115,19 @@ void CallWatch::tick() {
 }
 
 void CallWatch::check(const std::shared_ptr<Endpoint>& ep) {
+  const auto asked = Clock::now();
+  const bool asking = ask(ep, [this, ep, asked](const grpc::Status& s, uint64_t leader, uint64_t term) {
+    ep->checking = false;
+    judge(ep, asked, s, leader, term);
+  });
+  if (!asking) ep->checking = false;
+}
+
+bool CallWatch::ask(const std::shared_ptr<Endpoint>& ep,
+                    std::function<void(const grpc::Status&, uint64_t leader, uint64_t term)> done) {
   // Counted like a call, so that closing the client cancels the check and
   // waits for it (and with it for this object).
-  if (!core_.try_enter(/*cleanup=*/false)) {
-    ep->checking = false;
-    return;
-  }
+  if (!core_.try_enter(/*cleanup=*/false)) return false;
   auto ctx = std::make_shared<grpc::ClientContext>();
   ctx->set_deadline(ClientCore::to_system(Clock::now() + timeout_));
   // Status answers from the member's own state, leader or not.
@@ -126,42 +135,38 @@ void CallWatch::check(const std::shared_ptr<Endpoint>& ep) {
   core_.track_context(ctx, /*cleanup=*/false);
   auto req = std::make_shared<etcdserverpb::StatusRequest>();
   auto resp = std::make_shared<etcdserverpb::StatusResponse>();
-  const auto asked = Clock::now();
-  ep->maintenance->async()->Status(ctx.get(), req.get(), resp.get(), [this, ep, ctx, req, resp, asked](grpc::Status s) {
-    core_.untrack_context(ctx.get());
-    ep->checking = false;
-    judge(ep, asked, s, resp->leader(), resp->raftterm());
-    core_.leave(/*cleanup=*/false);
-  });
+  ep->maintenance->async()->Status(
+      ctx.get(), req.get(), resp.get(), [this, ctx, req, resp, done = std::move(done)](grpc::Status s) {
+        core_.untrack_context(ctx.get());
+        done(s, resp->leader(), resp->raftterm());
+        core_.leave(/*cleanup=*/false);
+      });
+  return true;
 }
 
 void CallWatch::judge(const std::shared_ptr<Endpoint>& ep, Clock::time_point asked, const grpc::Status& s,
                       uint64_t leader, uint64_t term) {
-  std::optional<Verdict> verdict;
-  std::string detail;
   if (!s.ok()) {
     // Any other failure (cancelled at close, a permission) says nothing
     // about the member's health.
     if (s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED && s.error_code() != grpc::StatusCode::UNAVAILABLE) {
       return;
     }
-    verdict = Verdict::kStalled;
-    detail = "member " + ep->address + " did not answer a check within " + std::to_string(millis(timeout_)) + " ms";
-  } else {
-    note_term(term);
-    if (leader == 0) {
-      verdict = Verdict::kNoLeader;
-      detail = "member " + ep->address + " lost its raft leader";
-    }
+    return look_elsewhere(
+        ep, asked, "member " + ep->address + " did not answer a check within " + std::to_string(millis(timeout_)) + " ms");
+  }
+  note_term(term);
+  if (leader == 0) {
+    core_.report_endpoint_failure(ep);
+    return end_calls(ep, asked, Verdict::kNoLeader, "member " + ep->address + " lost its raft leader");
   }
   std::vector<std::pair<std::weak_ptr<Watched>, grpc::ClientContext*>> ended;
+  std::string detail;
   {
     std::lock_guard lock(mu_);
     for (auto& [ticket, e] : entries_) {
       if (e.ep != ep || asked - e.sent < interval_) continue;
-      if (verdict) {
-        ended.emplace_back(e.call, e.ctx);
-      } else if (e.term == 0) {
+      if (e.term == 0) {
         e.term = term;
       } else if (term > e.term) {
         ended.emplace_back(e.call, e.ctx);
@@ -172,9 +177,40 @@ void CallWatch::judge(const std::shared_ptr<Endpoint>& ep, Clock::time_point ask
       }
     }
   }
-  if (verdict == Verdict::kStalled) core_.report_endpoint_stall(ep);
-  if (verdict == Verdict::kNoLeader) core_.report_endpoint_failure(ep);
-  const Verdict why = verdict.value_or(Verdict::kNewLeader);
+  for (auto& [weak, ctx] : ended) {
+    if (auto call = weak.lock()) call->give_up(ctx, Verdict::kNewLeader, detail);
+  }
+}
+
+void CallWatch::look_elsewhere(const std::shared_ptr<Endpoint>& ep, Clock::time_point asked, std::string detail) {
+  const auto others = core_.endpoints_except(ep);
+  if (others.empty()) return;  // nowhere better: the calls wait for their member
+  struct Search {
+    std::atomic<bool> found{false};
+    std::string detail;
+  };
+  auto search = std::make_shared<Search>();
+  search->detail = std::move(detail);
+  for (const auto& other : others) {
+    ask(other, [this, ep, asked, other, search](const grpc::Status& s, uint64_t leader, uint64_t term) {
+      if (s.ok()) note_term(term);
+      if (s.ok() && leader != 0 && !search->found.exchange(true)) {
+        core_.report_endpoint_stall(ep);
+        end_calls(ep, asked, Verdict::kStalled, search->detail + "; member " + other->address + " can take it");
+      }
+    });
+  }
+}
+
+void CallWatch::end_calls(const std::shared_ptr<Endpoint>& ep, Clock::time_point asked, Verdict why,
+                          const std::string& detail) {
+  std::vector<std::pair<std::weak_ptr<Watched>, grpc::ClientContext*>> ended;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [ticket, e] : entries_) {
+      if (e.ep == ep && asked - e.sent >= interval_) ended.emplace_back(e.call, e.ctx);
+    }
+  }
   for (auto& [weak, ctx] : ended) {
     if (auto call = weak.lock()) call->give_up(ctx, why, detail);
   }

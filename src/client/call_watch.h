@@ -12,9 +12,13 @@
 // A call unanswered for RetryPolicy::member_check_interval makes the watch
 // ask its member for its raft state (one Status request per member at a
 // time, however many calls wait there, repeated while they wait). The call
-// is given up when the member does not answer the check within
-// member_check_timeout, reports no leader, or reports a raft term newer
-// than the one the call was sent in. What "given up" means is the call's
+// is given up when its member reports no leader, or a raft term newer than
+// the one the call was sent in, or does not answer the check within
+// member_check_timeout while another member can take the call: one that
+// answers a check in time and has a leader. With nowhere better to go (one
+// endpoint, or every other member silent or leaderless too) a silent member
+// is waited for: a paused process (a GC pause, a disk stall) answers once
+// it runs again, and the call keeps its place until its own deadline. What "given up" means is the call's
 // business (UnaryAttempt: a write ends as kOutcomeUnknown, a read tries
 // again elsewhere).
 //
@@ -35,6 +39,7 @@
 #include <asio/steady_timer.hpp>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -90,6 +95,16 @@ class CallWatch {
   void check(const std::shared_ptr<Endpoint>& ep);
   void judge(const std::shared_ptr<Endpoint>& ep, Clock::time_point asked, const grpc::Status& s, uint64_t leader,
              uint64_t term);
+  // `ep` did not answer: ends its overdue calls only once another member
+  // answers a check with a leader.
+  void look_elsewhere(const std::shared_ptr<Endpoint>& ep, Clock::time_point asked, std::string detail);
+  // Asks `ep` for its raft state within timeout_; `done(status, leader,
+  // term)` runs on a gRPC thread. False (and no `done`) once the client
+  // is closing.
+  bool ask(const std::shared_ptr<Endpoint>& ep,
+           std::function<void(const grpc::Status&, uint64_t leader, uint64_t term)> done);
+  // Gives up the calls on `ep` sent at least an interval before `asked`.
+  void end_calls(const std::shared_ptr<Endpoint>& ep, Clock::time_point asked, Verdict why, const std::string& detail);
 
   ClientCore& core_;
   // The newest raft term heard, and when (steady clock ticks).

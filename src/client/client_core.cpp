@@ -56,7 +56,8 @@ bool never_sent(const grpc::Status& s) {
   if (s.error_code() != grpc::StatusCode::UNAVAILABLE) return false;
   const std::string& m = s.error_message();
   return m.find("failed to connect to all addresses") != std::string::npos ||
-         m.find("Connection refused") != std::string::npos;
+         m.find("Connection refused") != std::string::npos ||
+         m.find("before receiving SETTINGS frame") != std::string::npos;
 }
 
 // gRPC 1.51 (Debian 12) runs callback-API completions on a shared pool of
@@ -261,9 +262,12 @@ class UnaryAttempt : public CallWatch::Watched, public std::enable_shared_from_t
     // a connection that never opened sent nothing: both are safe to retry.
     const bool safe = idempotent_ || never_sent(s) || status.is(Errc::kNoLeader);
     // "No leader" lasts an election (a second or two after the leader
-    // died): retried within the call's deadline, beyond max_attempts,
-    // which a few quick backoffs would use up before a new leader is there.
-    const bool attempts_left = attempts_ < core_->options().retry.max_attempts || status.is(Errc::kNoLeader);
+    // died), and a member that cannot be connected to (down, or paused: its
+    // kernel accepts, but no HTTP/2 SETTINGS come) may be back in seconds:
+    // both are retried within the call's deadline, beyond max_attempts,
+    // which a few quick backoffs would use up first.
+    const bool attempts_left =
+        attempts_ < core_->options().retry.max_attempts || status.is(Errc::kNoLeader) || never_sent(s);
     if (unavailable && safe && attempts_left && !cancelled) {
       auto delay = core_->backoff(attempts_);
       if (Clock::now() + delay < deadline_) {
@@ -445,6 +449,18 @@ std::shared_ptr<Endpoint> ClientCore::current_endpoint() {
   auto& slot = endpoints_[active_];
   if (!slot) slot = build_endpoint(options_.endpoints[active_]);
   return slot;
+}
+
+std::vector<std::shared_ptr<Endpoint>> ClientCore::endpoints_except(const std::shared_ptr<Endpoint>& ep) {
+  std::vector<std::shared_ptr<Endpoint>> others;
+  std::lock_guard lock(endpoints_mu_);
+  for (size_t i = 0; i < endpoints_.size(); ++i) {
+    auto& slot = endpoints_[i];
+    if (slot == ep || (ep && options_.endpoints[i] == ep->address)) continue;
+    if (!slot) slot = build_endpoint(options_.endpoints[i]);
+    others.push_back(slot);
+  }
+  return others;
 }
 
 void ClientCore::report_endpoint_failure(const std::shared_ptr<Endpoint>& ep) {

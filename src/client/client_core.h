@@ -131,6 +131,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   // The endpoint calls go to now (connecting lazily).
   std::shared_ptr<Endpoint> current_endpoint();
+  // Every endpoint of the client but `ep` (built if not yet): where a call
+  // could go instead.
+  std::vector<std::shared_ptr<Endpoint>> endpoints_except(const std::shared_ptr<Endpoint>& ep);
   // A call on `ep` failed in a way that suggests the member is unusable:
   // move on to the next endpoint (once per failure of the current one).
   void report_endpoint_failure(const std::shared_ptr<Endpoint>& ep);
