@@ -206,6 +206,22 @@ check "claim lost while CMD runs: CMD's group stopped before the report, the wor
   eval '((RC == 0 && gone_when_reported == 1)) && [[ $(tr "\n" " " <"$WORK/lost.rec") == "1 2 " ]] && (($(grep -c "done, acked" <<<"$ERR") == 1))'
 check "nothing left in t/lost" size_is t/lost 0
 
+# --- etcd stalls while CMD runs ---------------------------------------------------------------
+
+# The only member is SIGSTOPped for 5 s (a GC pause, a disk stall) and CMD
+# ends during the stall: the ack waits for etcd instead of failing.
+run workqueue push t/stall x
+spawn stall workqueue work t/stall --visibility 20 -n 1 -- sh -c 'sleep 2; echo ran >>"$0"' "$WORK/stall.ran"
+stalled=$PID
+wait_until 15 keys_are t/stall/claims/ 1
+kill -STOP "$ETCD_PID"
+sleep 5 # the stall itself
+kill -CONT "$ETCD_PID"
+finish "$stalled" stall
+check "etcd stalls 5 s while CMD runs: the ack waits it out, exit 0, CMD ran once" \
+  eval '((RC == 0)) && [[ $(wc -l <"$WORK/stall.ran") == 1 ]] && [[ $ERR == *"done, acked"* ]]'
+check "nothing left in t/stall" size_is t/stall 0
+
 # --- etcd or CMD unusable -------------------------------------------------------------------
 
 run workqueue push t/nf x
