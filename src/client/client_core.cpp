@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "etcd/retry.h"
 #include "lease_keeper.h"
 #include "watch_hub.h"
 
@@ -330,7 +331,7 @@ class UnaryAttempt : public CallWatch::Watched, public std::enable_shared_from_t
 };
 
 ClientCore::ClientCore(ClientOptions options)
-    : options_((validate(options), std::move(options))), ns_(options_.namespace_prefix), rng_(std::random_device{}()) {
+    : options_((validate(options), std::move(options))), ns_(options_.namespace_prefix) {
   pin_grpc_callback_threads();
   if (options_.executor) {
     callback_executor_ = *options_.executor;
@@ -480,14 +481,9 @@ void ClientCore::report_endpoint_stall(const std::shared_ptr<Endpoint>& ep) {
   }
 }
 
-std::chrono::milliseconds ClientCore::backoff(int attempt) {
+std::chrono::milliseconds ClientCore::backoff(int attempt) const {
   const auto& r = options_.retry;
-  double ms = static_cast<double>(r.initial_backoff.count());
-  for (int i = 1; i < attempt; ++i) ms *= r.multiplier;
-  ms = std::min(ms, static_cast<double>(r.max_backoff.count()));
-  std::lock_guard lock(rng_mu_);
-  std::uniform_real_distribution<double> jitter(1.0 - r.jitter, 1.0 + r.jitter);
-  return std::chrono::milliseconds(static_cast<int64_t>(ms * jitter(rng_)));
+  return etcd::Backoff{r.initial_backoff, r.max_backoff, r.multiplier, r.jitter}.delay(attempt);
 }
 
 std::string ClientCore::prepare_context(grpc::ClientContext& ctx, bool require_leader) const {

@@ -185,7 +185,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   Deadline deadline_for(const CallOptions& options) const {
     return options.deadline ? *options.deadline : Clock::now() + options_.default_timeout;
   }
-  std::chrono::milliseconds backoff(int attempt);
+  std::chrono::milliseconds backoff(int attempt) const;
   // gRPC takes deadlines on the system clock.
   static std::chrono::system_clock::time_point to_system(Deadline d) {
     return std::chrono::system_clock::now() +
@@ -252,8 +252,6 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::unordered_map<std::string, std::shared_ptr<Endpoint>> extra_endpoints_;
   size_t active_ = 0;
 
-  std::mutex rng_mu_;
-  std::minstd_rand rng_;
 
   std::unique_ptr<WatchHub> watch_hub_;
   std::unique_ptr<LeaseKeeper> lease_keeper_;

@@ -11,9 +11,9 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <set>
 
+#include "etcd/retry.h"
 #include "etcd/txn.h"
 
 namespace etcd {
@@ -184,8 +184,7 @@ struct PresenceLease::Impl : std::enable_shared_from_this<PresenceLease::Impl> {
         options(std::move(o)),
         strand(asio::make_strand(client.executor())),
         ttl(options.ttl),
-        timer(client.executor()),
-        rng(std::random_device{}()) {}
+        timer(client.executor()) {}
 
   // Declared first: destroyed last, after the timer that uses its executor.
   Client client;
@@ -203,7 +202,6 @@ struct PresenceLease::Impl : std::enable_shared_from_this<PresenceLease::Impl> {
   uint64_t generation = 0;
   int attempt = 0;
   asio::steady_timer timer;
-  std::minstd_rand rng;
   uint64_t next_listener_id = 1;
   std::map<uint64_t, std::shared_ptr<EventListener>> listeners;
 
@@ -218,12 +216,7 @@ struct PresenceLease::Impl : std::enable_shared_from_this<PresenceLease::Impl> {
   }
 
   std::chrono::milliseconds next_backoff_locked() {
-    double ms = static_cast<double>(options.initial_backoff.count());
-    for (int i = 0; i < attempt && ms < static_cast<double>(options.max_backoff.count()); ++i) ms *= 2;
-    ms = std::min(ms, static_cast<double>(options.max_backoff.count()));
-    ++attempt;
-    std::uniform_real_distribution<double> jitter(0.8, 1.2);
-    return std::chrono::milliseconds(static_cast<int64_t>(ms * jitter(rng)));
+    return Backoff{options.initial_backoff, options.max_backoff}.delay(++attempt);
   }
 
   template <class F>

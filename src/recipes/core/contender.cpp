@@ -254,8 +254,8 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
     keep(&Registrations::watch, std::move(watcher));
   }
 
-  // Runs `step` again after a backoff (50 ms per transient failure so far,
-  // at most 1 s), unless the acquisition finishes first.
+  // Runs `step` again after the step backoff (kStepBackoff), unless the
+  // acquisition finishes first.
   void retry_later(std::function<void()> step) {
     int n;
     {
@@ -263,7 +263,7 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
       if (finished_) return;
       n = ++transient_failures_;
     }
-    auto timer = std::make_shared<asio::steady_timer>(executor(), std::chrono::milliseconds(std::min(1000, 50 * n)));
+    auto timer = std::make_shared<asio::steady_timer>(executor(), kStepBackoff.delay(n));
     timer->async_wait([weak = weak_from_this(), timer, step = std::move(step)](const asio::error_code&) {
       if (auto self = weak.lock(); self && !self->is_finished()) step();
     });

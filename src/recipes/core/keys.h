@@ -12,6 +12,7 @@
 
 #include "client/client_access.h"
 #include "etcd/call.h"
+#include "etcd/retry.h"
 #include "etcd/session.h"
 #include "etcd/status.h"
 
@@ -26,12 +27,14 @@ inline std::string lease_hex(int64_t id) {
 }
 
 // Failures after which an idempotent step (creating a contender key if
-// absent, re-reading) is simply tried again: the request did not get
-// through, or its outcome is unknown.
-inline bool transient(const Status& st) {
-  return st.code() == StatusCode::kDeadlineExceeded || st.code() == StatusCode::kUnavailable ||
-         st.is(Errc::kOutcomeUnknown);
-}
+// absent, re-reading, a guarded write) is simply tried again, within its
+// deadline: the client's one classification (etcd/retry.h) says a retry
+// can help. Every recipe step is idempotent or guarded.
+inline bool transient(const Status& st) { return classify(st) != Retry::kNever; }
+
+// The recipes' own retries (a failed step tried again in the background):
+// the client's one backoff, 50 ms doubling to 1 s, with jitter.
+inline constexpr Backoff kStepBackoff{};
 
 // 16 random hex digits: names a producer or a barrier party uniquely
 // among the objects that share a client id.

@@ -25,14 +25,17 @@ void run_on_strand(asio::strand<Executor> strand, Call<T> call, F f) {
   });
 }
 
-// Runs `step` on `strand` after a backoff of 50 ms per failure so far
-// (counted in `failures`, at most `max_ms`), unless `stale()` says a later
-// event made it obsolete or the timer, kept in `slot`, was cancelled.
+// Runs `step` on `strand` after the step backoff (kStepBackoff, capped at
+// `max_ms`) for the failures so far (counted in `failures`), unless
+// `stale()` says a later event made it obsolete or the timer, kept in
+// `slot`, was cancelled.
 inline void retry_on_strand(const asio::strand<Executor>& strand, int& failures,
                             std::shared_ptr<asio::steady_timer>& slot, int max_ms, std::function<bool()> stale,
                             std::function<void()> step) {
   ++failures;
-  auto timer = std::make_shared<asio::steady_timer>(strand, std::chrono::milliseconds(std::min(max_ms, 50 * failures)));
+  Backoff backoff = kStepBackoff;
+  backoff.max = std::chrono::milliseconds(max_ms);
+  auto timer = std::make_shared<asio::steady_timer>(strand, backoff.delay(failures));
   slot = timer;
   timer->async_wait([timer, stale = std::move(stale), step = std::move(step)](const asio::error_code& ec) {
     if (ec || stale()) return;

@@ -38,9 +38,6 @@ namespace etcd::recipes::detail {
 
 // The failures after which a release, a downgrade or a nudge (guarded,
 // idempotent writes) is sent again, at most three times in all.
-inline bool retryable(const Status& st) {
-  return st.is(Errc::kOutcomeUnknown) || st.code() == StatusCode::kUnavailable;
-}
 
 // Deletes `key` only if it is still the key created at `rev`.
 inline Txn delete_if_created_at(const std::string& key, int64_t rev) {

@@ -175,7 +175,7 @@ void Candidate::retry_later() {
   {
     std::lock_guard lock(mu_);
     const int n = ++failures_;
-    timer = std::make_shared<asio::steady_timer>(link->executor(), std::chrono::milliseconds(std::min(1000, 50 * n)));
+    timer = std::make_shared<asio::steady_timer>(link->executor(), kStepBackoff.delay(n));
     retry_timer_ = timer;
   }
   std::weak_ptr<Candidate> weak = weak_from_this();

@@ -251,8 +251,8 @@ class SelectorState : public std::enable_shared_from_this<SelectorState> {
     });
   }
 
-  // After callbacks that threw, wait before joining again: 50 ms, doubling
-  // up to 5 s while they keep throwing.
+  // After callbacks that threw, wait before joining again: the step
+  // backoff, up to 5 s while they keep throwing.
   void requeue_after_backoff() {
     std::shared_ptr<asio::steady_timer> timer;
     {
@@ -260,9 +260,9 @@ class SelectorState : public std::enable_shared_from_this<SelectorState> {
       if (throws_in_a_row == 0) {
         timer.reset();
       } else if (auto link = core->link()) {
-        const int shift = std::min(throws_in_a_row - 1, 7);
-        const auto delay = std::min(std::chrono::milliseconds(5000), std::chrono::milliseconds(50) * (1 << shift));
-        timer = std::make_shared<asio::steady_timer>(link->executor(), delay);
+        Backoff slow = kStepBackoff;
+        slow.max = std::chrono::seconds(5);
+        timer = std::make_shared<asio::steady_timer>(link->executor(), slow.delay(throws_in_a_row));
         backoff = timer;
       } else {
         return;  // closed, and its work is done

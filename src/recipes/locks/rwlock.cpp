@@ -178,7 +178,7 @@ void downgrade_attempt(std::shared_ptr<ClientLink> link, std::shared_ptr<RwShare
   etcd::detail::CallAccess::start_inline(
       std::move(call), [link, shared, write, attempt, done = std::move(done)](Result<TxnResponse> r) mutable {
         auto& core = shared->core;
-        if (!r.ok() && attempt < 3 && retryable(r.status())) {
+        if (!r.ok() && attempt < 3 && transient(r.status())) {
           return downgrade_attempt(std::move(link), std::move(shared), std::move(write), attempt + 1, std::move(done));
         }
         {

@@ -208,7 +208,7 @@ class SemaphoreDriver : public ContenderDriver {
     txn.when(Compare::create_revision(key) == rev).then(Op::put(key, core->client_id(), PutOptions{.lease = lease}));
     auto call = link->client().txn(std::move(txn));
     CallAccess::start_inline(std::move(call), [link, core, key, rev, lease, attempt](Result<TxnResponse> r) mutable {
-      if (!r.ok() && attempt < 3 && retryable(r.status())) {
+      if (!r.ok() && attempt < 3 && transient(r.status())) {
         return nudge(std::move(link), std::move(core), std::move(key), rev, lease, attempt + 1);
       }
       if (!r.ok()) {

@@ -8,10 +8,6 @@
 
 namespace etcd::recipes::detail {
 
-namespace {
-constexpr int kMaxBackoffMs = 1000;
-}
-
 QueueConsumer::QueueConsumer(std::shared_ptr<RecipeCore> core, std::string items, std::string range, std::string metric,
                              Labels labels, TakeCheck check, std::shared_ptr<TakeDriver> driver, CreateOrder::Rank rank)
     : core_(std::move(core)),
@@ -362,8 +358,7 @@ void QueueConsumer::pump_later() {
   if (retry_timer_) return;  // one pending already
   auto link = core_->link();
   if (!link) return;
-  auto timer = std::make_shared<asio::steady_timer>(link->strand(),
-                                                    std::chrono::milliseconds(std::min(kMaxBackoffMs, 50 * failures_)));
+  auto timer = std::make_shared<asio::steady_timer>(link->strand(), kStepBackoff.delay(failures_));
   retry_timer_ = timer;
   timer->async_wait([self = shared_from_this(), timer](const asio::error_code& ec) {
     if (self->retry_timer_ == timer) self->retry_timer_.reset();

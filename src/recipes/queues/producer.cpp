@@ -13,10 +13,8 @@ namespace etcd::recipes::detail {
 namespace {
 
 // Attempts of one batch (the first and its retries), bounded besides by
-// the callers' deadline; and the backoff between them.
+// the callers' deadline; the step backoff (kStepBackoff) between them.
 constexpr int kMaxAttempts = 8;
-constexpr std::chrono::milliseconds kFirstBackoff{50};
-constexpr std::chrono::milliseconds kMaxBackoff{1000};
 // A grouped item's key and the Txn's framing of it, besides the value and
 // the key prefix: NAME/items/ + producer id + "-" + 16 hex digits, a create
 // guard and the put (an estimate: only the byte bound of a group uses it).
@@ -217,8 +215,7 @@ void QueueProducer::on_result(const std::shared_ptr<Batch>& batch, Result<TxnRes
 void QueueProducer::retry_later(std::shared_ptr<Batch> batch, Status why) {
   bool all_gone = true;
   for (const auto& c : batch->callers) all_gone = all_gone && c.stop.stop_requested();
-  const auto backoff =
-      std::min<std::chrono::milliseconds>(kMaxBackoff, kFirstBackoff * (1 << std::min(batch->attempts - 1, 5)));
+  const auto backoff = kStepBackoff.delay(batch->attempts);
   const bool out_of_time = batch->deadline && Clock::now() + backoff >= *batch->deadline;
   if (all_gone || out_of_time || batch->attempts >= kMaxAttempts) {
     return fail(batch, batch->maybe_applied ? outcome_unknown(why) : why);
