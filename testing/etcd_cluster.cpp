@@ -45,7 +45,17 @@ using std::chrono::milliseconds;
 
 constexpr int kMaxStartAttempts = 5;    // start(): whole-cluster retries on port clash
 constexpr int kMaxRestartAttempts = 5;  // restart(): same ports, so just wait + retry
-constexpr auto kStopGrace = std::chrono::seconds(5);
+constexpr auto kStopGrace = std::chrono::seconds(5);  // beyond what the release itself waits
+
+// How long a member may take to exit after SIGTERM before stop() kills it.
+// etcd 3.5 and newer stop their gRPC server gracefully: they wait up to
+// their request timeout (etcd's ReqTimeout(): 5 s + 2 election timeouts) for
+// open client streams (a watch, a lease keep-alive) to end, and only then
+// hand leadership over and exit. 3.4 closes the streams at once.
+Clock::duration stop_grace(const EtcdVersion& v, milliseconds election_timeout) {
+  if (!v.at_least(3, 5)) return kStopGrace;
+  return std::chrono::seconds(5) + 2 * election_timeout + kStopGrace;
+}
 constexpr auto kPollInterval = milliseconds(20);
 
 int remaining_ms(Clock::time_point deadline) {
@@ -1272,7 +1282,7 @@ void EtcdCluster::stop_locked(int i) {
   ::kill(m.pid, SIGTERM);
   ::kill(m.pid, SIGCONT);  // a stopped process would never see the SIGTERM
   m.paused = false;
-  const auto deadline = Clock::now() + kStopGrace;
+  const auto deadline = Clock::now() + stop_grace(version_, options_.election_timeout);
   while (Clock::now() < deadline) {
     if (reap_if_exited_locked(i)) return;
     std::this_thread::sleep_for(milliseconds(5));

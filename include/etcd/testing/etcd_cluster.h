@@ -162,8 +162,12 @@ class EtcdCluster {
   int metrics_port(int i) const;
 
   // --- member control ----------------------------------------------------
-  // SIGTERM (+SIGCONT in case it is paused), wait up to 5 s, then SIGKILL;
-  // always reaps. No-op if not running.
+  // SIGTERM (+SIGCONT in case it is paused), wait for the member to exit,
+  // then SIGKILL; always reaps. No-op if not running. The wait is 5 s on
+  // etcd 3.4; etcd 3.5 and newer first wait up to their request timeout
+  // (5 s + 2 election timeouts) for open client streams such as watches to
+  // end before they hand leadership over and exit, so stop() waits that much
+  // longer for them (a member a client watches on takes ~5.5 s to stop).
   void stop(int i);
   // SIGKILL + reap. No-op if not running.
   void kill(int i);
