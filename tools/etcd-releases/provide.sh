@@ -55,7 +55,12 @@ provide_debian() {  # $1 = exact version
   fi
   local got
   got="$(/usr/bin/etcd --version 2>/dev/null | awk '/^etcd Version:/ { print $3 }')"
-  [ "$got" = "$version" ] || die "/usr/bin/etcd is $got, not the pinned $version (Debian's etcd-server package)"
+  if [ "$got" != "$version" ]; then
+    # Debian may ship a patch release after the pin: same minor, say so.
+    [ "${got%.*}" = "${version%.*}" ] ||
+      die "/usr/bin/etcd is '$got', not the pinned $version (Debian's etcd-server package)"
+    log "Debian's etcd-server is $got, the pin says $version: using $got (update $pins)"
+  fi
   echo /usr/bin/etcd
 }
 
