@@ -5,7 +5,19 @@
 #   ./dev.sh test-asan   the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   ./dev.sh test-tsan   the same under ThreadSanitizer
 #   ./dev.sh bench [ARGS...]   build (Release) and run etcd-recipes-bench
+#   ./dev.sh etcd [VERSION]    provide etcd + etcdctl of a pinned release (3.4,
+#                              3.5, 3.6, 3.7 or an exact x.y.z from
+#                              tools/etcd-releases/versions.txt; default: the
+#                              default release) and print the etcd binary's path
+#   ./dev.sh test-matrix [VERSION...] [-- CTEST_ARGS...]  the recipes, fault,
+#                              cli and python labels on every pinned release
+#                              (or the ones named), a summary per release
 # Idempotent: packages are installed only when missing; builds are incremental.
+#
+# Which etcd: every command but `etcd` exports ETCD_RECIPES_ETCD (the binary
+# the test harness, the tests, the demo and the bench start), unless it is
+# already set, as the default release from tools/etcd-releases/versions.txt,
+# built once from the Go module proxy into ~/.cache/etcd-recipes.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -18,8 +30,6 @@ PACKAGES=(
   file strace # cpack -G DEB runs file(1); tests/packaging traces the consumer build
   pybind11-dev python3-dev python3-pytest python3-etcd3
 )
-# Only the benchmark needs these: etcd's own Go client, measured side by side.
-BENCH_PACKAGES=(golang-go golang-etcd-server-dev)
 
 install_packages() {
   local missing=()
@@ -41,28 +51,83 @@ build() {  # $1 = preset
   cmake --build --preset "$1"
 }
 
+etcd_release() { tools/etcd-releases/provide.sh "$@"; }
+
+# ETCD_RECIPES_ETCD (and the etcdctl beside it) of the default release,
+# unless the caller chose one.
+use_default_etcd() {
+  if [ -z "${ETCD_RECIPES_ETCD:-}" ]; then
+    ETCD_RECIPES_ETCD="$(etcd_release default)"
+    export ETCD_RECIPES_ETCD
+  fi
+  echo "==> etcd: $ETCD_RECIPES_ETCD ($("$ETCD_RECIPES_ETCD" --version | sed -n 's/^etcd Version: //p'))"
+}
+
+# The recipes, fault, cli and python labels on each release; a summary per
+# release at the end. $@: versions (default: every pinned release).
+test_matrix() {
+  local versions=("$@") v etcd log rc summary=() failed=0
+  [ ${#versions[@]} -eq 0 ] && mapfile -t versions < <(etcd_release --list | awk '{ print $1 }')
+  mkdir -p build/test-matrix
+  for v in "${versions[@]}"; do
+    etcd="$(etcd_release "$v")"
+    local exact
+    exact="$(etcd_release --resolve "$v")"
+    log="build/test-matrix/etcd-$exact.log"
+    echo "==> etcd $exact ($etcd): ctest -L 'recipes|fault|cli|python' (log: $log)"
+    rc=0
+    # ETCD_RECIPES_ETCDCTL is left to default to the etcdctl beside $etcd.
+    env -u ETCD_RECIPES_ETCDCTL ETCD_RECIPES_ETCD="$etcd" \
+      ctest --preset default -L 'recipes|fault|cli|python' --output-on-failure "${CTEST_ARGS[@]}" >"$log" 2>&1 || rc=$?
+    local line
+    line="$(grep -E '^[0-9]+% tests passed' "$log" | tail -1)"
+    [ -n "$line" ] || line="ctest exited $rc (see $log)"
+    summary+=("etcd $exact: $line")
+    if [ "$rc" -ne 0 ]; then
+      failed=1
+      while IFS= read -r l; do summary+=("    $l"); done < <(sed -n '/^The following tests FAILED:/,$p' "$log" | sed '1d' | grep -E '^\s+[0-9]+ - ')
+    fi
+    tail -3 "$log"
+  done
+  echo
+  echo "==> test-matrix summary"
+  printf '%s\n' "${summary[@]}"
+  return "$failed"
+}
+
 cmd="${1:-test}"
 shift || true
-if [ "$cmd" = bench ]; then
-  install_packages "${PACKAGES[@]}" "${BENCH_PACKAGES[@]}"
-else
-  install_packages "${PACKAGES[@]}"
-fi
+case "$cmd" in
+  etcd) exec tools/etcd-releases/provide.sh "$@" ;;
+  *) install_packages "${PACKAGES[@]}" ;;
+esac
 case "$cmd" in
   demo)
     build default
+    use_default_etcd
     exec ./build/tools/etcd-recipes/etcd-recipes demo "$@"
     ;;
   test)
     build default
+    use_default_etcd
     ctest --preset default "$@"
+    ;;
+  test-matrix)
+    build default
+    VERSIONS=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do VERSIONS+=("$1"); shift; done
+    [ "${1:-}" = -- ] && shift
+    CTEST_ARGS=("$@")
+    test_matrix "${VERSIONS[@]}"
     ;;
   test-asan)
     build asan
+    use_default_etcd
     ctest --preset asan "$@"
     ;;
   test-tsan)
     build tsan
+    use_default_etcd
     # Debian's gRPC, Abseil and protobuf are not built with TSan: their
     # internal synchronisation is invisible to it (tests/tsan.supp).
     TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp ${TSAN_OPTIONS:-}" ctest --preset tsan "$@"
@@ -70,10 +135,11 @@ case "$cmd" in
   bench)
     cmake --preset release >/dev/null
     cmake --build --preset release --target etcd-recipes-bench
+    use_default_etcd
     exec ./build-release/tools/bench/etcd-recipes-bench "$@"
     ;;
   *)
-    echo "usage: $0 demo|test|test-asan|test-tsan|bench [args]" >&2
+    echo "usage: $0 demo|test|test-matrix|test-asan|test-tsan|bench|etcd [args]" >&2
     exit 2
     ;;
 esac

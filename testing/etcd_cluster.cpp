@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -23,7 +24,9 @@
 #include <deque>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -42,7 +45,17 @@ using std::chrono::milliseconds;
 
 constexpr int kMaxStartAttempts = 5;    // start(): whole-cluster retries on port clash
 constexpr int kMaxRestartAttempts = 5;  // restart(): same ports, so just wait + retry
-constexpr auto kStopGrace = std::chrono::seconds(5);
+constexpr auto kStopGrace = std::chrono::seconds(5);  // beyond what the release itself waits
+
+// How long a member may take to exit after SIGTERM before stop() kills it.
+// etcd 3.5 and newer stop their gRPC server gracefully: they wait up to
+// their request timeout (etcd's ReqTimeout(): 5 s + 2 election timeouts) for
+// open client streams (a watch, a lease keep-alive) to end, and only then
+// hand leadership over and exit. 3.4 closes the streams at once.
+Clock::duration stop_grace(const EtcdVersion& v, milliseconds election_timeout) {
+  if (!v.at_least(3, 5)) return kStopGrace;
+  return std::chrono::seconds(5) + 2 * election_timeout + kStopGrace;
+}
 constexpr auto kPollInterval = milliseconds(20);
 
 int remaining_ms(Clock::time_point deadline) {
@@ -289,17 +302,13 @@ void cleanup_registered_at_exit() {
 // ---------------------------------------------------------------------------
 // Helpers.
 
-std::string find_binary(const std::string& name) {
-  auto executable = [](const fs::path& p) {
-    struct stat st;
-    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
-  };
-  if (name.find('/') != std::string::npos) {
-    if (!executable(name)) {
-      throw std::runtime_error("EtcdCluster: etcd binary '" + name + "' does not exist or is not executable");
-    }
-    return fs::absolute(name).string();
-  }
+bool executable(const fs::path& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+}
+
+// `name` on PATH, then in /usr/bin and /usr/local/bin.
+std::optional<fs::path> search_path(const std::string& name) {
   std::vector<fs::path> candidates;
   if (const char* path = std::getenv("PATH")) {
     std::string_view rest(path);
@@ -314,12 +323,147 @@ std::string find_binary(const std::string& name) {
   candidates.emplace_back(fs::path("/usr/bin") / name);
   candidates.emplace_back(fs::path("/usr/local/bin") / name);
   for (const auto& c : candidates) {
-    if (executable(c)) return fs::absolute(c).string();
+    if (executable(c)) return fs::absolute(c);
   }
+  return std::nullopt;
+}
+
+std::string find_binary(const std::string& name) {
+  if (name.empty()) return default_etcd_binary();
+  if (name.find('/') != std::string::npos) {
+    if (!executable(name)) {
+      throw std::runtime_error("EtcdCluster: etcd binary '" + name + "' does not exist or is not executable");
+    }
+    return fs::absolute(name).string();
+  }
+  if (auto p = search_path(name)) return p->string();
   throw std::runtime_error("EtcdCluster: etcd binary '" + name +
                            "' not found on PATH, /usr/bin or /usr/local/bin "
-                           "(Debian: apt-get install etcd-server)");
+                           "(set ETCD_RECIPES_ETCD to an etcd binary, e.g. $(./dev.sh etcd 3.6), "
+                           "or on Debian: apt-get install etcd-server)");
 }
+
+// Every variable but ETCD_*, which etcd reads as flags: members and
+// `etcd --version` stay hermetic.
+std::vector<std::string> hermetic_env() {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    if (std::strncmp(*e, "ETCD_", 5) == 0) continue;
+    env.emplace_back(*e);
+  }
+  return env;
+}
+
+// "etcd Version: 3.6.16" -> {3, 6, 16, "3.6.16"}; nullopt if absent.
+std::optional<EtcdVersion> parse_etcd_version(const std::string& out) {
+  const std::string tag = "etcd Version:";
+  auto pos = out.find(tag);
+  if (pos == std::string::npos) return std::nullopt;
+  pos += tag.size();
+  while (pos < out.size() && (out[pos] == ' ' || out[pos] == '\t')) ++pos;
+  auto end = pos;
+  while (end < out.size() && !std::isspace(static_cast<unsigned char>(out[end]))) ++end;
+  EtcdVersion v;
+  v.text = out.substr(pos, end - pos);
+  if (v.text.rfind('v', 0) == 0) v.text.erase(0, 1);
+  int* parts[] = {&v.major, &v.minor, &v.patch};
+  const char* c = v.text.c_str();
+  for (int k = 0; k < 3; ++k) {
+    if (!std::isdigit(static_cast<unsigned char>(*c))) return std::nullopt;
+    char* next = nullptr;
+    *parts[k] = static_cast<int>(std::strtol(c, &next, 10));
+    c = next;
+    if (k < 2) {
+      if (*c != '.') return std::nullopt;
+      ++c;
+    }
+  }
+  return v;
+}
+
+// Runs argv with the hermetic environment, stdin from /dev/null; returns its
+// stdout+stderr, killing it at `deadline`.
+std::string run_and_capture(std::vector<std::string> args, Clock::time_point deadline, bool& timed_out) {
+  timed_out = false;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe2");
+  std::vector<std::string> env = hermetic_env();
+  std::vector<char*> argv, envp;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(fds[1]);
+  if (rc != 0) {
+    ::close(fds[0]);
+    throw std::system_error(rc, std::generic_category(), "posix_spawn(" + args[0] + ")");
+  }
+  std::string out;
+  char buf[4096];
+  while (out.size() < (1u << 20)) {
+    pollfd p{fds[0], POLLIN, 0};
+    const int ms = remaining_ms(deadline);
+    if (ms == 0) {
+      timed_out = true;
+      break;
+    }
+    const int n = ::poll(&p, 1, ms);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) continue;  // timeout: loop ends on the next check
+    const ssize_t r = ::read(fds[0], buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    out.append(buf, static_cast<size_t>(r));
+  }
+  ::close(fds[0]);
+  if (timed_out) ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return out;
+}
+
+// etcd's --experimental-* flags that 3.6 renamed (its --help: "Deprecated in
+// v3.6 and will be decommissioned in v3.7. Use '...' instead"). `gate` set:
+// the flag became that feature gate (--feature-gates=GATE=BOOL).
+struct FlagRename {
+  const char* old_name;
+  const char* new_name;
+  const char* gate;
+};
+constexpr FlagRename kFlagRenames[] = {
+    {"experimental-enable-distributed-tracing", "enable-distributed-tracing", nullptr},
+    {"experimental-distributed-tracing-address", "distributed-tracing-address", nullptr},
+    {"experimental-distributed-tracing-service-name", "distributed-tracing-service-name", nullptr},
+    {"experimental-distributed-tracing-instance-id", "distributed-tracing-instance-id", nullptr},
+    {"experimental-distributed-tracing-sampling-rate", "distributed-tracing-sampling-rate", nullptr},
+    {"experimental-initial-corrupt-check", nullptr, "InitialCorruptCheck"},
+    {"experimental-corrupt-check-time", "corrupt-check-time", nullptr},
+    {"experimental-compact-hash-check-enabled", nullptr, "CompactHashCheck"},
+    {"experimental-compact-hash-check-time", "compact-hash-check-time", nullptr},
+    {"experimental-enable-lease-checkpoint", nullptr, "LeaseCheckpoint"},
+    {"experimental-compaction-batch-limit", "compaction-batch-limit", nullptr},
+    {"experimental-peer-skip-client-san-verification", "peer-skip-client-san-verification", nullptr},
+    {"experimental-watch-progress-notify-interval", "watch-progress-notify-interval", nullptr},
+    {"experimental-warning-apply-duration", "warning-apply-duration", nullptr},
+    {"experimental-txn-mode-write-with-shared-buffer", nullptr, "TxnModeWriteWithSharedBuffer"},
+    {"experimental-bootstrap-defrag-threshold-megabytes", "bootstrap-defrag-threshold-megabytes", nullptr},
+    {"experimental-warning-unary-request-duration", "warning-unary-request-duration", nullptr},
+    {"experimental-compaction-sleep-interval", "compaction-sleep-interval", nullptr},
+    {"experimental-downgrade-check-time", "downgrade-check-time", nullptr},
+    {"experimental-enable-lease-checkpoint-persist", nullptr, "LeaseCheckpointPersist"},
+    {"experimental-memory-mlock", "memory-mlock", nullptr},
+    {"experimental-snapshot-catchup-entries", "snapshot-catchup-entries", nullptr},
+    {"experimental-stop-grpc-service-on-defrag", nullptr, "StopGRPCServiceOnDefrag"},
+};
 
 // Free loopback TCP port: bind 127.0.0.1:0, read it back, close. Ports handed
 // out by this process are never handed out twice.
@@ -606,6 +750,128 @@ void sweep_stale_dirs(const fs::path& tmp) {
 
 // ===========================================================================
 
+std::string default_etcd_binary() {
+  if (const char* e = std::getenv("ETCD_RECIPES_ETCD"); e != nullptr && *e != '\0') {
+    if (!executable(e)) {
+      throw std::runtime_error(std::string("EtcdCluster: ETCD_RECIPES_ETCD=") + e +
+                               " does not exist or is not executable");
+    }
+    return fs::absolute(e).string();
+  }
+  return find_binary("etcd");
+}
+
+std::string etcdctl_binary(const std::string& etcd_binary) {
+  if (const char* e = std::getenv("ETCD_RECIPES_ETCDCTL"); e != nullptr && *e != '\0') {
+    if (!executable(e)) {
+      throw std::runtime_error(std::string("EtcdCluster: ETCD_RECIPES_ETCDCTL=") + e +
+                               " does not exist or is not executable");
+    }
+    return fs::absolute(e).string();
+  }
+  std::string etcd;
+  try {
+    etcd = find_binary(etcd_binary);
+  } catch (const std::runtime_error&) {
+  }
+  if (!etcd.empty()) {
+    const fs::path sibling = fs::path(etcd).parent_path() / "etcdctl";
+    if (executable(sibling)) return sibling.string();
+  }
+  if (auto p = search_path("etcdctl")) return p->string();
+  return {};
+}
+
+EtcdVersion etcd_version(const std::string& binary) {
+  const std::string path = find_binary(binary);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    throw std::system_error(errno, std::generic_category(), "EtcdCluster: stat(" + path + ")");
+  }
+  // Keyed by the file's identity too: a binary rebuilt in place is asked again.
+  const std::string key = path + "\n" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
+                          std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + ":" +
+                          std::to_string(st.st_size);
+  static std::mutex* mu = new std::mutex;
+  static std::map<std::string, EtcdVersion>* known = new std::map<std::string, EtcdVersion>;
+  {
+    std::lock_guard lk(*mu);
+    if (auto it = known->find(key); it != known->end()) return it->second;
+  }
+  bool timed_out = false;
+  const std::string out = run_and_capture({path, "--version"}, Clock::now() + std::chrono::seconds(10), timed_out);
+  const auto v = parse_etcd_version(out);
+  if (!v) {
+    throw std::runtime_error("EtcdCluster: `" + path + " --version` " +
+                             (timed_out ? std::string("did not finish within 10 s") : "printed no etcd version") +
+                             (out.empty() ? std::string() : ":\n" + out.substr(0, 2000)));
+  }
+  std::lock_guard lk(*mu);
+  return known->emplace(key, *v).first->second;
+}
+
+std::vector<std::string> spell_flags_for(const EtcdVersion& v, std::vector<std::string> args) {
+  const bool new_names = v.at_least(3, 6);
+  std::vector<std::string> out;
+  out.reserve(args.size());
+  for (auto& a : args) {
+    if (a.size() < 2 || a[0] != '-') {
+      out.push_back(std::move(a));
+      continue;
+    }
+    const size_t dashes = a[1] == '-' ? 2 : 1;
+    const auto eq = a.find('=');
+    const std::string name = a.substr(dashes, eq == std::string::npos ? std::string::npos : eq - dashes);
+    const std::optional<std::string> value =
+        eq == std::string::npos ? std::nullopt : std::optional<std::string>(a.substr(eq + 1));
+    const std::string suffix = value ? "=" + *value : "";
+    bool done = false;
+    if (new_names) {
+      for (const auto& r : kFlagRenames) {
+        if (name != r.old_name) continue;
+        out.push_back(r.gate ? "--feature-gates=" + std::string(r.gate) + "=" + value.value_or("true")
+                             : "--" + std::string(r.new_name) + suffix);
+        done = true;
+        break;
+      }
+    } else if (name == "feature-gates" && value) {
+      // Only if etcd had an --experimental-* flag for every gate named.
+      std::vector<std::string> flags;
+      std::string_view rest(*value);
+      while (!rest.empty()) {
+        const auto comma = rest.find(',');
+        const std::string_view item = rest.substr(0, comma);
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        const auto item_eq = item.find('=');
+        const std::string gate(item.substr(0, item_eq));
+        const std::string on = item_eq == std::string_view::npos ? "true" : std::string(item.substr(item_eq + 1));
+        const FlagRename* match = nullptr;
+        for (const auto& r : kFlagRenames) {
+          if (r.gate && gate == r.gate) match = &r;
+        }
+        if (!match) {
+          flags.clear();
+          break;
+        }
+        flags.push_back("--" + std::string(match->old_name) + "=" + on);
+      }
+      if (!flags.empty()) {
+        out.insert(out.end(), flags.begin(), flags.end());
+        done = true;
+      }
+    } else {
+      for (const auto& r : kFlagRenames) {
+        if (r.new_name == nullptr || name != r.new_name) continue;
+        out.push_back("--" + std::string(r.old_name) + suffix);
+        done = true;
+        break;
+      }
+    }
+    if (!done) out.push_back(std::move(a));
+  }
+  return out;
+}
+
 EtcdCluster::EtcdCluster(EtcdClusterOptions options) : options_(std::move(options)), owner_pid_(::getpid()) {
   if (options_.members < 1) {
     throw std::invalid_argument("EtcdCluster: members must be >= 1");
@@ -614,6 +880,7 @@ EtcdCluster::EtcdCluster(EtcdClusterOptions options) : options_(std::move(option
     throw std::invalid_argument("EtcdCluster: client_cert_auth requires tls");
   }
   binary_ = find_binary(options_.etcd_binary);
+  version_ = etcd_version(binary_);
 
   const fs::path tmp = fs::temp_directory_path();
   sweep_stale_dirs(tmp);
@@ -733,7 +1000,7 @@ std::unique_ptr<EtcdCluster> EtcdCluster::start(EtcdClusterOptions options) {
 
   // Failure: gather diagnostics, kill everything, clean up, throw.
   std::string msg = "EtcdCluster::start: " + failure + "\n";
-  msg += "  binary: " + c->binary_ + "\n  dir: " + c->dir_.string() + "\n";
+  msg += "  binary: " + c->binary_ + " (etcd " + c->version_.text + ")\n  dir: " + c->dir_.string() + "\n";
   for (int i = 0; i < n; ++i) {
     const Member& m = c->members_[static_cast<size_t>(i)];
     msg += "--- " + m.name + " (client " + std::to_string(m.client_port) + ", peer " + std::to_string(m.peer_port) +
@@ -906,7 +1173,8 @@ std::vector<std::string> EtcdCluster::member_args(int i) const {
       a.push_back(fs::absolute(t.ca_cert).string());
     }
   }
-  a.insert(a.end(), options_.extra_args.begin(), options_.extra_args.end());
+  const auto extra = spell_flags_for(version_, options_.extra_args);
+  a.insert(a.end(), extra.begin(), extra.end());
   return a;
 }
 
@@ -914,12 +1182,8 @@ void EtcdCluster::spawn_locked(int i) {
   Member& m = members_[static_cast<size_t>(i)];
   std::vector<std::string> args = member_args(i);
 
-  std::vector<std::string> env_store;
-  for (char** e = environ; e && *e; ++e) {
-    // etcd treats ETCD_* variables as flags; keep the members hermetic.
-    if (std::strncmp(*e, "ETCD_", 5) == 0) continue;
-    env_store.emplace_back(*e);
-  }
+  // etcd treats ETCD_* variables as flags; keep the members hermetic.
+  std::vector<std::string> env_store = hermetic_env();
   std::vector<char*> argv, envp;
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
@@ -942,7 +1206,7 @@ void EtcdCluster::spawn_locked(int i) {
   }
   FdCloser null_closer{null_fd};
 
-  std::string header = "=== etcd-recipes: starting " + m.name + ":";
+  std::string header = "=== etcd-recipes: starting " + m.name + " (etcd " + version_.text + "):";
   for (const auto& s : args) header += " " + s;
   header += "\n";
   [[maybe_unused]] auto w = ::write(log_fd, header.data(), header.size());
@@ -1018,7 +1282,7 @@ void EtcdCluster::stop_locked(int i) {
   ::kill(m.pid, SIGTERM);
   ::kill(m.pid, SIGCONT);  // a stopped process would never see the SIGTERM
   m.paused = false;
-  const auto deadline = Clock::now() + kStopGrace;
+  const auto deadline = Clock::now() + stop_grace(version_, options_.election_timeout);
   while (Clock::now() < deadline) {
     if (reap_if_exited_locked(i)) return;
     std::this_thread::sleep_for(milliseconds(5));

@@ -16,6 +16,7 @@ namespace {
 
 using etcd::testing::EtcdCluster;
 using etcd::testing::EtcdClusterOptions;
+using etcd::testing::EtcdVersion;
 using etcd::testing::FaultProxy;
 using etcd::testing::TestCerts;
 
@@ -45,6 +46,32 @@ void bind_testing(py::module_& m) {
       },
       py::arg("dir"), py::arg("client_common_name") = "root");
 
+  py::class_<EtcdVersion>(t, "EtcdVersion", "An etcd release as `etcd --version` reports it")
+      .def_readonly("major", &EtcdVersion::major)
+      .def_readonly("minor", &EtcdVersion::minor)
+      .def_readonly("patch", &EtcdVersion::patch)
+      .def_readonly("text", &EtcdVersion::text)
+      .def("at_least", &EtcdVersion::at_least, py::arg("major"), py::arg("minor"), py::arg("patch") = 0)
+      .def("__str__", [](const EtcdVersion& v) { return v.text; })
+      .def("__repr__", [](const EtcdVersion& v) { return "EtcdVersion('" + v.text + "')"; })
+      .def("__eq__", [](const EtcdVersion& a, const EtcdVersion& b) { return a == b; })
+      .def("__lt__", [](const EtcdVersion& a, const EtcdVersion& b) { return a < b; })
+      .def("__le__", [](const EtcdVersion& a, const EtcdVersion& b) { return a <= b; })
+      .def("__gt__", [](const EtcdVersion& a, const EtcdVersion& b) { return a > b; })
+      .def("__ge__", [](const EtcdVersion& a, const EtcdVersion& b) { return a >= b; })
+      .def("__hash__", [](const EtcdVersion& v) { return py::hash(py::make_tuple(v.major, v.minor, v.patch)); });
+  t.def("default_etcd_binary", &etcd::testing::default_etcd_binary,
+        "The etcd the harness starts: $ETCD_RECIPES_ETCD, else etcd on PATH; raises RuntimeError if there is none");
+  t.def("etcdctl_binary", &etcd::testing::etcdctl_binary, py::arg("etcd_binary") = "",
+        "$ETCD_RECIPES_ETCDCTL, else the etcdctl next to the etcd binary, else etcdctl on PATH; '' if none");
+  t.def(
+      "etcd_version",
+      [](const std::string& binary) {
+        py::gil_scoped_release nogil;
+        return etcd::testing::etcd_version(binary);
+      },
+      py::arg("binary"), "What `BINARY --version` reports (asked once per binary)");
+
   py::class_<EtcdCluster, ClusterPtr>(t, "EtcdCluster")
       .def_static(
           "start",
@@ -64,7 +91,7 @@ void bind_testing(py::module_& m) {
             return ClusterPtr(EtcdCluster::start(std::move(o)).release());
           },
           py::kw_only(), py::arg("members") = 1, py::arg("heartbeat") = 0.025, py::arg("election_timeout") = 0.25,
-          py::arg("etcd_binary") = "etcd", py::arg("extra_args") = std::vector<std::string>(),
+          py::arg("etcd_binary") = "", py::arg("extra_args") = std::vector<std::string>(),
           py::arg("tls") = py::none(), py::arg("client_cert_auth") = false, py::arg("start_timeout") = 30.0)
       .def_static("start_single",
                   [] {
@@ -77,6 +104,9 @@ void bind_testing(py::module_& m) {
                     return ClusterPtr(EtcdCluster::start_three().release());
                   })
       .def_property_readonly("size", &EtcdCluster::size)
+      .def_property_readonly("binary", &EtcdCluster::binary)
+      .def_property_readonly("version", &EtcdCluster::version)
+      .def_property_readonly("etcdctl", &EtcdCluster::etcdctl)
       .def_property_readonly("tls", &EtcdCluster::tls)
       .def_property_readonly("endpoints", &EtcdCluster::endpoints)
       .def("endpoint", &EtcdCluster::endpoint, py::arg("i"))

@@ -1,11 +1,9 @@
 import itertools
-import os
-import shutil
 
 import pytest
 
 import etcd_recipes
-from etcd_recipes.testing import EtcdCluster
+from etcd_recipes.testing import EtcdCluster, have_etcd
 
 _names = itertools.count()
 
@@ -13,8 +11,8 @@ _names = itertools.count()
 @pytest.fixture(scope="session")
 def cluster():
     """One private etcd member for the whole run (each test uses its own names)."""
-    if shutil.which("etcd") is None and not os.path.exists("/usr/bin/etcd"):
-        pytest.skip("etcd is not installed (etcd-server)")
+    if not have_etcd():
+        pytest.skip("no etcd to start (set ETCD_RECIPES_ETCD, or install etcd-server)")
     with EtcdCluster.start_single() as c:
         yield c
 

@@ -1,7 +1,6 @@
 """Ctrl-C during a blocking wait, and one lock shared by two Python processes
 and `etcdctl lock` (the same key layout as etcd's own lock)."""
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -67,8 +66,10 @@ def test_ctrl_c_interrupts_an_asyncio_wait(cluster, name):
     assert out.strip() == "interrupted", err
 
 
-@pytest.mark.skipif(shutil.which("etcdctl") is None, reason="etcdctl is not installed (etcd-client)")
 def test_one_lock_two_python_processes_and_etcdctl(cluster, name, tmp_path):
+    etcdctl = cluster.etcdctl  # the one that goes with the cluster's etcd
+    if not etcdctl:
+        pytest.skip("no etcdctl (set ETCD_RECIPES_ETCDCTL, or install etcd-client)")
     log = tmp_path / "log"
     log.touch()
     worker = """
@@ -84,7 +85,7 @@ def test_one_lock_two_python_processes_and_etcdctl(cluster, name, tmp_path):
     procs = [_python(worker, cluster.endpoints_csv, name, str(log), f"py{i}") for i in range(2)]
     env = dict(os.environ, ETCDCTL_API="3")
     shell = f"echo in etcdctl >> {log}; sleep 0.1; echo out etcdctl >> {log}"
-    ctl = [subprocess.Popen(["etcdctl", f"--endpoints={cluster.endpoints_csv}", "lock", name, "--", "sh", "-c", shell],
+    ctl = [subprocess.Popen([etcdctl, f"--endpoints={cluster.endpoints_csv}", "lock", name, "--", "sh", "-c", shell],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
     for p in procs:
         _, err = p.communicate(timeout=60)

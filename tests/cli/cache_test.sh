@@ -3,7 +3,7 @@
 #
 #   bash tests/cli/cache_test.sh PATH/TO/etcd-recipes
 #
-# Starts a private etcd (ETCD_BINARY, default: etcd on PATH or /usr/bin/etcd)
+# Starts a private etcd (ETCD_RECIPES_ETCD, default: etcd on PATH)
 # on free loopback ports in a temporary directory, runs the tool against it,
 # and removes everything on exit. Prints one PASS/FAIL line per check and
 # "N passed, M failed" at the end; exits 1 if anything failed, 77 if etcd

@@ -3,12 +3,12 @@
 #
 #   bash tests/cli/elect_test.sh PATH/TO/etcd-recipes
 #
-# Starts a private etcd (ETCD_BINARY, default: etcd on PATH or /usr/bin/etcd)
+# Starts a private etcd (ETCD_RECIPES_ETCD, default: etcd on PATH)
 # on free loopback ports in a temporary directory, runs the tool against it,
 # and removes everything on exit. Prints one PASS/FAIL line per check and
 # "N passed, M failed" at the end; exits 1 if anything failed, 77 if etcd
 # cannot be started (CTest's skip code when SKIP_RETURN_CODE is set). The
-# interoperability checks need etcdctl on PATH and are skipped without it.
+# interoperability checks need etcdctl (see lib.sh) and are skipped without it.
 #
 # The commands run while leading log "start TERM" / "end TERM" lines to a
 # file; the checks read the order of those lines, never timing alone.
@@ -19,7 +19,6 @@
 
 set -u
 
-ETCDCTL=$(command -v etcdctl || true)
 TEST_NAME=elect-test
 POLL_INTERVAL=0.05
 # shellcheck source=tests/cli/lib.sh

@@ -26,7 +26,28 @@ group_alive() {
 }
 pgid_of() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f3; }
 
-ETCD=${ETCD_BINARY:-$(command -v etcd || echo /usr/bin/etcd)}
+# The etcd to start: $ETCD_RECIPES_ETCD (e.g. from `./dev.sh etcd 3.6`), else
+# etcd on PATH. etcdctl: $ETCD_RECIPES_ETCDCTL, else the one next to $ETCD,
+# else etcdctl on PATH; empty if there is none (its checks are skipped).
+ETCD=${ETCD_RECIPES_ETCD:-$(command -v etcd || echo /usr/bin/etcd)}
+if [[ -n ${ETCD_RECIPES_ETCDCTL:-} ]]; then
+  ETCDCTL=$ETCD_RECIPES_ETCDCTL
+elif [[ -x $(dirname "$ETCD")/etcdctl ]]; then
+  ETCDCTL=$(dirname "$ETCD")/etcdctl
+else
+  ETCDCTL=$(command -v etcdctl || true)
+fi
+ETCD_VERSION=$("$ETCD" --version 2>/dev/null | sed -n 's/^etcd Version: //p')
+
+# hermetic CMD...: runs CMD without the ETCD_* variables, which etcd would
+# read as flags.
+hermetic() {
+  local v unset=()
+  for v in $(compgen -e); do
+    [[ $v == ETCD_* ]] && unset+=(-u "$v")
+  done
+  env "${unset[@]}" "$@"
+}
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/etcd-recipes-$TEST_NAME.XXXXXX")
 ETCD_PID=""
@@ -156,7 +177,7 @@ start_etcd() {
     cport=$((20000 + RANDOM % 20000))
     pport=$((40000 + RANDOM % 20000))
     rm -rf "$WORK/etcd"
-    "$ETCD" --name "$TEST_NAME" --data-dir "$WORK/etcd" \
+    hermetic "$ETCD" --name "$TEST_NAME" --data-dir "$WORK/etcd" \
       --listen-client-urls "http://127.0.0.1:$cport" --advertise-client-urls "http://127.0.0.1:$cport" \
       --listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
       --initial-cluster "$TEST_NAME=http://127.0.0.1:$pport" --initial-cluster-state new \
@@ -177,9 +198,9 @@ start_etcd() {
 # Starts the private etcd, or exits 77 (CTest's skip code) if it cannot.
 start_etcd_or_skip() {
   if ! start_etcd; then
-    echo "cannot start $ETCD; its log:" >&2
+    echo "cannot start $ETCD (etcd ${ETCD_VERSION:-?}); its log:" >&2
     tail -20 "$WORK/etcd.log" >&2
     exit 77
   fi
-  echo "etcd pid $ETCD_PID at $EP"
+  echo "etcd ${ETCD_VERSION:-(unknown version)} ($ETCD) pid $ETCD_PID at $EP"
 }

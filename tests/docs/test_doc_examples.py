@@ -11,13 +11,12 @@ the Markdown file and line.
 import importlib.util
 import os
 import pathlib
-import shutil
 import sys
 
 import pytest
 
 import etcd_recipes
-from etcd_recipes.testing import EtcdCluster
+from etcd_recipes.testing import EtcdCluster, have_etcd
 
 _ROOT = pathlib.Path(__file__).resolve().parents[2]
 _PAGES = pathlib.Path(os.environ.get("ETCD_RECIPES_DOC_PAGES", _ROOT / "docs" / "recipes"))
@@ -38,8 +37,8 @@ _pages = sorted(p for p in _PAGES.glob("*.md") if p.name != "README.md")
 
 @pytest.fixture(scope="module")
 def cluster():
-    if shutil.which("etcd") is None and not os.path.exists("/usr/bin/etcd"):
-        pytest.skip("etcd is not installed (etcd-server)")
+    if not have_etcd():
+        pytest.skip("no etcd to start (set ETCD_RECIPES_ETCD, or install etcd-server)")
     with EtcdCluster.start_single() as c:
         yield c
 

@@ -76,11 +76,13 @@ struct Events {
   }
 };
 
-// Runs etcdctl (v3 API) against `endpoints`; returns its exit code and
-// appends its output to `log`.
+// Runs etcdctl (v3 API; the one that goes with the harness's etcd) against
+// `endpoints`; returns its exit code and appends its output to `log`.
 int etcdctl(const std::string& endpoints, const std::string& args, std::string& log, const fs::path& scratch) {
   const fs::path out = scratch / "etcdctl.out";
-  const std::string cmd = "ETCDCTL_API=3 timeout 30 etcdctl --endpoints=" + endpoints +
+  static const std::string found = etcd::testing::etcdctl_binary();
+  const std::string ctl = found.empty() ? "etcdctl" : "'" + found + "'";
+  const std::string cmd = "ETCDCTL_API=3 timeout 30 " + ctl + " --endpoints=" + endpoints +
                           " --dial-timeout=5s --command-timeout=10s " + args + " > " + out.string() + " 2>&1";
   const int rc = std::system(cmd.c_str());
   std::ifstream in(out);

@@ -14,6 +14,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -465,6 +466,171 @@ TEST(EtcdClusterTest, LogDirOption) {
   }
   EXPECT_FALSE(fs::is_empty(logs)) << "logs in a user log_dir are kept";
   fs::remove_all(logs);
+}
+
+// --- which etcd: ETCD_RECIPES_ETCD, version(), flags per release -----------
+
+// Sets (or, with nullopt, unsets) an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(std::string name, std::optional<std::string> value) : name_(std::move(name)) {
+    if (const char* old = std::getenv(name_.c_str())) old_ = old;
+    if (value) {
+      ::setenv(name_.c_str(), value->c_str(), 1);
+    } else {
+      ::unsetenv(name_.c_str());
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_.c_str(), old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_.c_str());
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
+// What `binary --version` prints after "etcd Version: ", asked directly.
+std::string reported_version(const std::string& binary) {
+  const std::string cmd = "'" + binary + "' --version 2>&1";
+  FILE* f = ::popen(cmd.c_str(), "r");
+  if (f == nullptr) return {};
+  std::string out;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, f) != nullptr) out += buf;
+  ::pclose(f);
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    const std::string tag = "etcd Version: ";
+    if (line.rfind(tag, 0) == 0) return line.substr(tag.size());
+  }
+  return {};
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(EtcdClusterTest, VersionIsWhatTheBinaryReports) {
+  auto c = EtcdCluster::start();
+  EXPECT_EQ(c->binary(), etcd::testing::default_etcd_binary());
+  if (const char* env = std::getenv("ETCD_RECIPES_ETCD"); env != nullptr && *env != '\0') {
+    EXPECT_EQ(c->binary(), fs::absolute(env).string());
+  }
+  const std::string reported = reported_version(c->binary());
+  ASSERT_FALSE(reported.empty()) << c->binary();
+  EXPECT_EQ(c->version().text, reported);
+  EXPECT_EQ(std::to_string(c->version().major) + "." + std::to_string(c->version().minor) + "." +
+                std::to_string(c->version().patch),
+            reported.substr(0, reported.find_first_not_of("0123456789.")));
+  EXPECT_EQ(c->version(), etcd::testing::etcd_version(c->binary()));
+  EXPECT_GE(c->version().major, 3);
+  // The member's log names the release it started.
+  EXPECT_NE(read_file(c->log_path(0)).find("=== etcd-recipes: starting m0 (etcd " + reported + "):"),
+            std::string::npos)
+      << c->log_tail(0);
+}
+
+TEST(EtcdClusterTest, EtcdRecipesEtcdDecidesWhatStarts) {
+  const std::string real = etcd::testing::default_etcd_binary();
+  const fs::path dir = make_temp_dir();
+  const fs::path wrapper = dir / "etcd";
+  const fs::path marker = dir / "started";
+  {
+    std::ofstream out(wrapper);
+    out << "#!/bin/sh\necho \"$@\" >> '" << marker.string() << "'\nexec '" << real << "' \"$@\"\n";
+  }
+  fs::permissions(wrapper, fs::perms::owner_all);
+  {
+    ScopedEnv env("ETCD_RECIPES_ETCD", wrapper.string());
+    EXPECT_EQ(etcd::testing::default_etcd_binary(), wrapper.string());
+    auto c = EtcdCluster::start();
+    EXPECT_EQ(c->binary(), wrapper.string());
+    EXPECT_EQ(c->version().text, reported_version(real));
+    const std::string calls = read_file(marker);
+    EXPECT_NE(calls.find("--version"), std::string::npos) << calls;
+    EXPECT_NE(calls.find("--name m0"), std::string::npos) << calls;
+    // An explicit EtcdClusterOptions::etcd_binary wins over the variable.
+    EtcdClusterOptions o;
+    o.etcd_binary = real;
+    EXPECT_EQ(EtcdCluster::start(o)->binary(), real);
+  }
+  {
+    ScopedEnv env("ETCD_RECIPES_ETCD", (dir / "missing").string());
+    try {
+      EtcdCluster::start();
+      ADD_FAILURE() << "expected std::runtime_error";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("ETCD_RECIPES_ETCD"), std::string::npos) << e.what();
+    }
+  }
+  fs::remove_all(dir);
+}
+
+TEST(EtcdClusterTest, EtcdctlGoesWithTheEtcdBinary) {
+  const fs::path dir = make_temp_dir();
+  for (const char* name : {"etcd", "etcdctl"}) {
+    std::ofstream(dir / name) << "#!/bin/sh\n";
+    fs::permissions(dir / name, fs::perms::owner_all);
+  }
+  {
+    ScopedEnv ctl("ETCD_RECIPES_ETCDCTL", std::nullopt);
+    ScopedEnv env("ETCD_RECIPES_ETCD", (dir / "etcd").string());
+    EXPECT_EQ(etcd::testing::etcdctl_binary(), (dir / "etcdctl").string());
+    EXPECT_EQ(etcd::testing::etcdctl_binary((dir / "etcd").string()), (dir / "etcdctl").string());
+  }
+  {
+    ScopedEnv ctl("ETCD_RECIPES_ETCDCTL", (dir / "etcdctl").string());
+    EXPECT_EQ(etcd::testing::etcdctl_binary("/nonexistent/etcd"), (dir / "etcdctl").string());
+  }
+  fs::remove_all(dir);
+}
+
+TEST(EtcdClusterTest, ExperimentalFlagsAreSpelledForTheRelease) {
+  using etcd::testing::EtcdVersion;
+  using etcd::testing::spell_flags_for;
+  using V = std::vector<std::string>;
+  const EtcdVersion v35{3, 5, 21, "3.5.21"};
+  const EtcdVersion v36{3, 6, 0, "3.6.0"};
+  const EtcdVersion v37{3, 7, 1, "3.7.1"};
+  const V old_names = {"--experimental-watch-progress-notify-interval=5s", "--experimental-compaction-batch-limit",
+                       "100", "--experimental-initial-corrupt-check", "--max-txn-ops=8", "positional"};
+  const V new_names = {"--watch-progress-notify-interval=5s", "--compaction-batch-limit", "100",
+                       "--feature-gates=InitialCorruptCheck=true", "--max-txn-ops=8", "positional"};
+  EXPECT_EQ(spell_flags_for(v35, old_names), old_names);
+  EXPECT_EQ(spell_flags_for(v36, old_names), new_names);
+  EXPECT_EQ(spell_flags_for(v37, old_names), new_names);
+  EXPECT_EQ(spell_flags_for(v37, new_names), new_names);
+  EXPECT_EQ(spell_flags_for(v35, new_names),
+            (V{"--experimental-watch-progress-notify-interval=5s", "--experimental-compaction-batch-limit", "100",
+               "--experimental-initial-corrupt-check=true", "--max-txn-ops=8", "positional"}));
+  EXPECT_EQ(spell_flags_for(v36, {"-experimental-enable-lease-checkpoint=false"}),
+            V{"--feature-gates=LeaseCheckpoint=false"});
+  // A gate without an old flag stays as it is (etcd before 3.6 rejects it).
+  EXPECT_EQ(spell_flags_for(v35, {"--feature-gates=AllAlpha=true"}), V{"--feature-gates=AllAlpha=true"});
+  EXPECT_LT(v35, v36);
+  EXPECT_TRUE(v37.at_least(3, 6));
+  EXPECT_FALSE(v35.at_least(3, 6));
+}
+
+TEST(EtcdClusterTest, ExperimentalFlagStartsOnEveryRelease) {
+  // 3.7 refuses the old name, 3.4 and 3.5 know only the old one.
+  EtcdClusterOptions o;
+  o.extra_args = {"--experimental-watch-progress-notify-interval=5s"};
+  auto c = EtcdCluster::start(o);
+  EXPECT_TRUE(c->healthy(0));
+  const std::string log = read_file(c->log_path(0));
+  const bool renamed = c->version().at_least(3, 6);
+  EXPECT_NE(log.find(renamed ? " --watch-progress-notify-interval=5s" : " --experimental-watch-progress-notify-interval=5s"),
+            std::string::npos)
+      << c->log_tail(0);
 }
 
 // ===========================================================================

@@ -166,10 +166,15 @@ void start_view(Demo& d) {
 
 void start_etcd(Demo& d) {
   const int n = d.options.members;
-  d.say(cat("starting ", n, " ", d.options.etcd_binary, n == 1 ? " member" : " members", " on free loopback ports..."));
+  // --etcd, else $ETCD_RECIPES_ETCD, else etcd on PATH.
+  const std::string binary =
+      d.options.etcd_binary.empty() ? etcd::testing::default_etcd_binary() : d.options.etcd_binary;
+  const auto version = etcd::testing::etcd_version(binary);
+  d.say(cat("starting ", n, " etcd ", version.text, n == 1 ? " member" : " members", " (", binary,
+            ") on free loopback ports..."));
   etcd::testing::EtcdClusterOptions options;
   options.members = n;
-  options.etcd_binary = d.options.etcd_binary;
+  options.etcd_binary = binary;
   d.cluster = etcd::testing::EtcdCluster::start(std::move(options));
   std::string pids;
   for (int i = 0; i < n; ++i) pids += cat(i == 0 ? "" : ", ", d.cluster->pid(i));
@@ -824,8 +829,9 @@ void add_demo_command(Commands& commands) {
       "Start a private etcd in a temporary directory and run a short scripted scenario against it, every recipe "
       "family in several processes, with a live view of their state (needs no --endpoints; cleans up on exit and "
       "on SIGINT/SIGTERM)");
-  cmd->add_option("--etcd", options->etcd_binary, "The etcd server binary (a path, or a name searched on PATH)")
-      ->capture_default_str();
+  cmd->add_option("--etcd", options->etcd_binary,
+                  "The etcd server binary (a path, or a name searched on PATH); default: $ETCD_RECIPES_ETCD, else "
+                  "etcd on PATH");
   cmd->add_option("--members", options->members,
                   "etcd members: 1, or 3 to also kill the raft leader member while recipes run")
       ->check(CLI::IsMember({1, 3}))

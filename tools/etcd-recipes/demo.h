@@ -57,7 +57,7 @@ inline constexpr std::string_view kWorkers = "demo/workers";
 }  // namespace names
 
 struct Options {
-  std::string etcd_binary = "etcd";
+  std::string etcd_binary;  // empty: $ETCD_RECIPES_ETCD, else etcd on PATH
   int members = 1;
   bool view = true;
 };

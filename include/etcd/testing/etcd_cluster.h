@@ -1,7 +1,15 @@
 #pragma once
 
-// etcd::testing::EtcdCluster — starts real etcd processes (Debian's
-// /usr/bin/etcd, 3.4.x) on free loopback ports for tests.
+// etcd::testing::EtcdCluster — starts real etcd processes on free loopback
+// ports for tests.
+//
+// Which etcd: EtcdClusterOptions::etcd_binary if set, else the path in the
+// environment variable ETCD_RECIPES_ETCD, else `etcd` on PATH (Debian 12's
+// etcd-server is 3.4). `./dev.sh etcd 3.6` builds a pinned release and prints
+// its path (docs/testing.md). The harness reads the release from
+// `etcd --version` (version()) and spells its flags for it: etcd 3.6 renamed
+// the --experimental-* flags and 3.7 removed the old names, so extra_args may
+// use either spelling on every release.
 //
 //   auto cluster = etcd::testing::EtcdCluster::start_three();
 //   MyClient client(cluster->endpoints());           // "127.0.0.1:PORT" each
@@ -31,26 +39,72 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <compare>
 #include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "etcd/testing/certs.h"
 
 namespace etcd::testing {
 
+// An etcd release, as `etcd --version` reports it ("etcd Version: 3.6.16").
+struct EtcdVersion {
+  int major = 0;
+  int minor = 0;
+  int patch = 0;
+  std::string text;  // as printed, e.g. "3.6.16" or "3.7.0-rc.0"
+
+  bool at_least(int maj, int min, int pat = 0) const {
+    return std::tie(major, minor, patch) >= std::tie(maj, min, pat);
+  }
+  // Compares the numbers only (a pre-release sorts with its release).
+  friend bool operator==(const EtcdVersion& a, const EtcdVersion& b) {
+    return std::tie(a.major, a.minor, a.patch) == std::tie(b.major, b.minor, b.patch);
+  }
+  friend std::strong_ordering operator<=>(const EtcdVersion& a, const EtcdVersion& b) {
+    return std::tie(a.major, a.minor, a.patch) <=> std::tie(b.major, b.minor, b.patch);
+  }
+};
+
+// The etcd server binary the harness starts when EtcdClusterOptions::
+// etcd_binary is empty: the path in $ETCD_RECIPES_ETCD if that is set and not
+// empty, else `etcd` searched on PATH, then /usr/bin and /usr/local/bin.
+// Returns an absolute path; throws std::runtime_error if there is none (or
+// $ETCD_RECIPES_ETCD names no executable).
+std::string default_etcd_binary();
+
+// The etcdctl that goes with an etcd binary (empty: default_etcd_binary()):
+// $ETCD_RECIPES_ETCDCTL if set, else the etcdctl in the same directory as the
+// etcd binary, else etcdctl on PATH / in /usr/bin. Empty if there is none.
+std::string etcdctl_binary(const std::string& etcd_binary = {});
+
+// Runs `binary --version` (bounded by 10 s) once per binary and process and
+// returns what it reports; later calls for the same file answer from memory.
+// Throws std::runtime_error if it does not run or prints no version.
+EtcdVersion etcd_version(const std::string& binary);
+
+// `args` (etcd flags) spelled for release `v`: from 3.6 on, the renamed
+// --experimental-* flags are given their new names (or --feature-gates=X=...
+// where etcd made them feature gates); before 3.6, the new names are given
+// the old ones. Forms: --flag=value, --flag value, and a bare boolean flag.
+std::vector<std::string> spell_flags_for(const EtcdVersion& v, std::vector<std::string> args);
+
 struct EtcdClusterOptions {
   int members = 1;
   std::chrono::milliseconds heartbeat{25};
   std::chrono::milliseconds election_timeout{250};
+  // Empty: default_etcd_binary() ($ETCD_RECIPES_ETCD, else `etcd` on PATH).
   // A path (contains '/') is used as is; a bare name is searched on PATH,
   // then /usr/bin and /usr/local/bin.
-  std::string etcd_binary = "etcd";
-  // Appended last to every member's command line; etcd's flag parser lets a
-  // later flag win, so e.g. {"--log-level=info"} overrides our default.
+  std::string etcd_binary;
+  // Appended last to every member's command line (through
+  // spell_flags_for(version(), ...)); etcd's flag parser lets a later flag
+  // win, so e.g. {"--log-level=info"} overrides our default.
   std::vector<std::string> extra_args;
   bool keep_data_on_failure = false;
   // Bound for start() (including port-collision retries) and restart().
@@ -86,6 +140,11 @@ class EtcdCluster {
 
   int size() const;
   const EtcdClusterOptions& options() const { return options_; }
+  // The etcd binary the members run (absolute path) and its release.
+  const std::string& binary() const { return binary_; }
+  const EtcdVersion& version() const { return version_; }
+  // etcdctl_binary(binary()): empty if there is none.
+  std::string etcdctl() const { return etcdctl_binary(binary_); }
   bool tls() const { return options_.tls.has_value(); }
   // "http" or "https" (scheme of the client URLs).
   std::string scheme() const;
@@ -103,8 +162,12 @@ class EtcdCluster {
   int metrics_port(int i) const;
 
   // --- member control ----------------------------------------------------
-  // SIGTERM (+SIGCONT in case it is paused), wait up to 5 s, then SIGKILL;
-  // always reaps. No-op if not running.
+  // SIGTERM (+SIGCONT in case it is paused), wait for the member to exit,
+  // then SIGKILL; always reaps. No-op if not running. The wait is 5 s on
+  // etcd 3.4; etcd 3.5 and newer first wait up to their request timeout
+  // (5 s + 2 election timeouts) for open client streams such as watches to
+  // end before they hand leadership over and exit, so stop() waits that much
+  // longer for them (a member a client watches on takes ~5.5 s to stop).
   void stop(int i);
   // SIGKILL + reap. No-op if not running.
   void kill(int i);
@@ -186,6 +249,7 @@ class EtcdCluster {
 
   EtcdClusterOptions options_;
   std::string binary_;
+  EtcdVersion version_;
   std::filesystem::path dir_;
   std::string token_;
   bool failed_ = false;
