@@ -187,6 +187,7 @@ void bind_testing(py::module_& m) {
           },
           py::arg("seconds"))
       .def("blackhole", &FaultProxy::blackhole, py::call_guard<py::gil_scoped_release>())
+      .def("blackhole_then_reset", &FaultProxy::blackhole_then_reset, py::call_guard<py::gil_scoped_release>())
       .def("reset_all", &FaultProxy::reset_all, py::call_guard<py::gil_scoped_release>())
       .def("cut", &FaultProxy::cut, py::call_guard<py::gil_scoped_release>())
       .def("restore", &FaultProxy::restore, py::call_guard<py::gil_scoped_release>())
