@@ -206,7 +206,14 @@ Load measure_load(Context& ctx) {
   }
   etcd::DeleteOptions all;
   all.prefix = true;
-  auto deleted = ctx.client.del(path + "/", all).timeout(std::chrono::seconds(30)).wait().value();
+  // Deleting a prefix is safe to repeat: after an unknown outcome (a member
+  // too busy with 100k deletes to answer the client's check in time) the
+  // same delete again leaves the prefix empty either way.
+  auto deleting = ctx.client.del(path + "/", all).timeout(std::chrono::seconds(30)).wait();
+  for (int attempt = 1; attempt < 5 && !deleting.ok() && deleting.status().is(etcd::Errc::kOutcomeUnknown); ++attempt) {
+    deleting = ctx.client.del(path + "/", all).timeout(std::chrono::seconds(30)).wait();
+  }
+  const auto deleted = std::move(deleting).value();
   // 100k deleted keys stay in etcd's index as tombstones until a compaction:
   // without one, every later write of the run was ~7x slower (counter_add_seq
   // measured 189 adds/s after this load, 1,400 without it).

@@ -223,9 +223,6 @@ double watch_resume_gap_events(Context& ctx) {
   const int leader = cluster.wait_for_leader(std::chrono::seconds(30));
   const int victim = (leader + 1) % 3;  // a follower: the writes go on without an election
 
-  etcd::ClientOptions watcher_options;
-  watcher_options.endpoints = endpoints_starting_with(ctx, victim);
-  etcd::Client watcher_client(watcher_options);
   struct Seen {
     std::mutex mu;
     std::condition_variable cv;
@@ -235,20 +232,29 @@ double watch_resume_gap_events(Context& ctx) {
   auto seen = std::make_shared<Seen>();
   etcd::WatchOptions watch_options;
   watch_options.prefix = true;
-  etcd::Watcher watcher = watcher_client.watch(prefix, watch_options, [seen](etcd::Result<etcd::WatchResponse> r) {
-    std::lock_guard lock(seen->mu);
-    if (!r.ok()) {
-      seen->error = r.status();
-    } else {
-      for (const auto& e : r->events) seen->revisions.push_back(e.kv.mod_revision);
+  etcd::ClientOptions watcher_options;
+  watcher_options.endpoints = endpoints_starting_with(ctx, victim);
+  std::optional<etcd::Client> watcher_client;
+  etcd::Watcher watcher;
+  // The watch must run on the member to be killed; a loaded machine can
+  // make a new client move on before its watch is created: try again.
+  for (int attempt = 1;; ++attempt) {
+    watcher_client.emplace(watcher_options);
+    watcher = watcher_client->watch(prefix, watch_options, [seen](etcd::Result<etcd::WatchResponse> r) {
+      std::lock_guard lock(seen->mu);
+      if (!r.ok()) {
+        seen->error = r.status();
+      } else {
+        for (const auto& e : r->events) seen->revisions.push_back(e.kv.mod_revision);
+      }
+      seen->cv.notify_all();
+    });
+    if (!watcher.wait_created(Clock::now() + std::chrono::seconds(10))) {
+      throw std::runtime_error("the watch was not created within 10 s");
     }
-    seen->cv.notify_all();
-  });
-  if (!watcher.wait_created(Clock::now() + std::chrono::seconds(10))) {
-    throw std::runtime_error("the watch was not created within 10 s");
-  }
-  if (watcher_client.current_endpoint() != ctx.cluster().endpoint(victim)) {
-    throw std::runtime_error("the watcher does not talk to the member to be killed");
+    if (watcher_client->current_endpoint() == ctx.cluster().endpoint(victim)) break;
+    if (attempt == 3) throw std::runtime_error("the watcher does not talk to the member to be killed (3 tries)");
+    watcher.cancel();
   }
 
   etcd::ClientOptions writer_options;
@@ -287,7 +293,7 @@ double watch_resume_gap_events(Context& ctx) {
   const std::set<int64_t> delivered(seen->revisions.begin(), seen->revisions.end());
   int missing = 0;
   for (const int64_t rev : written) missing += delivered.contains(rev) ? 0 : 1;
-  const auto stats = watcher_client.stats();
+  const auto stats = watcher_client->stats();
   ctx.note(
       fmt("watch_resume_gap_events: killed member %d under the watch after %d of %d writes; %zu events "
           "delivered, %d missing, %zu duplicates, %llu stream restart(s), %d writer retries%s",
