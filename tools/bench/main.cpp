@@ -370,10 +370,16 @@ int run(int argc, char** argv) {
                  "seconds a metric may run before the run is stopped as hung (exit status 3)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  std::string etcd_binary;
+  auto* etcd_option = app.add_option("--etcd", etcd_binary,
+                 "the etcd binary the bench starts (default: $ETCD_RECIPES_ETCD, else etcd on PATH); ./dev.sh etcd "
+                 "VERSION prints one per supported release")
+      ->check(CLI::ExistingFile);
   std::string endpoints_csv;
-  app.add_option("--endpoints", endpoints_csv,
+  auto* endpoints_option = app.add_option("--endpoints", endpoints_csv,
                  "run against this existing cluster (comma-separated host:port) instead of starting one; metrics that "
                  "start, stop or kill members are skipped (and say so)");
+  endpoints_option->excludes(etcd_option);
   CLI11_PARSE(app, argc, argv);
 
   if (list) {
@@ -417,6 +423,7 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "starting %d etcd member(s)...\n", s.members);
     etcd::testing::EtcdClusterOptions cluster_options;
     cluster_options.members = s.members;
+    cluster_options.etcd_binary = etcd_binary;
     cluster_options.heartbeat = info.heartbeat;
     cluster_options.election_timeout = info.election;
     cluster = etcd::testing::EtcdCluster::start(std::move(cluster_options));
