@@ -131,9 +131,10 @@ if(TARGET etcd-recipes)
   set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME etcd-recipes-tools)
   set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION utils)
   # etcd-server: `etcd-recipes demo` starts a private etcd member.
-  # golang-*: etcd-recipes-bench builds a Go peer (share/etcd-recipes/bench)
-  # to compare with etcd's own client.
-  set(CPACK_DEBIAN_TOOLS_PACKAGE_SUGGESTS "etcd-server, golang-go, golang-etcd-server-dev")
+  # etcd-recipes-bench --go-peer builds a Go peer (share/etcd-recipes/bench)
+  # from etcd's Go client module: it needs Go 1.21 or newer, newer than
+  # Debian 12's golang-go, so no package is suggested for it.
+  set(CPACK_DEBIAN_TOOLS_PACKAGE_SUGGESTS "etcd-server")
   cpack_add_component(
     tools
     DISPLAY_NAME "etcd-recipes command-line tools"

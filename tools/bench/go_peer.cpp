@@ -1,18 +1,25 @@
-// --go-peer: etcd's own Go client (clientv3) measured against the same
-// cluster in the same run, as a reference for what a mature client gets out
-// of this machine right now.
+// --go-peer: etcd's own Go client (go.etcd.io/etcd/client/v3) measured
+// against the same cluster in the same run, as a reference for what a mature
+// client gets out of this machine right now.
 //
-// go-peer/main.go is built at run time, offline, in GOPATH mode against
-// Debian's golang-etcd-server-dev sources. The work dir (and with it Go's
-// build cache) persists across runs, so only the first run pays for a full
-// build.
+// go-peer/main.go is built at run time in module mode, against the client
+// release of the server's minor as pinned in tools/etcd-releases/versions.txt
+// (a 3.4 server, which has no client/v3 module, gets the oldest pinned
+// client; ETCD_RECIPES_GO_CLIENT=x.y.z overrides). The go.mod is written into
+// a work dir per client release, `go mod tidy` produces its go.sum (offline
+// when the module cache has everything), and Go's module and build caches
+// persist across runs, so only the first run per release downloads and builds.
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -25,8 +32,6 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::duration_cast;
 using std::chrono::milliseconds;
-
-const fs::path kGoCode = "/usr/share/gocode";
 
 fs::path find_go_peer_source(const Settings& settings) {
   std::vector<fs::path> candidates;
@@ -48,22 +53,74 @@ fs::path default_workdir() {
   return fs::temp_directory_path() / ("etcd-recipes-bench-go-" + std::to_string(::getuid()));
 }
 
-// GOPATH mode wants the package at $GOPATH/src/<import path>; a symlink
-// keeps the single copy of the source in the repository.
-fs::path link_into_gopath(const fs::path& source, const fs::path& gopath) {
-  const fs::path link = gopath / "src/etcdbench";
-  fs::create_directories(link.parent_path());
-  std::error_code ec;
-  if (fs::read_symlink(link, ec) == source) return link;
-  // Replace via rename so a concurrent run never sees a missing link.
-  const fs::path tmp = link.parent_path() / (".etcdbench." + std::to_string(::getpid()));
-  fs::remove(tmp, ec);
-  fs::create_directory_symlink(source, tmp);
-  fs::rename(tmp, link);
-  return link;
+std::string millis_flag(Clock::duration d) { return std::to_string(duration_cast<milliseconds>(d).count()) + "ms"; }
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-std::string millis_flag(Clock::duration d) { return std::to_string(duration_cast<milliseconds>(d).count()) + "ms"; }
+// Writes `text` to `p` unless it holds it already; true if it wrote.
+bool write_if_changed(const fs::path& p, const std::string& text) {
+  std::error_code ec;
+  if (fs::exists(p, ec) && read_text(p) == text) return false;
+  const fs::path tmp = p.string() + "." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    if (!out) throw std::runtime_error("cannot write " + tmp.string());
+  }
+  fs::rename(tmp, p);
+  return true;
+}
+
+// "3.6.16" -> "3.6"
+std::string minor_of(const std::string& version) {
+  const auto first = version.find('.');
+  if (first == std::string::npos) return version;
+  return version.substr(0, version.find('.', first + 1));
+}
+
+// The client/v3 release for a server release, from the pin file: the pinned
+// "go" release of the same minor, else the oldest pinned one for an older
+// server (3.4), else the newest (a server newer than every pin).
+std::string go_client_for(const fs::path& pins, const std::string& server) {
+  std::ifstream in(pins);
+  if (!in) throw Skipped("the etcd release pins are missing: " + pins.string());
+  std::vector<std::pair<std::string, std::string>> go;  // (minor, version), in file order
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string minor, version, source, extra;
+    if (line.empty() || line[0] == '#' || !(fields >> minor >> version >> source) || (fields >> extra)) continue;
+    if (source == "go") go.emplace_back(minor, version);
+  }
+  if (go.empty()) throw std::runtime_error(pins.string() + " pins no Go release");
+  const std::string want = minor_of(server);
+  for (const auto& [minor, version] : go) {
+    if (minor == want) return version;
+  }
+  auto number = [](const std::string& minor) {
+    const auto dot = minor.find('.');
+    return std::pair(std::atoi(minor.c_str()), dot == std::string::npos ? 0 : std::atoi(minor.c_str() + dot + 1));
+  };
+  if (!server.empty() && number(want) > number(go.back().first)) return go.back().second;
+  return go.front().second;
+}
+
+// versions.txt beside the source (an installed copy) or in the source tree.
+fs::path find_pins(const fs::path& source) {
+  for (const fs::path& p : {source / "versions.txt", source.parent_path().parent_path() / "etcd-releases/versions.txt"}) {
+    std::error_code ec;
+    if (fs::exists(p, ec)) return p;
+  }
+  throw Skipped("tools/etcd-releases/versions.txt not found next to " + source.string());
+}
+
+std::string server_version(Context& ctx) {
+  if (ctx.has_cluster()) return ctx.cluster().version().text;
+  auto status = ctx.client.status().wait();
+  return status.ok() ? status->version : std::string();
+}
 
 // Builds the Go peer once per run; returns the binary and its environment.
 struct GoPeer {
@@ -72,32 +129,63 @@ struct GoPeer {
 
 GoPeer build_go_peer(Context& ctx) {
   const auto go = find_on_path("go");
-  if (!go) throw Skipped("`go` not found on PATH; install golang-go and golang-etcd-server-dev");
-  if (!fs::exists(kGoCode / "src/go.etcd.io/etcd/clientv3")) {
-    throw Skipped("etcd's Go client sources are missing; install golang-etcd-server-dev");
-  }
+  if (!go) throw Skipped("`go` not found on PATH (Go 1.21 or newer; it builds etcd's Go client from its module)");
   const fs::path source = find_go_peer_source(ctx.settings);
-  const fs::path workdir = ctx.settings.go_workdir.empty() ? default_workdir() : ctx.settings.go_workdir;
-  const fs::path gopath = workdir / "gopath";
-  link_into_gopath(source, gopath);
+  const std::string server = server_version(ctx);
+  const char* forced = std::getenv("ETCD_RECIPES_GO_CLIENT");
+  const std::string client = forced && *forced ? std::string(forced) : go_client_for(find_pins(source), server);
+  const fs::path base = ctx.settings.go_workdir.empty() ? default_workdir() : ctx.settings.go_workdir;
+  const fs::path workdir = base / ("client-" + client);
+  fs::create_directories(workdir);
+
+  const std::string gomod = "module etcd-recipes/etcdbench\n\ngo 1.21\n\nrequire go.etcd.io/etcd/client/v3 v" + client +
+                            "\n";
+  // go.mod and go.sum are produced here; `go mod tidy` rewrites go.mod, so
+  // the template is kept beside it to tell whether the pin changed.
+  if (write_if_changed(workdir / "go.mod.in", gomod) || !fs::exists(workdir / "go.sum")) {
+    write_if_changed(workdir / "go.mod", gomod);
+    std::error_code ec;
+    fs::remove(workdir / "go.sum", ec);
+  }
+  write_if_changed(workdir / "main.go", read_text(source / "main.go"));
   const fs::path binary = workdir / "etcdbench";
 
-  const std::map<std::string, std::string> env = {
-      {"GO111MODULE", "off"},
-      {"GOPROXY", "off"},
-      {"GOFLAGS", ""},
-      {"GOPATH", gopath.string() + ":" + kGoCode.string()},
-      {"GOCACHE", (workdir / "cache").string()},
+  std::map<std::string, std::string> env = {
+      {"GO111MODULE", "on"},
+      {"GOFLAGS", "-mod=mod"},
+      {"GOWORK", "off"},
   };
+  // Go's own build cache, shared with `./dev.sh etcd` (the client's
+  // dependencies are the server's); a cache in the work dir only where Go
+  // has no default one.
+  const char* home = std::getenv("HOME");
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* gocache = std::getenv("GOCACHE");
+  if (!(gocache && *gocache) && !(home && *home) && !(xdg && *xdg)) env["GOCACHE"] = (base / "cache").string();
   const auto build_start = Clock::now();
-  const auto build =
-      run_process({go->string(), "build", "-o", binary.string(), "etcdbench"}, env, std::chrono::minutes(5));
+  auto go_run = [&](std::vector<std::string> args, const std::map<std::string, std::string>& extra) {
+    args.insert(args.begin(), {go->string(), "-C", workdir.string()});
+    auto e = env;
+    for (const auto& [k, v] : extra) e[k] = v;
+    return run_process(args, e, std::chrono::minutes(10));
+  };
+  if (!fs::exists(workdir / "go.sum")) {
+    // Offline first: the module cache may hold everything already.
+    if (const auto offline = go_run({"mod", "tidy"}, {{"GOPROXY", "off"}}); offline.exit_code != 0) {
+      const auto tidy = go_run({"mod", "tidy"}, {});
+      if (tidy.timed_out || tidy.exit_code != 0) {
+        throw std::runtime_error("go mod tidy for the Go peer (client v" + client + ") failed:\n" + tail(tidy.err));
+      }
+    }
+  }
+  const auto build = go_run({"build", "-o", binary.string(), "."}, {});
   if (build.timed_out || build.exit_code != 0) {
     throw std::runtime_error("building the Go peer failed:\n" + tail(build.err));
   }
   char built[64];
   std::snprintf(built, sizeof built, "%.1f", std::chrono::duration<double>(Clock::now() - build_start).count());
-  ctx.note("go peer: " + source.string() + " built in " + built + " s (cache: " + workdir.string() + ")");
+  ctx.note("go peer: go.etcd.io/etcd/client/v3 v" + client + " (server " + (server.empty() ? "?" : server) +
+           "), built in " + built + " s (" + workdir.string() + ")");
   return GoPeer{binary};
 }
 

@@ -1,10 +1,12 @@
-// Command etcdbench measures etcd's own Go client (clientv3) with the same
+// Command etcdbench measures etcd's own Go client (go.etcd.io/etcd/client/v3,
+// with its concurrency and experimental/recipes packages) with the same
 // workloads as etcd-recipes-bench, so the C++ numbers can be compared with a
 // reference client against the same server in the same run. It prints one
 // JSON object on stdout; diagnostics go to stderr.
 //
-// Built in GOPATH mode against Debian's golang-etcd-server-dev; see
-// ../README.md.
+// Built in module mode by etcd-recipes-bench (go_peer.cpp), which writes the
+// go.mod: the client release of the same minor as the server it measures,
+// pinned in tools/etcd-releases/versions.txt; see ../README.md.
 package main
 
 import (
@@ -18,9 +20,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.etcd.io/etcd/clientv3"
-	"go.etcd.io/etcd/clientv3/concurrency"
-	recipe "go.etcd.io/etcd/contrib/recipes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	recipe "go.etcd.io/etcd/client/v3/experimental/recipes"
 )
 
 // Must match the C++ bench so that both clients send identical requests.
@@ -152,7 +154,7 @@ func run(endpoints []string, d time.Duration) (map[string]float64, error) {
 	// lock_cycle_many: one Mutex per goroutine, each on its own name, all on
 	// the one session. A Mutex is not safe for concurrent use, but worker i
 	// only ever uses mutexes[i].
-	// etcd's contrib/recipes Queue: Enqueue is one create-if-absent Txn
+	// etcd's experimental/recipes Queue: Enqueue is one create-if-absent Txn
 	// under prefix/<unix nanos>; Dequeue reads the oldest key (a Get sorted
 	// by create revision) and deletes it with a Txn guarded by its mod
 	// revision.
