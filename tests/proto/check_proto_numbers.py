@@ -24,8 +24,28 @@ REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 DEFAULT_OUR_KV = os.path.join(REPO, "proto", "etcd", "mvccpb", "kv.proto")
 DEFAULT_OUR_RPC = os.path.join(REPO, "proto", "etcd", "etcdserverpb", "rpc.proto")
 GOCODE_ETCD = "/usr/share/gocode/src/go.etcd.io/etcd"
-DEFAULT_REF_KV = os.path.join(GOCODE_ETCD, "mvcc", "mvccpb", "kv.proto")
-DEFAULT_REF_RPC = os.path.join(GOCODE_ETCD, "etcdserver", "etcdserverpb", "rpc.proto")
+DEBIAN_REF = (  # etcd 3.4, Debian's golang-etcd-server-dev
+    "debian",
+    os.path.join(GOCODE_ETCD, "mvcc", "mvccpb", "kv.proto"),
+    os.path.join(GOCODE_ETCD, "etcdserver", "etcdserverpb", "rpc.proto"),
+)
+
+
+def module_refs():
+    """etcd's own .proto files of every go.etcd.io/etcd/api/v3 release in the
+    Go module cache (./dev.sh etcd VERSION puts each supported one there)."""
+    cache = os.environ.get("GOMODCACHE") or os.path.join(
+        os.environ.get("GOPATH") or os.path.join(os.path.expanduser("~"), "go"), "pkg", "mod")
+    base = os.path.join(cache, "go.etcd.io", "etcd", "api")
+    refs = []
+    if os.path.isdir(base):
+        for name in sorted(os.listdir(base)):
+            if not name.startswith("v3@v"):
+                continue
+            root = os.path.join(base, name)
+            refs.append((name.split("@", 1)[1], os.path.join(root, "mvccpb", "kv.proto"),
+                         os.path.join(root, "etcdserverpb", "rpc.proto")))
+    return refs
 
 SKIP_CODE = 77
 
@@ -450,13 +470,18 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--our-kv", default=DEFAULT_OUR_KV)
     ap.add_argument("--our-rpc", default=DEFAULT_OUR_RPC)
-    ap.add_argument("--ref-kv", default=DEFAULT_REF_KV)
-    ap.add_argument("--ref-rpc", default=DEFAULT_REF_RPC)
+    ap.add_argument("--ref-kv", help="one reference kv.proto (default: every release found)")
+    ap.add_argument("--ref-rpc", help="one reference rpc.proto (with --ref-kv)")
     args = ap.parse_args(argv)
 
-    missing_ref = [p for p in (args.ref_kv, args.ref_rpc) if not os.path.isfile(p)]
-    if missing_ref:
-        print("SKIP: etcd reference proto not found: %s" % ", ".join(missing_ref))
+    if args.ref_kv or args.ref_rpc:
+        refs = [("given", args.ref_kv, args.ref_rpc)]
+    else:
+        refs = [DEBIAN_REF] + module_refs()
+    refs = [r for r in refs if r[1] and r[2] and os.path.isfile(r[1]) and os.path.isfile(r[2])]
+    if not refs:
+        print("SKIP: no etcd reference proto found (Debian's golang-etcd-server-dev, or go.etcd.io/etcd/api/v3 "
+              "in the Go module cache: ./dev.sh etcd 3.6)")
         return SKIP_CODE
 
     missing_ours = [p for p in (args.our_kv, args.our_rpc) if not os.path.isfile(p)]
@@ -466,16 +491,26 @@ def main(argv=None):
 
     try:
         ours = load([args.our_kv, args.our_rpc])
-        ref = load([args.ref_kv, args.ref_rpc])
     except (ParseError, IOError, OSError) as e:
         print("FAIL: %s" % e)
         return 1
-
-    passed, failures = compare(ours, ref)
-    for f in failures:
-        print("MISMATCH: %s" % f)
-    print("%d passed, %d failed" % (passed, len(failures)))
-    return 1 if failures else 0
+    total_passed = 0
+    total_failed = 0
+    for release, kv, rpc in refs:
+        try:
+            ref = load([kv, rpc])
+        except (ParseError, IOError, OSError) as e:
+            print("FAIL: etcd %s: %s" % (release, e))
+            total_failed += 1
+            continue
+        passed, failures = compare(ours, ref)
+        for f in failures:
+            print("MISMATCH (etcd %s): %s" % (release, f))
+        print("etcd %s: %d checks passed, %d failed" % (release, passed, len(failures)))
+        total_passed += passed
+        total_failed += len(failures)
+    print("%d passed, %d failed" % (total_passed, total_failed))
+    return 1 if total_failed else 0
 
 
 if __name__ == "__main__":

@@ -147,7 +147,7 @@ class Subprocess {
 };
 
 std::vector<std::string> etcdctl(const std::string& endpoint, std::vector<std::string> args) {
-  std::vector<std::string> argv = {"env", "ETCDCTL_API=3", "etcdctl", "--endpoints=" + endpoint};
+  std::vector<std::string> argv = {"env", "ETCDCTL_API=3", etcd::testing::etcdctl_binary(), "--endpoints=" + endpoint};
   argv.insert(argv.end(), args.begin(), args.end());
   return argv;
 }

@@ -373,7 +373,9 @@ TEST_F(MutexTest, SharesOneLockWithEtcdctl) {
   const std::string name = key("interop");
   const std::string endpoints = cluster().endpoint(0);
   // etcdctl holds the lock for as long as its command runs.
-  FILE* p = popen(("ETCDCTL_API=3 etcdctl --endpoints=" + endpoints + " lock " + name + " sleep 3 2>&1").c_str(), "r");
+  const std::string etcdctl = etcd::testing::etcdctl_binary();
+  FILE* p = popen(("ETCDCTL_API=3 " + etcdctl + " --endpoints=" + endpoints + " lock " + name + " sleep 3 2>&1").c_str(),
+                  "r");
   ASSERT_NE(p, nullptr);
   ASSERT_TRUE(
       eventually([&] { return client().get(name + "/", {.prefix = true, .count_only = true}).wait()->count == 1; }));
@@ -385,7 +387,8 @@ TEST_F(MutexTest, SharesOneLockWithEtcdctl) {
   pclose(p);
   // While we hold it, etcdctl waits.
   const int rc = std::system(
-      ("timeout -k 1 2 env ETCDCTL_API=3 etcdctl --endpoints=" + endpoints + " lock " + name + " true >/dev/null 2>&1")
+      ("timeout -k 1 2 env ETCDCTL_API=3 " + etcdctl + " --endpoints=" + endpoints + " lock " + name +
+       " true >/dev/null 2>&1")
           .c_str());
   // 124: timed out waiting (137 if it also ignored the TERM and was killed).
   EXPECT_TRUE(WEXITSTATUS(rc) == 124 || WEXITSTATUS(rc) == 137) << "etcdctl got the lock while we held it";
