@@ -761,6 +761,8 @@ std::string default_etcd_binary() {
   return find_binary("etcd");
 }
 
+std::string etcdctl_binary() { return etcdctl_binary(std::string()); }
+
 std::string etcdctl_binary(const std::string& etcd_binary) {
   if (const char* e = std::getenv("ETCD_RECIPES_ETCDCTL"); e != nullptr && *e != '\0') {
     if (!executable(e)) {

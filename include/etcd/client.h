@@ -44,6 +44,11 @@ struct RetryPolicy {
   // tried again on a member with a leader. Zero disables the checks.
   std::chrono::milliseconds member_check_interval{200};
   std::chrono::milliseconds member_check_timeout{500};
+  // A call whose connection is refused (nothing listens there: a member
+  // restarting, or a wrong address) is retried, within its deadline, for
+  // this long at most, then fails with kUnavailable. A member that accepts
+  // but does not answer (a paused process) is waited for to the deadline.
+  std::chrono::milliseconds refused_window{1000};
   std::chrono::milliseconds initial_backoff{20};
   std::chrono::milliseconds max_backoff{1000};
   double multiplier = 2.0;

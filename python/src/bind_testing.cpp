@@ -62,7 +62,8 @@ void bind_testing(py::module_& m) {
       .def("__hash__", [](const EtcdVersion& v) { return py::hash(py::make_tuple(v.major, v.minor, v.patch)); });
   t.def("default_etcd_binary", &etcd::testing::default_etcd_binary,
         "The etcd the harness starts: $ETCD_RECIPES_ETCD, else etcd on PATH; raises RuntimeError if there is none");
-  t.def("etcdctl_binary", &etcd::testing::etcdctl_binary, py::arg("etcd_binary") = "",
+  t.def("etcdctl_binary", py::overload_cast<const std::string&>(&etcd::testing::etcdctl_binary),
+        py::arg("etcd_binary") = "",
         "$ETCD_RECIPES_ETCDCTL, else the etcdctl next to the etcd binary, else etcdctl on PATH; '' if none");
   t.def(
       "etcd_version",

@@ -263,12 +263,23 @@ class UnaryAttempt : public CallWatch::Watched, public std::enable_shared_from_t
     // a connection that never opened sent nothing: both are safe to retry.
     const bool safe = idempotent_ || never_sent(s) || status.is(Errc::kNoLeader);
     // "No leader" lasts an election (a second or two after the leader
-    // died), and a member that cannot be connected to (down, or paused: its
-    // kernel accepts, but no HTTP/2 SETTINGS come) may be back in seconds:
-    // both are retried within the call's deadline, beyond max_attempts,
-    // which a few quick backoffs would use up first.
+    // died), and a member that takes a connection but sends no HTTP/2
+    // SETTINGS (a paused process: its kernel accepts) may be back in
+    // seconds: both are retried within the call's deadline, beyond
+    // max_attempts, which a few quick backoffs would use up first. A
+    // refused connection (nothing listens: a member restarting, or the
+    // wrong address) is retried for RetryPolicy::refused_window at most.
+    bool unsent_left = false;
+    if (never_sent(s)) {
+      if (s.error_message().find("Connection refused") == std::string::npos) {
+        unsent_left = true;
+      } else {
+        if (!first_refused_) first_refused_ = Clock::now();
+        unsent_left = Clock::now() - *first_refused_ < core_->options().retry.refused_window;
+      }
+    }
     const bool attempts_left =
-        attempts_ < core_->options().retry.max_attempts || status.is(Errc::kNoLeader) || never_sent(s);
+        attempts_ < core_->options().retry.max_attempts || status.is(Errc::kNoLeader) || unsent_left;
     if (unavailable && safe && attempts_left && !cancelled) {
       auto delay = core_->backoff(attempts_);
       if (Clock::now() + delay < deadline_) {
@@ -323,6 +334,7 @@ class UnaryAttempt : public CallWatch::Watched, public std::enable_shared_from_t
   bool cancelled_ = false;
   int attempts_ = 0;
   bool attempt_limited_ = false;  // this attempt's deadline is the per-attempt one
+  std::optional<Clock::time_point> first_refused_;  // when a member first refused this call's connection
   std::shared_ptr<grpc::ClientContext> ctx_;
   uint64_t watch_ticket_ = 0;
   std::optional<CallWatch::Verdict> given_up_;  // this attempt was given up by the call watch

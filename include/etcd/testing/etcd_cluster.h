@@ -81,7 +81,9 @@ std::string default_etcd_binary();
 // The etcdctl that goes with an etcd binary (empty: default_etcd_binary()):
 // $ETCD_RECIPES_ETCDCTL if set, else the etcdctl in the same directory as the
 // etcd binary, else etcdctl on PATH / in /usr/bin. Empty if there is none.
-std::string etcdctl_binary(const std::string& etcd_binary = {});
+std::string etcdctl_binary(const std::string& etcd_binary);
+// etcdctl_binary(default_etcd_binary()).
+std::string etcdctl_binary();
 
 // Runs `binary --version` (bounded by 10 s) once per binary and process and
 // returns what it reports; later calls for the same file answer from memory.
