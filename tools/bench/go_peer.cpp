@@ -34,17 +34,13 @@ using std::chrono::duration_cast;
 using std::chrono::milliseconds;
 
 fs::path find_go_peer_source(const Settings& settings) {
-  std::vector<fs::path> candidates;
-  if (!settings.go_peer_src.empty()) candidates.push_back(settings.go_peer_src);
 #ifdef ETCD_BENCH_GO_PEER_SRC
-  candidates.emplace_back(ETCD_BENCH_GO_PEER_SRC);
+  const fs::path built_in = ETCD_BENCH_GO_PEER_SRC;
+#else
+  const fs::path built_in;
 #endif
-  std::error_code ec;
-  if (const auto exe = fs::read_symlink("/proc/self/exe", ec); !ec) {
-    candidates.push_back(exe.parent_path().parent_path() / "share/etcd-recipes/bench/go-peer");
-  }
-  for (const auto& dir : candidates) {
-    if (fs::exists(dir / "main.go", ec)) return fs::absolute(dir);
+  if (auto dir = find_peer_source(settings.go_peer_src, built_in, "share/etcd-recipes/bench/go-peer", {"main.go"})) {
+    return *dir;
   }
   throw Skipped("go-peer/main.go not found (pass --go-peer-src DIR)");
 }

@@ -41,19 +41,15 @@ using std::chrono::milliseconds;
 constexpr auto kRunBound = std::chrono::minutes(15);
 
 fs::path find_source(const KotlinPeerOptions& options) {
-  std::vector<fs::path> candidates;
-  if (!options.src.empty()) candidates.push_back(options.src);
 #ifdef ETCD_BENCH_KOTLIN_PEER_SRC
-  candidates.emplace_back(ETCD_BENCH_KOTLIN_PEER_SRC);
-#endif
+  const fs::path built_in = ETCD_BENCH_KOTLIN_PEER_SRC;
+#else
   // In the source tree: tools/bench/ -> tools/peers/kotlin.
-  candidates.push_back(fs::path(__FILE__).parent_path().parent_path() / "peers/kotlin");
-  std::error_code ec;
-  if (const auto exe = fs::read_symlink("/proc/self/exe", ec); !ec) {
-    candidates.push_back(exe.parent_path().parent_path() / "share/etcd-recipes/peers/kotlin");
-  }
-  for (const auto& dir : candidates) {
-    if (fs::exists(dir / "pom.xml", ec) && fs::exists(dir / "src/main/kotlin", ec)) return fs::absolute(dir);
+  const fs::path built_in = fs::path(__FILE__).parent_path().parent_path() / "peers/kotlin";
+#endif
+  if (auto dir = find_peer_source(options.src, built_in, "share/etcd-recipes/peers/kotlin",
+                                  {"pom.xml", "src/main/kotlin"})) {
+    return *dir;
   }
   throw Skipped("tools/peers/kotlin/pom.xml not found (pass --kotlin-peer-src DIR)");
 }

@@ -215,6 +215,27 @@ void ChildProcess::kill() {
 
 std::filesystem::path self_path() { return std::filesystem::read_symlink("/proc/self/exe"); }
 
+std::optional<std::filesystem::path> find_peer_source(const std::filesystem::path& given,
+                                                      const std::filesystem::path& built_in,
+                                                      const std::filesystem::path& installed,
+                                                      const std::vector<std::string>& markers) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> candidates;
+  for (const auto& dir : {given, built_in}) {
+    if (!dir.empty()) candidates.push_back(dir);
+  }
+  std::error_code ec;
+  if (const auto exe = fs::read_symlink("/proc/self/exe", ec); !ec) {
+    candidates.push_back(exe.parent_path().parent_path() / installed);
+  }
+  for (const auto& dir : candidates) {
+    bool all = true;
+    for (const auto& m : markers) all = all && fs::exists(dir / m, ec);
+    if (all) return fs::absolute(dir);
+  }
+  return std::nullopt;
+}
+
 std::optional<std::filesystem::path> find_on_path(const std::string& name) {
   const char* path = std::getenv("PATH");
   std::istringstream dirs(path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin");

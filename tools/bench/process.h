@@ -56,6 +56,17 @@ class ChildProcess {
 // (bench.h: add_helper_mode).
 std::filesystem::path self_path();
 
+// Where a peer's sources are (the Go or Kotlin peer): the first directory
+// that holds every one of `markers`, made absolute, among `given` (a
+// command-line option; empty: none), `built_in` (the source tree, set at
+// build time; empty: none) and `installed` below the share directory next
+// to this executable (e.g. "share/etcd-recipes/bench/go-peer"); nullopt if
+// none does.
+std::optional<std::filesystem::path> find_peer_source(const std::filesystem::path& given,
+                                                      const std::filesystem::path& built_in,
+                                                      const std::filesystem::path& installed,
+                                                      const std::vector<std::string>& markers);
+
 // The first executable `name` on PATH.
 std::optional<std::filesystem::path> find_on_path(const std::string& name);
 
