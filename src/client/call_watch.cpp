@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <asio/post.hpp>
 #include <atomic>
-#include <string>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "client_core.h"

@@ -18,9 +18,9 @@
 // answers a check in time and has a leader. With nowhere better to go (one
 // endpoint, or every other member silent or leaderless too) a silent member
 // is waited for: a paused process (a GC pause, a disk stall) answers once
-// it runs again, and the call keeps its place until its own deadline. What "given up" means is the call's
-// business (UnaryAttempt: a write ends as kOutcomeUnknown, a read tries
-// again elsewhere).
+// it runs again, and the call keeps its place until its own deadline. What
+// "given up" means is the call's business (UnaryAttempt: a write ends as
+// kOutcomeUnknown, a read tries again elsewhere).
 //
 // The raft term a call is sent in is the newest term the client heard from
 // any member (every etcd response header carries one: note_term): terms

@@ -261,7 +261,8 @@ class UnaryAttempt : public CallWatch::Watched, public std::enable_shared_from_t
     }
     // A member without a leader rejects a request before proposing it, and
     // a connection that never opened sent nothing: both are safe to retry.
-    const bool safe = idempotent_ || never_sent(s) || status.is(Errc::kNoLeader);
+    const bool unsent = never_sent(s);
+    const bool safe = idempotent_ || unsent || status.is(Errc::kNoLeader);
     // "No leader" lasts an election (a second or two after the leader
     // died), and a member that takes a connection but sends no HTTP/2
     // SETTINGS (a paused process: its kernel accepts) may be back in
@@ -270,7 +271,7 @@ class UnaryAttempt : public CallWatch::Watched, public std::enable_shared_from_t
     // refused connection (nothing listens: a member restarting, or the
     // wrong address) is retried for RetryPolicy::refused_window at most.
     bool unsent_left = false;
-    if (never_sent(s)) {
+    if (unsent) {
       if (s.error_message().find("Connection refused") == std::string::npos) {
         unsent_left = true;
       } else {
