@@ -9,6 +9,22 @@
 // std::stop_token may be attached. Nothing is sent until the call is
 // consumed; a Call that is dropped unconsumed does nothing.
 //
+// Deadlines, one rule for every call of the library (docs/client.md):
+//   - A call that asks etcd something — an RPC of the client, or a recipe
+//     operation made of RPCs (put, txn, enqueue, ack, release, set, size,
+//     try_acquire, try_dequeue, ...) — ends by its deadline: the one given
+//     with .timeout() / .deadline(), else ClientOptions::default_timeout
+//     (5 s) from when it is consumed. It fails with kDeadlineExceeded then,
+//     or earlier with the error that ended it (kUnavailable when the client
+//     gave up on every endpoint).
+//   - A call that waits for something another party does — acquire(),
+//     receive(), dequeue(), a barrier's wait(), enter() and leave(),
+//     await_leadership(), wait_initialized() — has no deadline unless it is
+//     given one: it waits until that happens, its stop token is requested,
+//     its recipe is closed or (for a hold) its session is lost. While it
+//     waits, etcd being unreachable does not end it; each RPC it sends has
+//     the client's default timeout and is tried again.
+//
 // Threads: `then` callbacks and coroutine resumptions run on the call's
 // executor (the client's, unless `.on(ex)` chose another), never on gRPC's
 // threads. `wait()` blocks the calling thread and does not need the
@@ -37,7 +53,9 @@ using Deadline = Clock::time_point;
 
 // Per-call settings handed to the async core.
 struct CallOptions {
-  std::optional<Deadline> deadline{};  // none: the client's default timeout
+  // None: an RPC gets the client's default timeout, a wait for another
+  // party has no deadline (the rule at the top of this file).
+  std::optional<Deadline> deadline{};
   std::stop_token stop{};              // request a stop to cancel the call
   // Set by wait(): the caller's thread blocks anyway, so the core may run
   // the first attempt of a unary RPC on it (no hand-off between threads).
@@ -100,7 +118,8 @@ class [[nodiscard]] Call {
   }
   Call&& on(Executor ex) && { return std::move(on(std::move(ex))); }
 
-  // Blocks until the call completes (its deadline bounds the wait).
+  // Blocks until the call completes (its deadline, if it has one, bounds
+  // the wait: see the rule at the top of this file).
   Result<T> wait() && {
     options_.caller_waits = true;
     auto promise = std::make_shared<std::promise<Result<T>>>();

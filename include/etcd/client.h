@@ -31,8 +31,9 @@ struct RetryPolicy {
   int max_attempts = 5;  // for idempotent calls only; 1 disables retries
   // An idempotent call's attempt gives up after this long (when its deadline
   // is further away) and is retried on the next member, so that a member
-  // that stopped answering does not hold calls until their deadline.
-  // Zero disables it.
+  // that stopped answering does not hold calls until their deadline. With
+  // one endpoint there is nowhere to move: the attempt waits for its member
+  // until the call's deadline. Zero disables it.
   std::chrono::milliseconds attempt_timeout{3000};
   // A call unanswered for this long makes the client check on its member
   // (one Status request per member, repeated while calls wait there). The
@@ -65,7 +66,9 @@ struct TlsOptions {
 struct ClientOptions {
   // host:port of each member; the client fails over between them.
   std::vector<std::string> endpoints{};
-  // Deadline of a call that was not given one.
+  // The deadline of an RPC, or of a recipe operation made of RPCs, that was
+  // not given one; a wait for another party (acquire, receive, a barrier's
+  // wait) has none unless given one (etcd/call.h).
   std::chrono::milliseconds default_timeout{5000};
   RetryPolicy retry{};
   std::optional<TlsOptions> tls{};
@@ -114,6 +117,11 @@ struct ClientStats {
   uint64_t watch_stream_restarts = 0;
   uint64_t watches_open = 0;
   uint64_t leases_kept = 0;
+  // Keep-alive streams open now (one per 256 kept leases, see
+  // docs/client.md), and how often one was replaced because the transport
+  // ended it or nothing at all came back on it.
+  uint64_t lease_streams = 0;
+  uint64_t lease_stream_restarts = 0;
 };
 
 namespace detail {
@@ -134,8 +142,9 @@ class Client {
 
   // --- KV
   // (Overloads rather than default arguments: GCC 12 destroys a defaulted
-  // class-type argument twice inside `co_await`. With GCC 12, also pass
-  // options as a named variable, not a braced temporary, inside co_await.)
+  // class-type argument twice inside `co_await`.) Options may be braced
+  // anywhere, co_await included: they own no memory, and each call copies
+  // them into its request before it returns (kv.h).
   Call<GetResponse> get(std::string key) { return get(std::move(key), GetOptions()); }
   Call<GetResponse> get(std::string key, GetOptions options);
   Call<PutResponse> put(std::string key, std::string value) {

@@ -1,10 +1,21 @@
 // Key/value request options and responses, as plain value types that do
 // not expose protobuf. Keys and values are byte strings (std::string).
+//
+// The options structs own no memory (each is trivially destructible), so
+// every form of passing them is safe, a braced temporary inside a co_await
+// expression included: `co_await client.get("/p/", {.prefix = true})`.
+// (GCC 12 destroys such a temporary twice when it owns memory.) The one
+// field that holds bytes, range_end, is a KeyView: it refers to bytes the
+// caller keeps alive until the call it is passed to returns, and the call
+// copies every option into its request before it returns, so nothing
+// needs to outlive the call's expression.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace etcd {
@@ -37,10 +48,25 @@ std::string prefix_range_end(const std::string& prefix);
 // Passed as range_end: every key >= the given key.
 inline const std::string kFromKey = std::string(1, '\0');
 
+// Bytes the caller owns, seen through a std::string_view (it is one), for
+// an option that must not own memory. It refuses a temporary std::string,
+// which would be gone before the call runs: name the string first,
+//   const std::string end = etcd::prefix_range_end(p);
+//   etcd::GetOptions o{.range_end = end};
+// or, for a prefix, say so: {.prefix = true}.
+class KeyView : public std::string_view {
+ public:
+  constexpr KeyView() noexcept = default;
+  constexpr KeyView(std::string_view bytes) noexcept : std::string_view(bytes) {}
+  constexpr KeyView(const char* text) noexcept : std::string_view(text) {}
+  KeyView(const std::string& bytes) noexcept : std::string_view(bytes) {}
+  KeyView(std::string&&) = delete;
+};
+
 struct GetOptions {
   // Exactly one of: a single key (defaults), a prefix, or [key, range_end).
   bool prefix = false;
-  std::string range_end{};
+  KeyView range_end{};
   int64_t limit = 0;
   int64_t revision = 0;  // 0 = latest
   SortOrder sort_order = SortOrder::kNone;
@@ -53,6 +79,7 @@ struct GetOptions {
   int64_t min_create_revision = 0;
   int64_t max_create_revision = 0;
 };
+static_assert(std::is_trivially_destructible_v<GetOptions>, "safe as a braced temporary inside co_await");
 
 struct GetResponse {
   ResponseHeader header{};
@@ -70,6 +97,7 @@ struct PutOptions {
   bool ignore_value = false;
   bool ignore_lease = false;
 };
+static_assert(std::is_trivially_destructible_v<PutOptions>, "safe as a braced temporary inside co_await");
 
 struct PutResponse {
   ResponseHeader header{};
@@ -78,9 +106,10 @@ struct PutResponse {
 
 struct DeleteOptions {
   bool prefix = false;
-  std::string range_end{};
+  KeyView range_end{};
   bool prev_kv = false;
 };
+static_assert(std::is_trivially_destructible_v<DeleteOptions>, "safe as a braced temporary inside co_await");
 
 struct DeleteResponse {
   ResponseHeader header{};

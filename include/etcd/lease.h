@@ -50,15 +50,15 @@ class LeaseState;
 class ClientCore;
 }  // namespace detail
 
-// A granted lease that keeps itself alive over the client's one shared
-// keep-alive stream for as long as this object lives. When it is
-// destroyed, renewal stops and the lease is revoked (asynchronously: the
-// destructor never waits for the network).
+// A granted lease that keeps itself alive over one of the client's keep-alive
+// streams (renewed every TTL/3; docs/client.md, "Leases") for as long as this
+// object lives. When it is destroyed, renewal stops and the lease is revoked
+// (asynchronously: the destructor never waits for the network).
 //
-// Loss: if the server says the lease is gone, or its TTL passes without a
-// confirmed renewal, the lease is lost: alive() turns false, lost_token()
-// is requested and on_lost listeners run (once, on the client's executor).
-// A lost lease is never re-granted by this object.
+// Loss: if the server says the lease is gone, or its TTL passes since the
+// send time of the last confirmed renewal, the lease is lost: alive() turns
+// false, lost_token() is requested and on_lost listeners run (once, on the
+// client's executor). A lost lease is never re-granted by this object.
 class Lease {
  public:
   Lease() = default;  // empty: id() == 0
@@ -73,8 +73,8 @@ class Lease {
   explicit operator bool() const noexcept { return id() != 0; }
 
   bool alive() const noexcept;
-  // The last confirmed renewal + TTL, minus a safety margin: until then the
-  // lease is certainly alive on the server (assuming bounded clock drift).
+  // Send time of the last confirmed renewal + the TTL etcd confirmed, minus a
+  // 250 ms margin: until then the lease is certainly alive on the server (bounded clock drift).
   Deadline safe_until() const noexcept;
   // Requested once, when the lease is lost (or revoked through this object).
   std::stop_token lost_token() const noexcept;

@@ -30,9 +30,15 @@ enum class Retry {
 // The one classification of failures, of a status as the client's calls
 // return it (a write whose request may have gone out fails with
 // Errc::kOutcomeUnknown, never with a plain kUnavailable); pure.
+//   Errc::kUnreachable                                        -> kNever
 //   kUnavailable (without kOutcomeUnknown), Errc::kNoLeader  -> kAlways
 //   Errc::kOutcomeUnknown, kDeadlineExceeded                  -> kIfIdempotent
 //   everything else                                           -> kNever
+// Errc::kUnreachable (code kUnavailable) is a call whose connection was
+// refused, or whose host did not resolve, on every try for
+// RetryPolicy::refused_window: the client has spent the retry budget of
+// "nothing listens there" already, so it is final for whatever made the
+// call, reads and writes alike (the request was never sent).
 // Whether there is time left to retry is the caller's deadline's business.
 Retry classify(const Status& status);
 

@@ -61,6 +61,7 @@ enum class Errc : int {
   kHoldLost,          // an exclusive hold (lock, permit, leadership) is gone
   kMismatch,          // stored configuration differs (e.g. permit count)
   kDecodeFailed,      // a stored value is not a valid T for its codec
+  kUnreachable,       // no endpoint took a connection (refused, no such host): nothing was sent
 };
 
 std::string_view to_string(StatusCode code) noexcept;

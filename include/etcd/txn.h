@@ -79,9 +79,13 @@ class Txn;
 // One operation inside a transaction branch.
 class Op {
  public:
+  // An op keeps what it refers to: its options' range_end is copied into
+  // `range_end` (and options.range_end left empty), so an Op may outlive
+  // the strings it was made from.
   struct Get {
     std::string key{};
     GetOptions options{};
+    std::string range_end{};
   };
   struct Put {
     std::string key{};
@@ -91,6 +95,7 @@ class Op {
   struct Delete {
     std::string key{};
     DeleteOptions options{};
+    std::string range_end{};
   };
   using Nested = std::shared_ptr<const Txn>;
 
@@ -98,13 +103,21 @@ class Op {
   // class-type argument twice when the call sits inside a `co_await`
   // expression (e.g. `co_await client.txn(Txn().then(Op::del(k)))`).
   static Op get(std::string key) { return get(std::move(key), GetOptions()); }
-  static Op get(std::string key, GetOptions options) { return Op(Get{std::move(key), std::move(options)}); }
+  static Op get(std::string key, GetOptions options) {
+    std::string range_end(options.range_end);
+    options.range_end = {};
+    return Op(Get{std::move(key), options, std::move(range_end)});
+  }
   static Op put(std::string key, std::string value) { return put(std::move(key), std::move(value), PutOptions()); }
   static Op put(std::string key, std::string value, PutOptions options) {
     return Op(Put{std::move(key), std::move(value), options});
   }
   static Op del(std::string key) { return del(std::move(key), DeleteOptions()); }
-  static Op del(std::string key, DeleteOptions options) { return Op(Delete{std::move(key), std::move(options)}); }
+  static Op del(std::string key, DeleteOptions options) {
+    std::string range_end(options.range_end);
+    options.range_end = {};
+    return Op(Delete{std::move(key), options, std::move(range_end)});
+  }
   static Op txn(Txn nested);
 
   const std::variant<Get, Put, Delete, Nested>& op() const { return op_; }

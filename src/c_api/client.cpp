@@ -29,6 +29,7 @@ static_assert(ETCDR_REASON_CLOSED == static_cast<int>(etcd::Errc::kClosed));
 static_assert(ETCDR_REASON_BAD_ARGUMENT == static_cast<int>(etcd::Errc::kBadArgument));
 static_assert(ETCDR_REASON_HOLD_LOST == static_cast<int>(etcd::Errc::kHoldLost));
 static_assert(ETCDR_REASON_DECODE_FAILED == static_cast<int>(etcd::Errc::kDecodeFailed));
+static_assert(ETCDR_REASON_UNREACHABLE == static_cast<int>(etcd::Errc::kUnreachable));
 // The header's version is the project's (CMake passes it in).
 static_assert(ETCDR_VERSION_MAJOR == ETCD_RECIPES_VERSION_MAJOR && ETCDR_VERSION_MINOR == ETCD_RECIPES_VERSION_MINOR &&
                   ETCDR_VERSION_PATCH == ETCD_RECIPES_VERSION_PATCH,
@@ -92,7 +93,7 @@ const char* etcdr_code_name(etcdr_code code) {
 }
 
 const char* etcdr_reason_name(etcdr_reason reason) {
-  if (reason < ETCDR_REASON_NONE || reason > ETCDR_REASON_DECODE_FAILED) return "?";
+  if (reason < ETCDR_REASON_NONE || reason > ETCDR_REASON_UNREACHABLE) return "?";
   return etcd::to_string(static_cast<etcd::Errc>(reason)).data();
 }
 

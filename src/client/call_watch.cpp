@@ -152,6 +152,9 @@ void CallWatch::judge(const std::shared_ptr<Endpoint>& ep, Clock::time_point ask
     if (s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED && s.error_code() != grpc::StatusCode::UNAVAILABLE) {
       return;
     }
+    // The client is suspended (ConnectionState) until an answer comes:
+    // listeners learn once that etcd is unresponsive, while the calls wait.
+    core_.note_connection_failure();
     return look_elsewhere(
         ep, asked, "member " + ep->address + " did not answer a check within " + std::to_string(millis(timeout_)) + " ms");
   }

@@ -84,6 +84,19 @@ std::shared_ptr<void> detail::ClientAccess::service_slot(const Client& client, s
   return client.core_->service(type, make);
 }
 
+std::size_t detail::ClientAccess::txn_request_bytes(const Client& client, const Txn& txn) {
+  pb::TxnRequest req;
+  client.core_->ns().fill(req, txn);
+  const std::size_t body = req.ByteSizeLong();
+  // etcd's InternalRaftRequest: the header (a request id and an auth
+  // revision, 64-bit varints of up to 10 bytes each, and the user name),
+  // then the Txn, each a length-delimited field (a tag byte and a length of
+  // up to 5 bytes).
+  const std::size_t user = client.core_->options().user.size();
+  const std::size_t header = (1 + 10) + (1 + 5 + user) + (1 + 10);
+  return (1 + 5 + header) + (1 + 5 + body);
+}
+
 void detail::ClientAccess::request_watch_progress(const Client& client) { client.core_->watch_hub().request_progress(); }
 
 Client::Client(ClientOptions options) : core_(make_core(std::move(options))) {

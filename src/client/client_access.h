@@ -3,6 +3,7 @@
 // these, so users cannot reach a call's inline start or the client's core.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <type_traits>
@@ -111,6 +112,11 @@ struct ClientAccess {
   static std::shared_ptr<void> service_slot(const Client& client, std::type_index type,
                                             const std::function<std::shared_ptr<void>()>& make);
 
+  // The bytes etcd counts against its --max-request-bytes for `txn` sent
+  // by `client`: the request as encoded (keys in the client's namespace)
+  // inside etcd's raft request, whose header names the client's user (an
+  // upper bound for the header's numbers).
+  static std::size_t txn_request_bytes(const Client& client, const Txn& txn);
   // Asks the server, now, for progress on the client's watch stream (what
   // the liveness probe of an idle stream sends). For tests.
   static void request_watch_progress(const Client& client);

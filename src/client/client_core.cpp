@@ -6,6 +6,7 @@
 #include <asio/post.hpp>
 #include <climits>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "etcd/retry.h"
@@ -18,6 +19,9 @@ thread_local int GrpcCallbackScope::depth_ = 0;
 thread_local int CleanupScope::depth_ = 0;
 
 namespace {
+
+// The least time worth a last try of a call before its deadline.
+constexpr Clock::duration kLastTry = std::chrono::milliseconds(50);
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -51,13 +55,26 @@ void validate(const ClientOptions& o) {
   if (!o.user.empty() && o.password.empty()) throw Error(InvalidArgument("a user needs a password"));
 }
 
+// Why no connection could be made at all, when nothing listens at the
+// address or the host does not resolve (nullptr otherwise): gRPC's text for
+// those, in the client's words.
+const char* unreachable_cause(const grpc::Status& s) {
+  if (s.error_code() != grpc::StatusCode::UNAVAILABLE) return nullptr;
+  const std::string& m = s.error_message();
+  if (m.find("Connection refused") != std::string::npos) return "connection refused (nothing listens there)";
+  if (m.find("DNS resolution failed") != std::string::npos || m.find("ARES_SUCCESS") != std::string::npos ||
+      m.find("Domain name not found") != std::string::npos) {
+    return "the host name does not resolve";
+  }
+  return nullptr;
+}
+
 // A gRPC failure that certainly happened before the request left this
 // process: the transport never connected. Only then may a write be retried.
 bool never_sent(const grpc::Status& s) {
   if (s.error_code() != grpc::StatusCode::UNAVAILABLE) return false;
   const std::string& m = s.error_message();
-  return m.find("failed to connect to all addresses") != std::string::npos ||
-         m.find("Connection refused") != std::string::npos ||
+  return unreachable_cause(s) != nullptr || m.find("failed to connect to all addresses") != std::string::npos ||
          m.find("before receiving SETTINGS frame") != std::string::npos;
 }
 
@@ -166,7 +183,11 @@ class UnaryAttempt : public CallWatch::Watched, public std::enable_shared_from_t
       ctx_ = std::make_shared<grpc::ClientContext>();
       Deadline attempt_deadline = deadline_;
       const auto per_attempt = core_->options().retry.attempt_timeout;
-      if (idempotent_ && per_attempt.count() > 0 && Clock::now() + per_attempt < deadline_) {
+      // Only with another member to go to: with one endpoint the attempt
+      // waits for its member until the call's deadline (a paused process
+      // answers once it runs again; a fresh connection to it would not).
+      if (idempotent_ && per_attempt.count() > 0 && core_->options().endpoints.size() > 1 &&
+          Clock::now() + per_attempt < deadline_) {
         attempt_deadline = Clock::now() + per_attempt;
         attempt_limited_ = true;
       } else {
@@ -269,21 +290,37 @@ class UnaryAttempt : public CallWatch::Watched, public std::enable_shared_from_t
     // seconds: both are retried within the call's deadline, beyond
     // max_attempts, which a few quick backoffs would use up first. A
     // refused connection (nothing listens: a member restarting, or the
-    // wrong address) is retried for RetryPolicy::refused_window at most.
+    // wrong address) or a host that does not resolve moves the call to the
+    // next endpoint; once every endpoint has refused it (each on its latest
+    // try) for RetryPolicy::refused_window, it fails as kUnreachable. While
+    // any endpoint takes the connection (say, a member between leaders),
+    // the call goes on within its deadline.
     bool unsent_left = false;
+    const char* unreachable = unreachable_cause(s);
+    if (unreachable == nullptr) {
+      refused_by_.erase(ep->address);
+    } else {
+      refused_by_.insert(ep->address);
+    }
+    const bool all_refused =
+        unreachable != nullptr && refused_by_.size() >= core_->options().endpoints.size();
+    if (!all_refused) {
+      first_refused_.reset();
+    } else if (!first_refused_) {
+      first_refused_ = Clock::now();
+    }
     if (unsent) {
-      if (s.error_message().find("Connection refused") == std::string::npos) {
-        unsent_left = true;
-      } else {
-        if (!first_refused_) first_refused_ = Clock::now();
-        unsent_left = Clock::now() - *first_refused_ < core_->options().retry.refused_window;
-      }
+      unsent_left = !all_refused || Clock::now() - *first_refused_ < core_->options().retry.refused_window;
     }
     const bool attempts_left =
         attempts_ < core_->options().retry.max_attempts || status.is(Errc::kNoLeader) || unsent_left;
     if (unavailable && safe && attempts_left && !cancelled) {
-      auto delay = core_->backoff(attempts_);
-      if (Clock::now() + delay < deadline_) {
+      // A backoff that would pass the deadline is shortened, so the last
+      // try is made while time is left: the call ends at its deadline, not
+      // a backoff before it (with the last try's error, which says why).
+      const auto left = deadline_ - Clock::now();
+      const auto delay = std::min<Clock::duration>(core_->backoff(attempts_), left - kLastTry);
+      if (left > kLastTry) {
         core_->retries.fetch_add(1, std::memory_order_relaxed);
         // The timer lives on the io thread (asio timers are not thread-safe).
         asio::post(core_->io(), [self = shared_from_this(), delay] {
@@ -294,6 +331,15 @@ class UnaryAttempt : public CallWatch::Watched, public std::enable_shared_from_t
         });
         return;
       }
+    }
+    if (all_refused && !cancelled) {
+      // Never sent: final for reads and writes alike (classify: kNever).
+      const auto tried = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - *first_refused_);
+      complete(Status(StatusCode::kUnavailable,
+                      std::string(name_) + ": etcd unreachable at " + ep->address + ": " + unreachable +
+                          "; tried for " + std::to_string(tried.count()) + " ms, the request was not sent",
+                      Errc::kUnreachable));
+      return;
     }
     if (!idempotent_ && (unavailable || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) && !safe) {
       complete(
@@ -335,7 +381,8 @@ class UnaryAttempt : public CallWatch::Watched, public std::enable_shared_from_t
   bool cancelled_ = false;
   int attempts_ = 0;
   bool attempt_limited_ = false;  // this attempt's deadline is the per-attempt one
-  std::optional<Clock::time_point> first_refused_;  // when a member first refused this call's connection
+  std::optional<Clock::time_point> first_refused_;  // since when every endpoint refuses this call
+  std::set<std::string> refused_by_;                 // endpoints whose latest try refused the connection
   std::shared_ptr<grpc::ClientContext> ctx_;
   uint64_t watch_ticket_ = 0;
   std::optional<CallWatch::Verdict> given_up_;  // this attempt was given up by the call watch
@@ -682,6 +729,8 @@ ClientStats ClientCore::stats() const {
   s.watch_stream_restarts = watch_hub_->stream_restarts();
   s.watches_open = watch_hub_->open_watches();
   s.leases_kept = lease_keeper_->kept_leases();
+  s.lease_streams = lease_keeper_->open_streams();
+  s.lease_stream_restarts = lease_keeper_->stream_restarts();
   return s;
 }
 

@@ -5,8 +5,8 @@
 
 namespace etcd::detail {
 
-std::string Namespace::range_end(const std::string& key, const std::string& end, bool prefix) const {
-  std::string user_end = prefix ? prefix_range_end(key) : end;
+std::string Namespace::range_end(const std::string& key, std::string_view end, bool prefix) const {
+  std::string user_end = prefix ? prefix_range_end(key) : std::string(end);
   if (user_end.empty()) return {};
   if (prefix_.empty()) return user_end;
   // "to the end of the keyspace" means "to the end of the namespace".
@@ -69,11 +69,15 @@ void fill_ops(const Namespace& ns, google::protobuf::RepeatedPtrField<etcdserver
         [&](const auto& v) {
           using T = std::decay_t<decltype(v)>;
           if constexpr (std::is_same_v<T, Op::Get>) {
-            ns.fill(*r->mutable_request_range(), v.key, v.options);
+            GetOptions options = v.options;
+            options.range_end = v.range_end;
+            ns.fill(*r->mutable_request_range(), v.key, options);
           } else if constexpr (std::is_same_v<T, Op::Put>) {
             ns.fill(*r->mutable_request_put(), v.key, v.value, v.options);
           } else if constexpr (std::is_same_v<T, Op::Delete>) {
-            ns.fill(*r->mutable_request_delete_range(), v.key, v.options);
+            DeleteOptions options = v.options;
+            options.range_end = v.range_end;
+            ns.fill(*r->mutable_request_delete_range(), v.key, options);
           } else {
             ns.fill(*r->mutable_request_txn(), *v);
           }

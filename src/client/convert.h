@@ -6,6 +6,7 @@
 #include <grpcpp/support/status.h>
 
 #include <string>
+#include <string_view>
 
 #include "etcd/client.h"
 #include "etcd/etcdserverpb/rpc.pb.h"
@@ -19,7 +20,7 @@ class Namespace {
 
   std::string key(const std::string& k) const { return prefix_.empty() ? k : prefix_ + k; }
   // range_end as the caller meant it, after resolving `prefix`, into the namespace.
-  std::string range_end(const std::string& key, const std::string& range_end, bool prefix) const;
+  std::string range_end(const std::string& key, std::string_view range_end, bool prefix) const;
   std::string strip(const std::string& k) const;
 
   // Requests.

@@ -9,6 +9,10 @@ namespace etcd {
 Retry classify(const Status& status) {
   if (status.ok()) return Retry::kNever;
   if (status.is(Errc::kOutcomeUnknown)) return Retry::kIfIdempotent;
+  // The client retried the connection for RetryPolicy::refused_window
+  // already: retried again above it, a dead endpoint would cost every
+  // step of a recipe its whole deadline.
+  if (status.is(Errc::kUnreachable)) return Retry::kNever;
   if (status.is(Errc::kNoLeader)) return Retry::kAlways;
   switch (status.code()) {
     case StatusCode::kUnavailable:

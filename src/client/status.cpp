@@ -89,6 +89,8 @@ std::string_view to_string(Errc reason) noexcept {
       return "mismatch";
     case Errc::kDecodeFailed:
       return "decode_failed";
+    case Errc::kUnreachable:
+      return "unreachable";
   }
   return "unknown_reason";
 }

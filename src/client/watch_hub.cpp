@@ -350,6 +350,9 @@ void WatchHub::check_liveness() {
       asio::post(core_.io(), [stream = stream_] { stream->cancel(); });
       core_.report_endpoint_stall(stream_endpoint_);
     } else if (silent >= kProgressInterval) {
+      // A probe unanswered for a whole interval: the client is suspended
+      // (ConnectionState) until the stream hears again; the stream stays.
+      if (silent >= 2 * kProgressInterval) core_.note_connection_failure();
       etcdserverpb::WatchRequest req;
       req.mutable_progress_request();
       send_locked(std::move(req));

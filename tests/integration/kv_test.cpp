@@ -70,7 +70,8 @@ TEST_F(KvTest, PrefixRangeLimitSortCountAndKeysOnly) {
   ASSERT_EQ(keys->kvs.size(), 5u);
   EXPECT_TRUE(keys->kvs[0].value.empty());
 
-  auto range = client().get(key("r/1"), {.range_end = key("r/3")}).wait();
+  const std::string end = key("r/3");
+  auto range = client().get(key("r/1"), {.range_end = end}).wait();
   ASSERT_EQ(range->kvs.size(), 2u);
 
   auto serial = client().get(key("r/"), {.prefix = true, .serializable = true}).wait();

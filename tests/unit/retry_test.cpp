@@ -14,6 +14,8 @@ TEST(RetryTest, ClassifiesWhatARetryCanHelp) {
   EXPECT_EQ(classify(Status()), Retry::kNever);
   EXPECT_EQ(classify(Status(StatusCode::kUnavailable, "connection refused")), Retry::kAlways);
   EXPECT_EQ(classify(Status(StatusCode::kUnavailable, "no leader", Errc::kNoLeader)), Retry::kAlways);
+  // The client spent RetryPolicy::refused_window on it already: final.
+  EXPECT_EQ(classify(Status(StatusCode::kUnavailable, "etcd unreachable", Errc::kUnreachable)), Retry::kNever);
   EXPECT_EQ(classify(Status(StatusCode::kUnavailable, "may have been applied", Errc::kOutcomeUnknown)),
             Retry::kIfIdempotent);
   EXPECT_EQ(classify(Status(StatusCode::kDeadlineExceeded, "timed out")), Retry::kIfIdempotent);

@@ -82,6 +82,7 @@ TEST(Status, ADecodeFailureIsDataLossWithItsOwnReason) {
   Status s(StatusCode::kDataLoss, "value of key 'jobs/1' is not valid JSON", Errc::kDecodeFailed);
   EXPECT_EQ(static_cast<int>(StatusCode::kDataLoss), 15);
   EXPECT_EQ(to_string(Errc::kDecodeFailed), "decode_failed");
+  EXPECT_EQ(to_string(Errc::kUnreachable), "unreachable");
   EXPECT_EQ(s.to_string(), "DATA_LOSS [decode_failed]: value of key 'jobs/1' is not valid JSON");
 }
 
