@@ -10,6 +10,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +34,9 @@
 #include <stdexcept>
 #include <system_error>
 #include <thread>
+
+#include "etcd/testing/private_network.h"
+#include "network_rules.h"
 
 extern char** environ;
 
@@ -88,6 +92,7 @@ struct SpawnJob {
   char* const* envp = nullptr;
   int out_fd = -1;
   int in_fd = -1;
+  gid_t gid = 0;  // the child's group id (0: keep ours)
   pid_t pid = -1;
   int err = 0;
   bool done = false;
@@ -136,6 +141,12 @@ void write_int(int fd, int v) {
 [[noreturn]] void child_exec(const SpawnJob& job, pid_t parent) {
   // Only async-signal-safe calls from here on.
   ::setpgid(0, 0);
+  // Before PR_SET_PDEATHSIG: a change of credentials clears it. Raw
+  // syscalls: the child has one thread, glibc's wrappers would signal the
+  // parent's threads.
+  if (job.gid != 0) {
+    if (::syscall(SYS_setgroups, 0, nullptr) != 0 || ::syscall(SYS_setgid, job.gid) != 0) ::_exit(126);
+  }
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(127);  // parent already gone
   ::dup2(job.in_fd, 0);
@@ -895,6 +906,7 @@ EtcdCluster::EtcdCluster(EtcdClusterOptions options) : options_(std::move(option
   write_owner_file(dir_);
   const std::string base = dir_.filename().string();
   token_ = base + "-" + std::to_string(::getpid()) + "-" + random_suffix();
+  network_id_ = detail::next_network_id();
 
   fs::path log_dir = dir_;
   std::string log_prefix;
@@ -941,6 +953,14 @@ std::unique_ptr<EtcdCluster> EtcdCluster::start(EtcdClusterOptions options) {
         m.client_port = pick_free_port();
         m.peer_port = pick_free_port();
         m.metrics_port = pick_free_port();
+      }
+      if (c->network_id_ != 0) {
+        try {
+          c->apply_rules_locked();
+        } catch (const std::exception& e) {
+          failure = e.what();
+          break;
+        }
       }
       // Start members one after the other: a new member first asks every
       // peer URL whether the cluster already exists, and a peer whose port is
@@ -1024,6 +1044,7 @@ EtcdCluster::~EtcdCluster() {
     std::lock_guard lk(mu_);
     kill_all_locked();
     keep = options_.keep_data_on_failure && failed_;
+    if (network_id_ != 0) (void)detail::run_nft(detail::delete_cluster_rules(network_id_));
   }
   unregister_dir(dir_);
   if (keep) {
@@ -1221,6 +1242,7 @@ void EtcdCluster::spawn_locked(int i) {
   job.envp = envp.data();
   job.out_fd = log_fd;
   job.in_fd = null_fd;
+  if (network_id_ != 0) job.gid = detail::member_gid(network_id_, i);
   Spawner::get().run(job);
   if (job.pid <= 0) {
     throw std::system_error(job.err, std::generic_category(), "EtcdCluster: fork");
@@ -1498,6 +1520,85 @@ void EtcdCluster::wait_healthy(milliseconds deadline) const {
     msg += "no (unique) leader";
   }
   throw std::runtime_error(msg);
+}
+
+}  // namespace etcd::testing
+
+namespace etcd::testing {
+
+// --- partitions --------------------------------------------------------------
+
+void EtcdCluster::apply_rules_locked() {
+  std::vector<int> peer_ports;
+  for (const auto& m : members_) peer_ports.push_back(m.peer_port);
+  const std::string err = detail::run_nft(detail::cluster_rules(network_id_, peer_ports, blocked_));
+  if (!err.empty()) throw std::runtime_error("EtcdCluster: nft: " + err);
+}
+
+void EtcdCluster::block_locked(const std::vector<int>& from, const std::vector<int>& to) {
+  if (network_id_ == 0) {
+    auto why = partitions_unavailable();
+    throw std::runtime_error("EtcdCluster: cannot partition members: " +
+                             (why ? *why : std::string("the cluster was started before enter_private_network()")));
+  }
+  for (int f : from) check_index(f);
+  for (int t : to) check_index(t);
+  for (int f : from) {
+    for (int t : to) {
+      if (f != t) blocked_.insert({f, t});
+    }
+  }
+}
+
+void EtcdCluster::partition(const std::vector<int>& a, const std::vector<int>& b) {
+  std::lock_guard lk(mu_);
+  auto before = blocked_;
+  try {
+    block_locked(a, b);
+    block_locked(b, a);
+    apply_rules_locked();
+  } catch (...) {
+    blocked_ = std::move(before);
+    throw;
+  }
+}
+
+void EtcdCluster::partition_one_way(const std::vector<int>& from, const std::vector<int>& to) {
+  std::lock_guard lk(mu_);
+  auto before = blocked_;
+  try {
+    block_locked(from, to);
+    apply_rules_locked();
+  } catch (...) {
+    blocked_ = std::move(before);
+    throw;
+  }
+}
+
+void EtcdCluster::isolate(int i) {
+  check_index(i);
+  std::vector<int> others;
+  for (int j = 0; j < size(); ++j) {
+    if (j != i) others.push_back(j);
+  }
+  partition({i}, others);
+}
+
+void EtcdCluster::heal() {
+  std::lock_guard lk(mu_);
+  if (network_id_ == 0) return;
+  auto before = std::exchange(blocked_, {});
+  try {
+    apply_rules_locked();
+  } catch (...) {
+    blocked_ = std::move(before);
+    throw;
+  }
+}
+
+std::set<std::pair<int, int>> EtcdCluster::partitioned_links() const {
+  std::lock_guard lk(mu_);
+  return blocked_;
 }
 
 }  // namespace etcd::testing

@@ -53,6 +53,7 @@ struct FaultProxy::Impl {
   std::atomic<long long> delay_ms{0};
   std::atomic<std::size_t> conns{0};
   std::atomic<std::uint64_t> bytes{0};
+  std::atomic<std::uint64_t> received{0};
 
   std::set<std::shared_ptr<Session>> sessions;  // io thread only
 
@@ -178,6 +179,7 @@ class Session : public std::enable_shared_from_this<Session> {
         return;
       }
       if (n > 0) {
+        self->proxy_.received.fetch_add(n);
         const auto delay = std::chrono::milliseconds(self->proxy_.delay_ms.load());
         // Never earlier than the previous chunk: order is preserved even
         // if the delay shrinks.
@@ -425,5 +427,6 @@ void FaultProxy::restore() { pass(); }
 std::size_t FaultProxy::connections() const { return impl_->conns.load(); }
 
 std::uint64_t FaultProxy::bytes_forwarded() const { return impl_->bytes.load(); }
+std::uint64_t FaultProxy::bytes_received() const { return impl_->received.load(); }
 
 }  // namespace etcd::testing

@@ -128,7 +128,7 @@ TEST_F(FastFailoverTest, WritesThroughAPausedLeaderResumeSoonAfterTheElection) {
   writes_across_a_leader_fault(/*via_leader=*/true, Fault::kPause);
 }
 
-// etcd issue 14641's shape: the etcd leader stops answering without closing
+// The shape of etcd-io/etcd#14641: the etcd leader stops answering without closing
 // its connections while the election's leader, whose client talks to it,
 // resigns. The resign's delete must not hold the waiting candidate (on a
 // client of another member) out until the delete's deadline.

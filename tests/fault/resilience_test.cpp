@@ -401,23 +401,7 @@ TEST_F(ResilienceThreeTest, WatchOnAPausedMemberResumesElsewhere) {
 // ---------------------------------------------------------------------------
 // One member, shared by the tests of this suite.
 
-class ResilienceSingleTest : public SingleMemberTest {
- protected:
-  void SetUp() override {
-    SingleMemberTest::SetUp();
-    proxy_ = etcd::testing::FaultProxy::start(cluster().endpoint(0));
-  }
-  void TearDown() override {
-    proxy_.reset();
-    SingleMemberTest::TearDown();
-  }
-  ClientOptions proxied() const {
-    ClientOptions o;
-    o.endpoints = {proxy_->endpoint()};
-    return o;
-  }
-  std::unique_ptr<etcd::testing::FaultProxy> proxy_;
-};
+class ResilienceSingleTest : public ProxiedSingleMemberTest {};
 
 TEST_F(ResilienceSingleTest, BlackholedLinkLosesTheKeptLeaseWithinTtlAndTheClientRecovers) {
   Client c(proxied());

@@ -32,30 +32,19 @@ class Timeline {
   std::vector<std::pair<T, Deadline>> items_;
 };
 
-class SessionFaultTest : public SingleMemberTest {
+class SessionFaultTest : public ProxiedSingleMemberTest {
  protected:
   void SetUp() override {
-    SingleMemberTest::SetUp();
-    proxy_ = etcd::testing::FaultProxy::start(cluster().endpoint(0));
-    ClientOptions o;
-    o.endpoints = {proxy_->endpoint()};
-    proxied_ = std::make_unique<Client>(o);
-    ASSERT_TRUE(proxied_->put(key("warm"), "up").wait().ok());  // connection established
+    ProxiedSingleMemberTest::SetUp();
+    proxied_client();  // connected before the test cuts anything
   }
-  void TearDown() override {
-    proxied_.reset();
-    proxy_.reset();
-    SingleMemberTest::TearDown();
-  }
-  std::unique_ptr<etcd::testing::FaultProxy> proxy_;
-  std::unique_ptr<Client> proxied_;
 };
 
 TEST_F(SessionFaultTest, BlackholeLosesTheSessionForGoodWhileAPresenceLeaseHeals) {
   const auto ttl = std::chrono::seconds(2);
   SessionOptions so;
   so.ttl = ttl;
-  auto session = Session::create(*proxied_, so);
+  auto session = Session::create(proxied_client(), so);
   Timeline<ConnectionState> states;
   auto state_sub = session->on_state_change([&](ConnectionState s) { states.add(s); });
   Timeline<int> lost_calls;
@@ -68,7 +57,7 @@ TEST_F(SessionFaultTest, BlackholeLosesTheSessionForGoodWhileAPresenceLeaseHeals
   po.ttl = ttl;
   po.initial_backoff = 100ms;
   po.max_backoff = 1s;
-  auto presence = PresenceLease::create(*proxied_, po);
+  auto presence = PresenceLease::create(proxied_client(), po);
   Timeline<PresenceEvent> events;
   auto event_sub = presence->on_event([&](PresenceEvent e, const Status& st) {
     events.add(e);
@@ -77,10 +66,10 @@ TEST_F(SessionFaultTest, BlackholeLosesTheSessionForGoodWhileAPresenceLeaseHeals
   ASSERT_TRUE(presence->start().wait().ok());
   const int64_t first_presence_lease = presence->lease_id();
   std::vector<std::pair<std::string, std::string>> keys{{key("member"), "me"}};
-  auto created = PresenceLease::put_if_absent(*proxied_, keys, first_presence_lease).wait();
+  auto created = PresenceLease::put_if_absent(proxied_client(), keys, first_presence_lease).wait();
   ASSERT_TRUE(created.ok()) << created.status().to_string();
   ASSERT_EQ(created->created.size(), 1u);
-  presence->set_restore_hook(PresenceLease::restore_keys(*proxied_, keys));
+  presence->set_restore_hook(PresenceLease::restore_keys(proxied_client(), keys));
 
   // Let a renewal or two go through so this is a steady state.
   ASSERT_TRUE(eventually([&] { return session->safe_until() > Clock::now() + ttl / 2; }, 5s));
@@ -157,7 +146,7 @@ TEST_F(SessionFaultTest, BlackholeLosesTheSessionForGoodWhileAPresenceLeaseHeals
   EXPECT_TRUE(presence->alive());
 
   // The client works again, yet the session stays lost: exclusive holds never heal.
-  ASSERT_TRUE(proxied_->put(key("after"), "x").timeout(10s).wait().ok());
+  ASSERT_TRUE(proxied_client().put(key("after"), "x").timeout(10s).wait().ok());
   EXPECT_EQ(session->state(), ConnectionState::kLost);
   EXPECT_FALSE(session->alive());
   EXPECT_EQ(session->lease_id(), session_lease);

@@ -1,4 +1,4 @@
-// The work queue under worker crashes (SPEC §8, issue #10 item 7): 5,000
+// The work queue under worker crashes: 5,000
 // items, several work_worker processes (tests/fault/work_worker.cpp), and
 // SIGKILLs of random workers while they process an item, each replaced by a
 // fresh worker, until the queue is empty. Then a checker reads the workers'

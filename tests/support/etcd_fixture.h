@@ -17,6 +17,7 @@
 
 #include "etcd/client.h"
 #include "etcd/testing/etcd_cluster.h"
+#include "etcd/testing/fault_proxy.h"
 
 namespace etcd::test {
 
@@ -108,6 +109,41 @@ class SingleMemberTest : public ::testing::Test {
   static inline std::unique_ptr<etcd::testing::EtcdCluster> cluster_;
   std::string prefix_;
   std::unique_ptr<Client> client_;
+};
+
+// SingleMemberTest with a FaultProxy in front of the member: clients made
+// with proxied() reach it only through the proxy (delay, cut, blackhole).
+class ProxiedSingleMemberTest : public SingleMemberTest {
+ protected:
+  void SetUp() override {
+    SingleMemberTest::SetUp();
+    proxy_ = etcd::testing::FaultProxy::start(cluster().endpoint(0));
+  }
+  void TearDown() override {
+    proxy_->restore();
+    proxied_client_.reset();  // before the proxy it talks through
+    proxy_.reset();
+    SingleMemberTest::TearDown();
+  }
+  ClientOptions proxied() const {
+    ClientOptions o;
+    o.endpoints = {proxy_->endpoint()};
+    return o;
+  }
+  // A client through the proxy whose connection is established (one put
+  // went through), made on first use.
+  Client& proxied_client() {
+    if (!proxied_client_) {
+      proxied_client_ = std::make_unique<Client>(proxied());
+      auto warm = proxied_client_->put(key("warm"), "up").wait();
+      EXPECT_TRUE(warm.ok()) << "the first put through the proxy: " << warm.status().to_string();
+    }
+    return *proxied_client_;
+  }
+  std::unique_ptr<etcd::testing::FaultProxy> proxy_;
+
+ private:
+  std::unique_ptr<Client> proxied_client_;
 };
 
 // A fresh 3-member cluster per test (members get killed and paused); the

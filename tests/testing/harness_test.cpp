@@ -34,6 +34,7 @@
 #include "etcd/testing/certs.h"
 #include "etcd/testing/etcd_cluster.h"
 #include "etcd/testing/fault_proxy.h"
+#include "etcd/testing/private_network.h"
 
 namespace {
 
@@ -265,6 +266,30 @@ TEST(EtcdClusterTest, SingleMemberStartsHealthyWithLeaderZero) {
                        R"({"key":"Zm9v","value":"YmFy"})");  // foo=bar
   ASSERT_TRUE(put.has_value());
   EXPECT_NE(put->find("200 OK"), std::string::npos) << *put;
+}
+
+// Outside a private network (this binary never enters one) partitions are
+// refused with the reason, and a late enter_private_network() (threads
+// already run) does not move the process.
+TEST(EtcdClusterTest, PartitionsOutsideAPrivateNetworkAreRefusedWithTheReason) {
+  auto why = etcd::testing::partitions_unavailable();
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("enter_private_network"), std::string::npos) << *why;
+  auto cluster = etcd::testing::EtcdCluster::start_single();
+  try {
+    cluster->partition_one_way({0}, {0});
+    FAIL() << "partition_one_way() did not throw";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot partition"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(cluster->isolate(0), std::runtime_error);
+  EXPECT_NO_THROW(cluster->heal());
+  EXPECT_TRUE(cluster->partitioned_links().empty());
+  const auto net = etcd::testing::enter_private_network();  // the cluster's threads exist by now
+  EXPECT_FALSE(net.entered);
+  EXPECT_FALSE(net.partitions);
+  EXPECT_NE(net.reason.find("one thread"), std::string::npos) << net.reason;
+  EXPECT_TRUE(cluster->healthy(0));
 }
 
 TEST(EtcdClusterTest, ThreeMembersElectALeader) {
@@ -704,11 +729,19 @@ TEST(FaultProxyTest, BlackholeHoldsBytesAndRestoreDeliversThemInOrder) {
   auto proxy = FaultProxy::start(echo_server.endpoint());
   Client c(proxy->port());
   ASSERT_TRUE(echo(c, "before"));
+  // Both ways of the echo are counted (the reply's count may land just
+  // after the client read it).
+  ASSERT_TRUE(eventually([&] { return proxy->bytes_forwarded() == 12; })) << proxy->bytes_forwarded();
+  const auto received = proxy->bytes_received();
+  const auto forwarded = proxy->bytes_forwarded();
 
   proxy->blackhole();
   ASSERT_TRUE(c.send_all("held-1,"));
   std::string got;
   EXPECT_EQ(c.recv_exact(1, got, 300ms), Client::Result::kTimeout);
+  // Held bytes were received, not forwarded.
+  EXPECT_TRUE(eventually([&] { return proxy->bytes_received() == received + 7; })) << proxy->bytes_received();
+  EXPECT_EQ(proxy->bytes_forwarded(), forwarded);
   ASSERT_TRUE(c.send_all("held-2"));
 
   // New connections are still accepted (and stay silent).

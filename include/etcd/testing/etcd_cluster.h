@@ -44,8 +44,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "etcd/testing/certs.h"
@@ -193,6 +195,29 @@ class EtcdCluster {
   // Current pid, or -1 if not running.
   pid_t pid(int i) const;
 
+  // --- partitions between members ------------------------------------------
+  // Only in a process that entered a private network (private_network.h):
+  // partitions_unavailable() is nullopt there. Otherwise these throw
+  // std::runtime_error with the reason. A partition drops the packets of
+  // member-to-member traffic (peer ports) on arrival; connections stay open
+  // and TCP retransmits, so nothing of an open stream is lost or altered,
+  // and after heal() the members reconnect or carry on. Client traffic is
+  // never affected. Partitions add up until heal(); a member that is
+  // restarted stays behind the partitions it had. Synchronous: the rules
+  // are in force when the call returns.
+  //
+  // Packets from every member of `a` to every member of `b` and back.
+  void partition(const std::vector<int>& a, const std::vector<int>& b);
+  // Only packets from every member of `from` to every member of `to` (the
+  // other way still flows: `to` hears `from` go silent, `from` hears `to`).
+  void partition_one_way(const std::vector<int>& from, const std::vector<int>& to);
+  // Member i from every other member, both ways.
+  void isolate(int i);
+  // Every partition ends.
+  void heal();
+  // The blocked links now, as (from, to) pairs.
+  std::set<std::pair<int, int>> partitioned_links() const;
+
   // --- health --------------------------------------------------------------
   // GET /health on member i answered "health":"true" within timeout.
   bool healthy(int i) const { return healthy(i, std::chrono::seconds(1)); }
@@ -248,6 +273,8 @@ class EtcdCluster {
   void stop_locked(int i);
   void kill_all_locked();
   bool metrics_port_open(int i) const;
+  void block_locked(const std::vector<int>& from, const std::vector<int>& to);
+  void apply_rules_locked();
 
   EtcdClusterOptions options_;
   std::string binary_;
@@ -256,6 +283,9 @@ class EtcdCluster {
   std::string token_;
   bool failed_ = false;
   pid_t owner_pid_ = -1;  // process that created the cluster (fork safety)
+  // Its rules in the private network (0: members run unmarked, no partitions).
+  int network_id_ = 0;
+  std::set<std::pair<int, int>> blocked_;  // (from, to)
   mutable std::mutex mu_;
   mutable std::vector<Member> members_;
 };

@@ -77,6 +77,9 @@ class FaultProxy {
   std::size_t connections() const;
   // Total bytes written to either side so far.
   std::uint64_t bytes_forwarded() const;
+  // Total bytes read from either side so far, forwarded or not (what a
+  // blackhole holds counts as soon as it arrived).
+  std::uint64_t bytes_received() const;
 
   struct Impl;
 
