@@ -144,7 +144,8 @@ enum {
   ETCDR_REASON_RESYNC_NEEDED = 17,
   ETCDR_REASON_HOLD_LOST = 18, /* a lock hold, permit, leadership or work claim is gone */
   ETCDR_REASON_MISMATCH = 19,  /* stored configuration differs (a semaphore's permits) */
-  ETCDR_REASON_DECODE_FAILED = 20
+  ETCDR_REASON_DECODE_FAILED = 20,
+  ETCDR_REASON_UNREACHABLE = 21 /* no endpoint took a connection (refused, unknown host): nothing was sent */
 };
 
 /* The outcome of a call. `message` (NULL when code is ETCDR_OK) is for

@@ -461,6 +461,37 @@ TEST_F(ElectionTest, TwoObjectsOnOneSharedSessionAreRefused) {
   (void)session->close().wait();
 }
 
+// A shared session is the user's: once it has ended, a waiting latch on it
+// stops for good and tells why, rather than retrying a session that cannot
+// come back.
+TEST_F(ElectionTest, AWaitingLatchWhoseSharedSessionEndedStopsAndSaysWhy) {
+  LeaderLatch a(client(), key("ended"), "a", ttl(3));
+  a.start();
+  ASSERT_TRUE(a.await_for(5s));
+  SessionOptions so;
+  so.ttl = 2s;
+  auto session = Session::create(client(), so);
+  ASSERT_TRUE(session->start().wait().ok());
+  RecipeOptions shared;
+  shared.session = session;
+  LeaderLatch b(client(), key("ended"), "b", shared);
+  b.start();
+  ASSERT_TRUE(eventually([&] { return count_under(client(), key("ended/")) == 2; }));
+
+  Client other(options());
+  ASSERT_TRUE(other.lease_revoke(session->lease_id()).wait().ok());
+  auto r = b.await_leadership().timeout(10s).wait();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().code(), StatusCode::kDeadlineExceeded) << "still contending on an ended session";
+  EXPECT_TRUE(r.status().is(Errc::kHoldLost)) << r.status().to_string();
+  ASSERT_FALSE(b.errors().empty());
+  EXPECT_NE(b.errors().back().message().find("stopped"), std::string::npos) << b.errors().back().to_string();
+  // It does not come back: with a gone, nobody leads.
+  a.close();
+  EXPECT_TRUE(eventually([&] { return count_under(client(), key("ended/")) == 0; }));
+  EXPECT_FALSE(b.is_held());
+}
+
 TEST_F(ElectionTest, MetricsCountTransitions) {
   auto metrics = std::make_shared<recipes::PrometheusMetrics>();
   RecipeOptions opts;

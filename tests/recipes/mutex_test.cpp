@@ -295,7 +295,7 @@ TEST_F(MutexTest, CloseWakesParkedWaitersWithClosed) {
   EXPECT_TRUE(holder.unlock());
 }
 
-// issue 9 item 5: an operator's `etcdctl del` of the holder's key ends the
+// An operator's `etcdctl del` of the holder's key ends the
 // hold (and says so), instead of letting a second holder in unnoticed.
 TEST_F(MutexTest, DeletingTheHoldersKeyIsALossThatNamesItsCause) {
   DistributedMutex holder(client(), key("deleted")), waiter(client(), key("deleted"));

@@ -85,7 +85,8 @@ class DistributedBarrier : public RecipeHandle {
   // are released by its watch event (one per waiting object).
   [[nodiscard]] Call<bool> remove();
   // Completes once the gate is open (at once if it is, unless
-  // GateOptions::wait_until_set). Deadline, stop token and close() end it
+  // GateOptions::wait_until_set). No deadline unless given one
+  // (etcd/call.h); a deadline, the stop token and close() end it
   // (kDeadlineExceeded / kCancelled / kClosed).
   Call<void> wait();
   template <class Rep, class Period>
@@ -106,7 +107,8 @@ class DistributedBarrier : public RecipeHandle {
 //
 // Keys: NAME/parties/<id> (one per waiting party, under the object's
 // lease), NAME/ready (written by the arrival that completes a round),
-// NAME/gave-up (touched by every party that gives up). An arrival is one
+// NAME/gave-up (touched by every party that gives up), these two under a
+// record lease (see Rounds). An arrival is one
 // Txn: put its key and count the parties at that revision. The arrival that
 // counts N completes the round with one more Txn, guarded so that it
 // counts exactly the parties present (no arrival, no give-up and no
@@ -120,18 +122,44 @@ class DistributedBarrier : public RecipeHandle {
 // that gives up exactly as the round completes is told the truth: its
 // wait() succeeds if the round counted it, else it fails and it did not
 // count.
+//
+// Rounds: one name serves every round, one after the other: the next N
+// wait() calls after a round completed make the next round; a new name per
+// round works as well. The round's party keys go with it. NAME/ready and
+// NAME/gave-up are what tells a party that was cut off whether its round
+// completed; they are written under a lease of their own that is never
+// kept alive, so that they stay for at least
+// CountBarrierOptions::outcome_window after their last write (at most
+// twice that) and then vanish: a name that is no longer used leaves
+// nothing behind. A party cut off for less than the window learns its
+// round's outcome as above. One cut off for longer, whose round completed
+// meanwhile, may find no record of it: it arrives again and waits for (and
+// counts in) the next round on the name, never released by a round it was
+// not there for.
+struct CountBarrierOptions {
+  // How long the records of a round outlive their last write (at least
+  // 1 s). Longer than any cut-off a party must survive and still learn its
+  // round's outcome; each object grants one lease per window when it
+  // completes a round or gives up.
+  std::chrono::seconds outcome_window{3600};
+};
+
 class DistributedBarrierWithCount : public RecipeHandle {
  public:
   // Do no I/O. parties < 1 is Errc::kBadArgument (reported by start() and
   // every operation).
   DistributedBarrierWithCount(Client client, std::string name, int64_t parties);
   DistributedBarrierWithCount(Client client, std::string name, int64_t parties, RecipeOptions options);
+  // outcome_window below 1 s is Errc::kBadArgument (as parties < 1).
+  DistributedBarrierWithCount(Client client, std::string name, int64_t parties, RecipeOptions options,
+                              CountBarrierOptions barrier);
   DistributedBarrierWithCount(DistributedBarrierWithCount&&) noexcept = default;
   DistributedBarrierWithCount& operator=(DistributedBarrierWithCount&&) noexcept = default;
 
   int64_t parties() const;
   // Arrives as one party and completes once N parties have arrived (this
-  // one included). By its deadline or stop token, the party leaves
+  // one included); no deadline unless given one (etcd/call.h). By the
+  // deadline given or the stop token, the party leaves
   // (guarded: see above) and the call fails with kDeadlineExceeded /
   // kCancelled.
   Call<void> wait();
@@ -166,13 +194,15 @@ class DistributedDoubleBarrier : public RecipeHandle {
   DistributedDoubleBarrier& operator=(DistributedDoubleBarrier&&) noexcept = default;
 
   int64_t parties() const;
-  // Completes once N parties (this one included) have entered. By its
-  // deadline or stop token the party withdraws (its key is deleted) and
+  // Completes once N parties (this one included) have entered; no deadline
+  // unless given one (etcd/call.h). By the deadline given or the stop token
+  // the party withdraws (its key is deleted) and
   // the call fails; kFailedPrecondition if this object is in already.
   Call<void> enter();
   // Deletes this party's key and completes once every party of the round
   // has left (or died). kFailedPrecondition if this object has not
-  // entered. By its deadline or stop token the call fails, and the party
+  // entered. No deadline unless given one (etcd/call.h); by the deadline
+  // given or the stop token the call fails, and the party
   // has left all the same (its key is gone).
   Call<void> leave();
   template <class Rep, class Period>

@@ -155,7 +155,8 @@ class CacheBase : public RecipeHandle {
   // Completes once the first read has been applied (and, in a children
   // cache, its events delivered). Fails with Errc::kClosed on close(),
   // kFailedPrecondition before start(), the input error for bad input, or
-  // by its deadline / stop token.
+  // by the deadline it is given (none of its own: etcd/call.h) or its stop
+  // token.
   Call<void> wait_initialized();
   bool initialized() const;
   // The revision at which the cache is exact (0 before the first read).

@@ -2,7 +2,7 @@
 // back. The typed queues, the work queue, the caches, the transient
 // key/values and the counters all take one as a template parameter:
 //
-//   template <class T, Codec<T> C = DefaultCodec<T>> class TypedQueue;   // (coming)
+//   template <class T, Codec<T> C = DefaultCodec<T>> class TypedQueue;
 //
 //   etcd::recipes::TypedQueue<std::int64_t> numbers(client, "/q/numbers");       // decimal text
 //   etcd::recipes::TypedQueue<Job, etcd::recipes::JsonCodec<Job>> jobs(...);      // codec_json.h

@@ -55,12 +55,14 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "etcd/call.h"
@@ -89,6 +91,20 @@ struct LeaderInfo {
   friend bool operator==(const LeaderInfo&, const LeaderInfo&) = default;
 };
 
+// The largest proposal (value), in bytes, that a candidate of election
+// `name` on `client` can campaign with. A campaign sends its proposal three
+// times in one Txn (create our key; or adopt a key of ours and bring its
+// value up to date), and etcd refuses a request over its
+// --max-request-bytes, 1.5 MiB by default: so a little under 512 KiB —
+// 524,192 bytes for a two-byte name on a client without a namespace or a
+// user;
+// each byte of the name, the namespace or the user name costs about two.
+// LeaderLatch and LeaderSelector (start() and every operation) and
+// proclaim() refuse a larger value with Errc::kBadArgument naming this
+// limit, before any write. A server started with a smaller
+// --max-request-bytes refuses the campaign with Errc::kRequestTooLarge.
+std::size_t max_proposal_bytes(const Client& client, const std::string& name);
+
 namespace detail {
 class LatchState;
 class SelectorState;
@@ -101,20 +117,25 @@ class LeaderLatch : public RecipeHandle, public Holder {
  public:
   // Do no I/O. `value` is this candidate's proposal (what observers and
   // `etcdctl elect --listen` show). Invalid input (a bad name, a
-  // session_ttl below 1 s) is reported by start() and every operation
-  // (Errc::kBadArgument), before any write.
+  // session_ttl below 1 s, a value over max_proposal_bytes()) is reported
+  // by start() and every operation (Errc::kBadArgument), before any write.
   LeaderLatch(Client client, std::string name, std::string value);
   LeaderLatch(Client client, std::string name, std::string value, RecipeOptions options);
   LeaderLatch(LeaderLatch&&) noexcept = default;
   LeaderLatch& operator=(LeaderLatch&&) noexcept = default;
 
   // start() (from RecipeHandle) begins contending in the background and
-  // returns at once; idempotent; after resign() it contends again.
+  // returns at once; idempotent; after resign() it contends again. A
+  // failure a retry can fix (etcd unreachable, no leader, a lease grant
+  // whose outcome is unknown) is recorded in errors() and the campaign goes
+  // on, with backoff; it stops only on one that no retry fixes (a shared
+  // session that ended, a permission).
 
   // Completes when this object leads (at once if it does). Fails with
   // kFailedPrecondition when not started (before start(), after resign()),
   // Errc::kClosed on close(), kCancelled / kDeadlineExceeded by its stop
-  // token / deadline, and with the error that stopped the campaign if one
+  // token / the deadline given (it has none of its own: etcd/call.h), and
+  // with the error that stopped the campaign if one
   // did (e.g. a shared session that was lost). A waiter parked across a
   // resign() and a later start() keeps waiting. Blocking: .wait(); callback:
   // .then(); co_await.
@@ -138,6 +159,7 @@ class LeaderLatch : public RecipeHandle, public Holder {
 
   // Replaces the leader key's value, only if this object still leads
   // (Errc::kHoldLost otherwise, nothing written). Later campaigns use it.
+  // A value over max_proposal_bytes() is Errc::kBadArgument, nothing written.
   Call<void> proclaim(std::string value);
   // Leaves the election: the term (if any) ends and our key is deleted.
   // True if this object was leading and its key was still intact. start()
@@ -164,6 +186,25 @@ enum class TermEnd {
   kClosed,       // close()
 };
 
+// "returned", "threw", "lost", "interrupted", "resigned", "closed".
+constexpr std::string_view to_string(TermEnd end) noexcept {
+  switch (end) {
+    case TermEnd::kReturned:
+      return "returned";
+    case TermEnd::kThrew:
+      return "threw";
+    case TermEnd::kLost:
+      return "lost";
+    case TermEnd::kInterrupted:
+      return "interrupted";
+    case TermEnd::kResigned:
+      return "resigned";
+    case TermEnd::kClosed:
+      return "closed";
+  }
+  return "unknown";
+}
+
 // One term of a LeaderSelector, handed to its callback: the term's Hold
 // (key(), token(), stop_token(), guarded(), on_lost()) and a proclaim().
 class LeaderTerm : public Hold {
@@ -172,7 +213,8 @@ class LeaderTerm : public Hold {
   // Why the stop was requested (kLost, kInterrupted, kResigned, kClosed);
   // none while the term goes on.
   std::optional<TermEnd> end() const;
-  // Replaces the leader key's value while this term is current.
+  // Replaces the leader key's value while this term is current (a value
+  // over max_proposal_bytes() is Errc::kBadArgument, nothing written).
   Call<void> proclaim(std::string value) const;
 
  private:
@@ -202,8 +244,8 @@ class LeaderSelector : public RecipeHandle, public Holder {
   using TermEnd = recipes::TermEnd;
 
   // Do no I/O and start no thread. Invalid input (name, session_ttl < 1 s,
-  // an empty callback) is reported by start() (Errc::kBadArgument), before
-  // any write.
+  // an empty callback, a value over max_proposal_bytes()) is reported by
+  // start() (Errc::kBadArgument), before any write.
   LeaderSelector(Client client, std::string name, std::string value, Callback callback);
   LeaderSelector(Client client, std::string name, std::string value, Callback callback, RecipeOptions options);
   LeaderSelector(Client client, std::string name, std::string value, StopCallback callback);

@@ -63,7 +63,8 @@ class DistributedMutex : public RecipeHandle, public Holder, public Lockable<Dis
   DistributedMutex& operator=(DistributedMutex&&) noexcept = default;
 
   // --- The async core (blocking, callback and co_await via Call<T>).
-  // Waits until held. Without a deadline it waits until held, cancelled
+  // Waits until held. Without a deadline given (etcd/call.h: a wait has
+  // none of its own) it waits until held, cancelled
   // (stop token), closed, or its session is lost. The hold is also kept by
   // this object (hold()) until release().
   Call<Hold> acquire();

@@ -113,8 +113,9 @@ class DistributedPriorityQueue : public detail::QueueBase {
   // --max-txn-ops; more is Errc::kTooManyOps, nothing written).
   Call<Enqueued> enqueue_all(std::vector<std::string> values, int64_t priority);
   // Takes the head item (lowest priority value, then commit order); waits
-  // while the queue is empty (until the call's deadline or stop token, or
-  // close(): Errc::kClosed).
+  // while the queue is empty, with no deadline unless it is given one
+  // (etcd/call.h): until an item comes, the deadline given or the stop
+  // token, or close() (Errc::kClosed).
   Call<std::string> dequeue() { return dequeue_bytes(); }
   // Takes the head item, or none if the queue is empty now.
   Call<std::optional<std::string>> try_dequeue() { return try_dequeue_bytes(); }

@@ -348,8 +348,9 @@ class DistributedQueue : public detail::QueueBase {
   // default --max-txn-ops is 128; the server refuses more with
   // Errc::kTooManyOps, nothing written).
   Call<Enqueued> enqueue_all(std::vector<std::string> values);
-  // Takes the head item; waits while the queue is empty (until the call's
-  // deadline or stop token, or close(): Errc::kClosed).
+  // Takes the head item; waits while the queue is empty, with no deadline
+  // unless it is given one (etcd/call.h): until an item comes, the deadline
+  // given or the stop token, or close() (Errc::kClosed).
   Call<std::string> dequeue() { return dequeue_bytes(); }
   // Takes the head item, or none if the queue is empty now.
   Call<std::optional<std::string>> try_dequeue() { return try_dequeue_bytes(); }

@@ -53,11 +53,13 @@
 //
 // Fencing: a hold's token is its key's create revision.
 //   - Write tokens strictly increase from one write hold to the next.
-//   - A read token is not unique (readers share), but it is greater than the
-//     token of every write hold that ended before the read hold began and
-//     smaller than the token of every write hold that begins after it: a
-//     resource that remembers the highest write token it saw can reject
-//     stale readers as well as stale writers.
+//   - Every read hold has a token of its own too (readers that hold at once
+//     have different tokens, none of which excludes another), and it is
+//     greater than the token of every write hold that ended before the read
+//     hold began and smaller than the token of every write hold that begins
+//     after it: a resource that remembers the highest write token it saw,
+//     and accepts any token above it from readers, can reject stale readers
+//     as well as stale writers.
 //   - A downgraded hold keeps its write token as its read token (same key).
 // guarded(txn) makes a transaction conditional on the hold, atomically: for
 // the write side, on the write key still existing with its create revision
@@ -108,7 +110,8 @@ class DistributedReadWriteLock : public RecipeHandle {
     LockView(const LockView&) = delete;
     LockView& operator=(const LockView&) = delete;
 
-    // Waits until held (or cancelled, timed out, closed, session lost).
+    // Waits until held (or cancelled, timed out, closed, session lost); no
+    // deadline unless given one (etcd/call.h).
     Call<Hold> acquire();
     // Takes this side only if it can be held now.
     Call<std::optional<Hold>> try_acquire();

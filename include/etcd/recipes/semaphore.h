@@ -99,7 +99,7 @@ class DistributedSemaphore : public RecipeHandle {
 
   // --- The async core (blocking, callback and co_await via Call<T>).
   // Waits until a permit is granted (or cancelled, timed out, closed, the
-  // session lost). May be called concurrently: each call is its own
+  // session lost); no deadline unless given one (etcd/call.h). May be called concurrently: each call is its own
   // acquisition with its own key.
   Call<Hold> acquire();
   // A permit only if one can be granted now.

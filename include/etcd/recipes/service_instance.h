@@ -41,7 +41,8 @@ struct ServiceInstance {
   // empty, no '/', no NUL byte).
   std::string name{};
   std::string id{};
-  // Where to reach it: a host name or an address, not empty.
+  // Where to reach it: a host name or an address, not empty, without
+  // spaces or control characters. Ports: 1 to 65535 (or none).
   std::string address{};
   std::optional<uint16_t> port{};
   std::optional<uint16_t> ssl_port{};

@@ -26,7 +26,9 @@
 // plain put without a lease — is left alone and the call fails with
 // StatusCode::kAlreadyExists naming the key and its lease; the object can try
 // again later (create() is not sticky on failure). Nothing is ever
-// overwritten.
+// overwritten. start() records a failed creation in errors() and, when a
+// retry can fix it (etcd unreachable, an unknown outcome), tries again with
+// backoff until the key is created or the object closed.
 //
 // Loss and healing. The key stops being ours when its lease is lost (the
 // owner was cut off from etcd longer than the TTL, or the lease was revoked)

@@ -204,6 +204,10 @@ class WorkQueueBase : public RecipeHandle {
   [[nodiscard]] Call<bool> requeue_dead(std::string id);
   // Deletes a dead letter. False if there is no such dead letter.
   [[nodiscard]] Call<bool> purge_dead(std::string id);
+  // Runs (on the client's executor, in order) each time this object moves
+  // an item to the dead letters instead of delivering it (too many
+  // deliveries, or poison): the dead letter as written.
+  Subscription on_dead_letter(std::function<void(const DeadLetter& dead)> listener);
 
  protected:
   WorkQueueBase(Client client, const char* kind, std::string name, WorkQueueOptions options, WorkDecode decode);
@@ -295,7 +299,8 @@ class DistributedWorkQueue : public detail::WorkQueueBase {
   Call<Enqueued> enqueue_all(std::vector<std::string> values);
   Call<Enqueued> enqueue_all(std::vector<std::string> values, std::chrono::milliseconds delay);
 
-  // Claims the first ready item; waits while there is none.
+  // Claims the first ready item; waits while there is none, with no
+  // deadline unless it is given one (etcd/call.h).
   Call<WorkItem> receive();
   // Claims the first ready item, or none if there is none now.
   Call<std::optional<WorkItem>> try_receive();

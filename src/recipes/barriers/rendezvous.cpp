@@ -15,6 +15,7 @@
 #include "../core/own_presence.h"
 #include "../core/prefix_view.h"
 #include "../core/recipe_core.h"
+#include "../core/strand_steps.h"
 #include "../core/waiters.h"
 #include "barrier_input.h"
 #include "etcd/recipes/barrier.h"
@@ -37,7 +38,8 @@ constexpr std::chrono::milliseconds kArrivalBackoff{100};
 
 class RendezvousState : public std::enable_shared_from_this<RendezvousState> {
  public:
-  RendezvousState(std::shared_ptr<RecipeCore> core, int64_t parties, std::chrono::seconds ttl)
+  RendezvousState(std::shared_ptr<RecipeCore> core, int64_t parties, std::chrono::seconds ttl,
+                  std::chrono::seconds window)
       : core_(std::move(core)),
         parties_prefix_(core_->name() + "/parties/"),
         ready_(core_->name() + "/ready"),
@@ -46,6 +48,7 @@ class RendezvousState : public std::enable_shared_from_this<RendezvousState> {
         labels_{{"name", core_->name()}},
         parties_(parties),
         ttl_(ttl),
+        window_(window),
         released_(std::make_shared<WaiterSet>(core_)) {}
 
   void install() { presence_ = attach_presence(shared_from_this(), *core_, ttl_, "the parties' lease"); }
@@ -152,10 +155,10 @@ class RendezvousState : public std::enable_shared_from_this<RendezvousState> {
             // sending it again is safe (a resend finds its own key by the
             // lease), e.g. while a new raft leader is elected.
             if (attempt < kMaxArrivalAttempts && transient(r.status())) {
-              auto timer = std::make_shared<asio::steady_timer>(link->executor(), kArrivalBackoff * attempt);
-              return timer->async_wait([self, link, party, lease, heal, attempt, then, timer](asio::error_code) {
+              run_after(link->executor(), kArrivalBackoff * attempt, [self, link, party, lease, heal, attempt, then] {
                 self->arrive(link, party, lease, heal, then, attempt + 1);
               });
+              return;
             }
             return then(std::move(r).status());
           }
@@ -215,69 +218,136 @@ class RendezvousState : public std::enable_shared_from_this<RendezvousState> {
       return done(Result<void>());
     }
     if (r.status().is(Errc::kClosed)) return done(std::move(r));  // the lease's revoke deletes the key
-    Txn txn;
-    txn.when(Compare::mod_revision(ready_) < arrived + 1)
-        .then(Op::del(party->key), Op::put(gave_up_, core_->client_id()));
-    CallAccess::start_inline(
-        link->client().txn(std::move(txn)),
-        [self = shared_from_this(), r = std::move(r), done = std::move(done)](Result<TxnResponse> t) mutable {
-          if (t.ok() && !t->succeeded) {
-            self->core_->metrics().add("etcd_recipes_barrier_released_total", self->labels_, 1);
-            return done(Result<void>());
-          }
-          if (!t.ok()) {
-            self->core_->record_error(self->core_->named(
-                Status(t.status().code(),
-                       "a party that gave up could not delete its key (its lease will): " + t.status().message(),
-                       t.status().reason())));
-          }
-          done(std::move(r));
-        });
+    give_up(link, party->key, arrived, std::move(r), std::move(done), /*attempt=*/1);
+  }
+
+  // The give-up Txn of a party that arrived at `arrived`:
+  //   If mod_revision(NAME/ready) <= arrived Then Delete(key), Put(NAME/gave-up, id, record lease)
+  void give_up(const std::shared_ptr<ClientLink>& link, const std::string& key, int64_t arrived, Result<void> r,
+               Callback<void> done, int attempt) {
+    with_record_lease(link, [self = shared_from_this(), link, key, arrived, attempt, r = std::move(r),
+                             done = std::move(done)](Result<int64_t> lease) mutable {
+      if (!lease.ok()) return self->gave_up(Result<TxnResponse>(lease.status()), std::move(r), std::move(done));
+      Txn txn;
+      txn.when(Compare::mod_revision(self->ready_) < arrived + 1)
+          .then(Op::del(key), Op::put(self->gave_up_, self->core_->client_id(), PutOptions{.lease = *lease}));
+      CallAccess::start_inline(
+          link->client().txn(std::move(txn)), [self, link, key, arrived, attempt, lease = *lease, r = std::move(r),
+                                               done = std::move(done)](Result<TxnResponse> t) mutable {
+            // The record lease is gone (revoked by hand): a new one, once.
+            if (!t.ok() && t.status().is(Errc::kLeaseNotFound) && attempt == 1) {
+              self->forget_record_lease(lease);
+              return self->give_up(link, key, arrived, std::move(r), std::move(done), attempt + 1);
+            }
+            self->gave_up(std::move(t), std::move(r), std::move(done));
+          });
+    });
+  }
+
+  // The give-up Txn's outcome `t`: a failed guard means the round counted
+  // this party after all (released); else the wait ends with `r`.
+  void gave_up(Result<TxnResponse> t, Result<void> r, Callback<void> done) {
+    if (t.ok() && !t->succeeded) {
+      core_->metrics().add("etcd_recipes_barrier_released_total", labels_, 1);
+      return done(Result<void>());
+    }
+    if (!t.ok()) {
+      core_->record_error(core_->named(
+          Status(t.status().code(),
+                 "a party that gave up could not delete its key (its lease will): " + t.status().message(),
+                 t.status().reason())));
+    }
+    done(std::move(r));
   }
 
   // The arrival that counted N parties at revision `counted` completes
   // the round:
   //   If every key under NAME/parties/ has mod_revision <= counted,
   //      mod_revision(NAME/gave-up) <= counted, mod_revision(NAME/ready) <= counted
-  //   Then DeleteRange(NAME/parties/), Put(NAME/ready, id)
+  //   Then DeleteRange(NAME/parties/), Put(NAME/ready, id, record lease)
   //   Else Range(NAME/parties/, count)
   // so it counts exactly the parties present at `counted`. When the guard
   // fails, someone arrived, gave up or completed since: the recount at the
   // new revision decides again (a later arrival that counts N completes
   // the round itself, and one more attempt is harmless).
   void complete(const std::shared_ptr<ClientLink>& link, int64_t counted, int attempt) {
-    Txn txn;
-    txn.when(Compare::mod_revision(parties_prefix_).with_prefix() < counted + 1,
-             Compare::mod_revision(gave_up_) < counted + 1, Compare::mod_revision(ready_) < counted + 1)
-        .then(Op::del(parties_prefix_, DeleteOptions{.prefix = true}), Op::put(ready_, core_->client_id()))
-        .otherwise(Op::get(parties_prefix_, GetOptions{.prefix = true, .count_only = true}));
-    CallAccess::start_inline(
-        link->client().txn(std::move(txn)), [self = shared_from_this(), link, counted, attempt](Result<TxnResponse> r) {
-          if (!r.ok()) {
-            // Not applied, or unknown: the same guarded Txn again is safe
-            // (if it was applied, its guard now fails and the recount ends it).
-            if (attempt < kMaxArrivalAttempts && transient(r.status())) {
-              auto timer = std::make_shared<asio::steady_timer>(link->executor(), kArrivalBackoff * attempt);
-              return timer->async_wait([self, link, counted, attempt, timer](asio::error_code) {
-                self->complete(link, counted, attempt + 1);
-              });
-            }
-            return self->core_->record_error(self->core_->named(
-                Status(r.status().code(), "completing a round failed: " + r.status().message(), r.status().reason())));
-          }
-          if (r->succeeded) {
-            self->core_->metrics().add("etcd_recipes_barrier_rounds_total", self->labels_, 1);
-            return;
-          }
-          const int64_t count = r->responses.at(0).get().count;
-          if (count < self->parties_) return;
-          if (attempt >= kMaxCompletionAttempts) {
-            return self->core_->record_error(self->core_->named(
-                Status(StatusCode::kAborted, "completing a round: gave up after " + std::to_string(attempt) +
-                                                 " attempts (parties keep arriving and leaving)")));
-          }
-          self->complete(link, r->header.revision, attempt + 1);
+    with_record_lease(link, [self = shared_from_this(), link, counted, attempt](Result<int64_t> lease) {
+      if (!lease.ok()) return self->completed(link, counted, attempt, 0, Result<TxnResponse>(lease.status()));
+      Txn txn;
+      txn.when(Compare::mod_revision(self->parties_prefix_).with_prefix() < counted + 1,
+               Compare::mod_revision(self->gave_up_) < counted + 1, Compare::mod_revision(self->ready_) < counted + 1)
+          .then(Op::del(self->parties_prefix_, DeleteOptions{.prefix = true}),
+                Op::put(self->ready_, self->core_->client_id(), PutOptions{.lease = *lease}))
+          .otherwise(Op::get(self->parties_prefix_, GetOptions{.prefix = true, .count_only = true}));
+      CallAccess::start_inline(link->client().txn(std::move(txn)),
+                               [self, link, counted, attempt, lease = *lease](Result<TxnResponse> r) {
+                                 self->completed(link, counted, attempt, lease, std::move(r));
+                               });
+    });
+  }
+
+  // What the completion Txn (with the record lease `lease`) answered.
+  void completed(const std::shared_ptr<ClientLink>& link, int64_t counted, int attempt, int64_t lease,
+                 Result<TxnResponse> r) {
+    if (!r.ok() && lease != 0 && r.status().is(Errc::kLeaseNotFound) && attempt < kMaxArrivalAttempts) {
+      // The record lease is gone (revoked by hand): a new one.
+      forget_record_lease(lease);
+      return complete(link, counted, attempt + 1);
+    }
+    if (!r.ok()) {
+      // Not applied, or unknown: the same guarded Txn again is safe
+      // (if it was applied, its guard now fails and the recount ends it).
+      if (attempt < kMaxArrivalAttempts && transient(r.status())) {
+        run_after(link->executor(), kArrivalBackoff * attempt, [self = shared_from_this(), link, counted, attempt] {
+          self->complete(link, counted, attempt + 1);
         });
+        return;
+      }
+      return core_->record_error(core_->named(
+          Status(r.status().code(), "completing a round failed: " + r.status().message(), r.status().reason())));
+    }
+    if (r->succeeded) {
+      core_->metrics().add("etcd_recipes_barrier_rounds_total", labels_, 1);
+      return;
+    }
+    const int64_t count = r->responses.at(0).get().count;
+    if (count < parties_) return;
+    if (attempt >= kMaxCompletionAttempts) {
+      return core_->record_error(core_->named(Status(
+          StatusCode::kAborted,
+          "completing a round: gave up after " + std::to_string(attempt) + " attempts (parties keep arriving and leaving)")));
+    }
+    complete(link, r->header.revision, attempt + 1);
+  }
+
+  // The lease that NAME/ready and NAME/gave-up are written under: granted
+  // with a TTL of twice the outcome window and used while at least one
+  // window of it is left, so that every record outlives its write by a
+  // window (and by two at most). It is never kept alive nor revoked: the
+  // records must outlive this object.
+  void with_record_lease(const std::shared_ptr<ClientLink>& link, std::function<void(Result<int64_t>)> then) {
+    const auto now = Clock::now();
+    int64_t usable = 0;
+    {
+      std::lock_guard lock(mu_);
+      if (record_lease_ != 0 && now < record_usable_until_) usable = record_lease_;
+    }
+    if (usable != 0) return then(usable);
+    CallAccess::start_inline(link->client().lease_grant(2 * window_),
+                             [self = shared_from_this(), now, then = std::move(then)](Result<LeaseGrantResponse> g) {
+                               if (!g.ok()) return then(std::move(g).status());
+                               {
+                                 std::lock_guard lock(self->mu_);
+                                 self->record_lease_ = g->id;
+                                 // The server counts from its grant, after `now`.
+                                 self->record_usable_until_ = now + std::chrono::seconds(g->ttl) - self->window_;
+                               }
+                               then(g->id);
+                             });
+  }
+  void forget_record_lease(int64_t lease) {
+    std::lock_guard lock(mu_);
+    if (record_lease_ == lease) record_lease_ = 0;
   }
 
   // The lease was re-granted after a loss: the parties still waiting
@@ -336,6 +406,7 @@ class RendezvousState : public std::enable_shared_from_this<RendezvousState> {
   const Labels labels_;
   const int64_t parties_;
   const std::chrono::seconds ttl_;
+  const std::chrono::seconds window_;  // CountBarrierOptions::outcome_window
   const std::shared_ptr<WaiterSet> released_;
   std::shared_ptr<OwnPresence> presence_;  // set by install()
   PresenceLossReport loss_;
@@ -344,6 +415,8 @@ class RendezvousState : public std::enable_shared_from_this<RendezvousState> {
   std::shared_ptr<PrefixView> view_;
   uint64_t next_party_ = 0;
   std::map<std::string, std::shared_ptr<Party>> live_;  // parked parties, by key
+  int64_t record_lease_ = 0;                             // with_record_lease()
+  Clock::time_point record_usable_until_{};
 };
 
 }  // namespace etcd::recipes::detail
@@ -354,11 +427,21 @@ DistributedBarrierWithCount::DistributedBarrierWithCount(Client client, std::str
     : DistributedBarrierWithCount(std::move(client), std::move(name), parties, RecipeOptions()) {}
 
 DistributedBarrierWithCount::DistributedBarrierWithCount(Client client, std::string name, int64_t parties,
-                                                         RecipeOptions options) {
+                                                         RecipeOptions options)
+    : DistributedBarrierWithCount(std::move(client), std::move(name), parties, std::move(options),
+                                  CountBarrierOptions()) {}
+
+DistributedBarrierWithCount::DistributedBarrierWithCount(Client client, std::string name, int64_t parties,
+                                                         RecipeOptions options, CountBarrierOptions barrier) {
   const auto ttl = options.session_ttl;
+  Status input = detail::check_parties(parties);
+  if (input.ok() && barrier.outcome_window < std::chrono::seconds(1)) {
+    input = InvalidArgument("outcome_window must be at least 1 s (got " +
+                            std::to_string(barrier.outcome_window.count()) + " s)");
+  }
   auto core = detail::OwnPresence::make_core(std::move(client), "DistributedBarrierWithCount", std::move(name),
-                                             std::move(options), detail::check_parties(parties));
-  state_ = std::make_shared<detail::RendezvousState>(core, parties, ttl);
+                                             std::move(options), std::move(input));
+  state_ = std::make_shared<detail::RendezvousState>(core, parties, ttl, barrier.outcome_window);
   state_->install();
   bind_recipe(std::move(core));
 }

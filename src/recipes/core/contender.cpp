@@ -4,8 +4,11 @@
 #include <asio/steady_timer.hpp>
 #include <thread>
 
+#include "background_retry.h"
 #include "calls.h"
+#include "injected_defects.h"
 #include "keys.h"
+#include "strand_steps.h"
 #include "txn_batcher.h"
 
 namespace etcd::recipes::detail {
@@ -25,12 +28,8 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
         done_(std::move(done)) {}
 
   void start() {
-    auto self = shared_from_this();
     if (!guard()) return;
-    CallAccess::start_inline(core_->session(link_), [self](Result<std::shared_ptr<Session>> s) {
-      if (!s.ok()) return self->fail(std::move(s).status());
-      self->with_session(*s);
-    });
+    open_session();
   }
 
  private:
@@ -80,6 +79,23 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
     return true;
   }
 
+  // Starts the recipe's session. A grant that failed in a way a retry can
+  // fix (background_retry.h; its outcome unknown, say: a lease granted after
+  // all just expires by its TTL) is tried again for as long as the
+  // acquisition lasts.
+  void open_session() {
+    auto self = shared_from_this();
+    CallAccess::start_inline(core_->session(link_), [self](Result<std::shared_ptr<Session>> s) {
+      if (!s.ok()) {
+        if (background_retry_heals(*self->core_, s.status())) {
+          return self->retry_later(s.status(), [self] { self->open_session(); });
+        }
+        return self->fail(std::move(s).status());
+      }
+      self->with_session(*s);
+    });
+  }
+
   void with_session(const std::shared_ptr<Session>& s) {
     const std::string key = driver_->key(*s);
     {
@@ -109,22 +125,38 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
     std::string key;
     int64_t lease;
     {
-      std::lock_guard lock(mu_);
-      if (finished_) return;
+      std::unique_lock lock(mu_);
+      if (finished_) {
+        // Finished while a retry of the creation was pending.
+        const bool unanswered = create_unanswered_;
+        lock.unlock();
+        if (unanswered) remove_unanswered_key();
+        return;
+      }
       key = key_;
       lease = session_->lease_id();
+      create_unanswered_ = true;
     }
     auto self = shared_from_this();
     auto on_created = [self](Result<TxnResponse> r) {
+      const bool may_have_applied = !r.ok() && (transient(r.status()) || r.status().is(Errc::kOutcomeUnknown) ||
+                                                r.status().code() == StatusCode::kDeadlineExceeded);
+      if (!may_have_applied) {
+        std::lock_guard lock(self->mu_);
+        self->create_unanswered_ = false;
+      }
+      if (may_have_applied && self->is_finished()) return self->remove_unanswered_key();
       if (!r.ok()) {
         // Creating our key is idempotent (create-if-absent): a transient
         // failure is retried for as long as the acquisition lasts.
-        if (transient(r.status())) return self->retry_later([self] { self->create(); });
+        if (transient(r.status())) return self->retry_later(r.status(), [self] { self->create(); });
         // The session's lease is gone before the session noticed (revoked
         // elsewhere; its keys deleted): nothing was held yet, so this
         // acquisition goes on with a new session of the recipe's own.
         if (r.status().is(Errc::kLeaseNotFound) && self->renew_session()) return;
-        return self->fail(std::move(r).status());
+        self->fail(std::move(r).status());
+        if (may_have_applied) self->remove_unanswered_key();
+        return;
       }
       self->on_created(self->driver_->created(*r));
     };
@@ -159,11 +191,7 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
     old_loss.reset();
     if (!core_->forget_session(old)) return false;
     if (claims) claims->unclaim(key);
-    auto self = shared_from_this();
-    CallAccess::start_inline(core_->session(link_), [self](Result<std::shared_ptr<Session>> s) {
-      if (!s.ok()) return self->fail(std::move(s).status());
-      self->with_session(*s);
-    });
+    open_session();
     return true;
   }
 
@@ -176,7 +204,7 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
         // Timed out, cancelled or closed while the key was being created:
         // it must not stay behind and block the queue.
         lock.unlock();
-        if (c.rev != 0) remove_key(link_, core_, key_, c.rev, "cleaning up a contender key");
+        if (c.rev != 0) remove_own_key(c.rev, {});
         return;
       }
       rev_ = c.rev;
@@ -184,6 +212,58 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
     if (c.rev == 0) return fail(Status(StatusCode::kAborted, "our key vanished", Errc::kHoldLost));
     if (c.verdict) return on_verdict(std::move(*c.verdict));
     read();
+  }
+
+  // The acquisition ended without a hold, and whether its key was created
+  // is unknown (the creation's answer was lost, or it failed in a way that
+  // may have applied). A key named by the acquisition alone (the
+  // semaphore's: lease and sequence number) would otherwise stay, bound to
+  // a live session, and take a place in the queue for as long as the
+  // session lives: delete it if it carries our lease. (A key named by the
+  // session only — the mutex's, a candidate's — is adopted by the next
+  // acquisition on the session instead, and another acquisition may be
+  // using it by now.)
+  //
+  // The creation may still be on its way (held up in the network, or
+  // queued at a member), so one delete is not enough: the key is swept
+  // (sweep_key) until a sweep finds and deletes it.
+  void remove_unanswered_key() {
+    std::string key;
+    int64_t lease;
+    std::shared_ptr<Session> session;
+    {
+      std::lock_guard lock(mu_);
+      if (!create_unanswered_ || !session_) return;
+      create_unanswered_ = false;
+      key = key_;
+      lease = session_->lease_id();
+      session = session_;
+    }
+    if (driver_->claims_key()) return;
+    sweep_key(core_, session, delete_if_leased(key, lease), /*until_found=*/true);
+  }
+
+  // Deletes our key (created at `rev`) after an acquisition ended without a
+  // hold, then runs `then`. A key named by the acquisition alone that
+  // could not be deleted (no delete was answered) is swept until one is.
+  void remove_own_key(int64_t rev, std::function<void()> then) {
+    std::shared_ptr<Session> owner;
+    std::string key;
+    {
+      std::lock_guard lock(mu_);
+      owner = session_;
+      key = key_;
+    }
+    if (driver_->claims_key() || !owner) {
+      return remove_key(link_, core_, key, rev, "cleaning up a contender key", std::move(then));
+    }
+    std::weak_ptr<Session> session = owner;
+    const int64_t lease = owner->lease_id();
+    remove_with(link_, core_, delete_if_created_at(key, rev), "cleaning up a contender key",
+                [core = core_, session, key, lease, then = std::move(then)](bool answered) {
+                  if (!answered) sweep_key(core, session, delete_if_leased(key, lease), /*until_found=*/false);
+                  if (then) then();
+                });
   }
 
   // A key of ours left by an earlier acquisition whose release did not get
@@ -228,7 +308,9 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
     CallAccess::start_inline(CallAccess::caller_waits(link_->client().txn(driver_->read(key, rev)), on_caller_thread()),
                              [self, rev](Result<TxnResponse> r) {
                                if (!r.ok()) {
-                                 if (transient(r.status())) return self->retry_later([self] { self->read(); });
+                                 if (transient(r.status())) {
+                                   return self->retry_later(r.status(), [self] { self->read(); });
+                                 }
                                  return self->fail(std::move(r).status());
                                }
                                if (auto gone = own_key_lost(r->responses.at(0).get().first(), rev)) {
@@ -249,22 +331,29 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
     Watcher watcher = wait_for_change(
         link_, w.key, std::move(w.options), from, std::move(w.relevant), std::move(w.recheck), [weak, core, driver] {
           core->metrics().add("etcd_recipes_" + driver->family() + "_wakeups_total", driver->labels(), 1);
-          if (auto self = weak.lock()) self->read();
+          auto self = weak.lock();
+          if (!self) return;
+          if (injected_defects().contender_skips_recheck.load(std::memory_order_relaxed)) {
+            return self->acquired(Verdict{.holds = true});
+          }
+          self->read();
         });
     keep(&Registrations::watch, std::move(watcher));
   }
 
-  // Runs `step` again after the step backoff (kStepBackoff), unless the
+  // After the failure `why` (recorded: nobody hears of it otherwise), runs
+  // `step` again after the step backoff (kStepBackoff), unless the
   // acquisition finishes first.
-  void retry_later(std::function<void()> step) {
+  void retry_later(const Status& why, std::function<void()> step) {
     int n;
     {
       std::lock_guard lock(mu_);
       if (finished_) return;
       n = ++transient_failures_;
     }
-    auto timer = std::make_shared<asio::steady_timer>(executor(), kStepBackoff.delay(n));
-    timer->async_wait([weak = weak_from_this(), timer, step = std::move(step)](const asio::error_code&) {
+    core_->record_error(Status(
+        why.code(), "waiting for " + driver_->waiting_for() + ", trying again after: " + why.message(), why.reason()));
+    run_after(executor(), kStepBackoff.delay(n), [weak = weak_from_this(), step = std::move(step)] {
       if (auto self = weak.lock(); self && !self->is_finished()) step();
     });
   }
@@ -335,7 +424,7 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
       done(std::move(*shared));
     };
     if (rev == 0) return complete();
-    remove_key(link_, core_, key, rev, "cleaning up a contender key", std::move(complete));
+    remove_own_key(rev, std::move(complete));
   }
 
   const std::shared_ptr<RecipeCore> core_;
@@ -355,6 +444,8 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
   std::shared_ptr<KeyClaims> claims_;  // set while this acquisition claims its key
   bool stale_replaced_ = false;
   bool renewed_ = false;
+  // A creation was sent and its answer has not told whether it applied.
+  bool create_unanswered_ = false;
   int transient_failures_ = 0;
   std::shared_ptr<Session> session_;
   std::string key_;

@@ -17,14 +17,18 @@
 //     wait_for_change, which avoids etcd 3.4's 100 ms unsynced-watch delay)
 //     and re-check after every wake-up; a wake-up that does not unblock only
 //     moves the watch;
-//   - one retry policy: a transient failure of an idempotent step (creating
-//     the key if absent, a read) is retried with backoff for as long as the
-//     acquisition lasts;
+//   - one retry policy: a transient failure of a step that is safe to
+//     repeat (starting the session, creating the key if absent, a read) is
+//     recorded (RecipeCore::record_error) and retried with backoff for as
+//     long as the acquisition lasts;
 //   - a waiter whose own key disappeared (its session died) never reports
 //     success;
 //   - on every exit without a hold (declined try, timeout, cancel, close,
 //     failure) the key it created is deleted before the caller hears back,
-//     so nothing is left behind to block the queue;
+//     so nothing is left behind to block the queue; a key named by the
+//     acquisition alone (the semaphore's) whose creation went unanswered,
+//     or whose delete was not answered, is swept afterwards
+//     (waiting.h: sweep_key) until it is gone;
 //   - on success a HoldState (core/hold_state.h) carries the hold from
 //     there: loss, fencing, guarded(), release().
 #pragma once

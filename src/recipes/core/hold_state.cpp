@@ -5,6 +5,7 @@
 
 #include "calls.h"
 #include "keys.h"
+#include "waiting.h"
 
 namespace etcd::recipes {
 
@@ -305,12 +306,21 @@ void HoldState::release(bool caller_waits, Callback<bool> done) {
   }
   if (slot_) slot_->releasing(this);
   auto self = shared_from_this();
+  std::weak_ptr<Session> owner = session();
   delete_own_key(link, spec_.key, spec_.token, caller_waits, false, 1,
-                 [self, link, was_lost, done = std::move(done)](Result<bool> r) {
+                 [self, link, was_lost, owner, done = std::move(done)](Result<bool> r) {
                    self->drop_claim();
                    if (self->slot_) self->slot_->ended(self.get());
                    if (!r.ok()) {
                      self->core_->record_error(r.status());
+                     // A key named by this hold alone (a permit's) would
+                     // stay with the live session and keep the permit taken:
+                     // it is swept until a delete is answered. (A key named
+                     // by the session is adopted by its next acquisition.)
+                     if (!self->spec_.claims) {
+                       sweep_key(self->core_, owner, delete_if_created_at(self->spec_.key, self->spec_.token),
+                                 /*until_found=*/false);
+                     }
                      done(self->core_->named(std::move(r).status()));
                    } else {
                      done(*r && !was_lost);

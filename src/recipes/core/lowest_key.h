@@ -50,7 +50,11 @@ class LowestKeyDriver : public ContenderDriver {
   // acquisition on this session is adopted, its value brought up to date, as
   // Go's Campaign does — and read the owner.
   Txn create(const std::string& key, int64_t lease) override {
-    const std::string value = settings_.value();
+    return create_txn(prefix, key, settings_.value(), lease);
+  }
+  // The Txn of create() for `key` under `prefix` with `value`: it carries
+  // the value three times (what bounds an election's proposal).
+  static Txn create_txn(const std::string& prefix, const std::string& key, const std::string& value, int64_t lease) {
     const Op put = Op::put(key, value, PutOptions{.lease = lease});
     Txn queued;
     queued.when(Compare::absent(key))

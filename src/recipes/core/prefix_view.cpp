@@ -183,8 +183,9 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
     auto l = running();
     if (!l) return;
     GetOptions page;
+    const std::string end = options.range_end.empty() ? prefix_range_end(range) : options.range_end;
     if (!options.single_key) {
-      page.range_end = options.range_end.empty() ? prefix_range_end(range) : options.range_end;
+      page.range_end = end;
       page.limit = std::max<int64_t>(1, options.page_size);  // 0 would mean "no limit"
     }
     page.revision = load_rev_;
@@ -220,7 +221,9 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
       // start over at the newest revision.
       return load(e, cause_);
     }
-    if (!transient(why))
+    // Retried either way; etcd out of reach (nothing listens) is a link
+    // that is down, not a failure of the view.
+    if (!transient(why) && !why.is(Errc::kUnreachable))
       core->record_error(Status(why.code(), "reading " + range + ": " + why.message(), why.reason()));
     retry_later(e, [self = shared_from_this(), e] { self->read_page(e); });
   }

@@ -139,6 +139,16 @@ bool RecipeCore::forget_session(const std::shared_ptr<Session>& s) {
   return true;
 }
 
+bool RecipeCore::shared_session_ended() const {
+  if (!shared_session_) return false;
+  std::shared_ptr<Session> s;
+  {
+    std::lock_guard lock(mu_);
+    s = options_.session;
+  }
+  return !s || !s->loss().ok();
+}
+
 void RecipeCore::record_error(Status status) {
   Status named_status = named(std::move(status));
   {

@@ -72,6 +72,9 @@ class RecipeCore : public std::enable_shared_from_this<RecipeCore> {
   // itself noticed: the next session() makes a new one. False for a fixed
   // shared session, which is the user's to replace.
   bool forget_session(const std::shared_ptr<Session>& s);
+  // A fixed shared session (RecipeOptions::session) was given and has
+  // ended (lost or closed): nothing this recipe does can bring it back.
+  bool shared_session_ended() const;
 
   // Background failures: recorded (bounded) and pushed to listeners.
   void record_error(Status status);

@@ -1,5 +1,5 @@
-// Steps of a recipe that runs on a strand (internal): a call whose result
-// continues on the strand, and a retry with backoff on it.
+// Steps of a recipe (internal): a call whose result continues on a strand,
+// a step run after a delay, and a retry with backoff on a strand.
 #pragma once
 
 #include <algorithm>
@@ -25,6 +25,19 @@ void run_on_strand(asio::strand<Executor> strand, Call<T> call, F f) {
   });
 }
 
+// Runs `step` on `executor` once `delay` has passed, unless the returned
+// timer is cancelled first (then never). The caller may keep the timer to
+// cancel it; the wait keeps it alive meanwhile. `step` holds what it needs
+// (a weak reference to its owner, looked at when it runs).
+template <class Ex>
+std::shared_ptr<asio::steady_timer> run_after(const Ex& executor, Clock::duration delay, std::function<void()> step) {
+  auto timer = std::make_shared<asio::steady_timer>(executor, delay);
+  timer->async_wait([timer, step = std::move(step)](const asio::error_code& ec) {
+    if (!ec) step();
+  });
+  return timer;
+}
+
 // Runs `step` on `strand` after the step backoff (kStepBackoff, capped at
 // `max_ms`) for the failures so far (counted in `failures`), unless
 // `stale()` says a later event made it obsolete or the timer, kept in
@@ -35,11 +48,8 @@ inline void retry_on_strand(const asio::strand<Executor>& strand, int& failures,
   ++failures;
   Backoff backoff = kStepBackoff;
   backoff.max = std::chrono::milliseconds(max_ms);
-  auto timer = std::make_shared<asio::steady_timer>(strand, backoff.delay(failures));
-  slot = timer;
-  timer->async_wait([timer, stale = std::move(stale), step = std::move(step)](const asio::error_code& ec) {
-    if (ec || stale()) return;
-    step();
+  slot = run_after(strand, backoff.delay(failures), [stale = std::move(stale), step = std::move(step)] {
+    if (!stale()) step();
   });
 }
 

@@ -46,19 +46,68 @@ inline Txn delete_if_created_at(const std::string& key, int64_t rev) {
   return txn;
 }
 
-// Deletes `key` if it is still the one created at `rev` (fire and forget,
-// holding `link` until done). A failure is recorded on `core` as "<what>:
-// <message>"; `then` runs either way, once the delete completed.
-inline void remove_key(const std::shared_ptr<ClientLink>& link, const std::shared_ptr<RecipeCore>& core,
-                       const std::string& key, int64_t rev, std::string what, std::function<void()> then = {}) {
+// Deletes `key` only if it is bound to `lease`: the key an acquisition
+// may have created when the answer to its creation never came.
+inline Txn delete_if_leased(const std::string& key, int64_t lease) {
+  Txn txn;
+  txn.when(Compare::lease(key) == lease).then(Op::del(key));
+  return txn;
+}
+
+// Sends `txn` (a guarded, idempotent delete), again after a transient
+// failure, at most three times in all (fire and forget, holding `link`
+// until done). A failure is recorded on `core` as "<what>: <message>";
+// `then` runs either way, once the delete completed, with whether it was
+// answered.
+inline void remove_with(const std::shared_ptr<ClientLink>& link, const std::shared_ptr<RecipeCore>& core, Txn txn,
+                        std::string what, std::function<void(bool answered)> then, int attempt = 1) {
   etcd::detail::CallAccess::start_inline(
-      link->client().txn(delete_if_created_at(key, rev)),
-      [link, core, what = std::move(what), then = std::move(then)](Result<TxnResponse> r) {
+      link->client().txn(txn),
+      [link, core, txn, what = std::move(what), then = std::move(then), attempt](Result<TxnResponse> r) mutable {
+        if (!r.ok() && transient(r.status()) && attempt < 3) {
+          return remove_with(link, core, std::move(txn), std::move(what), std::move(then), attempt + 1);
+        }
         if (!r.ok()) {
           core->record_error(Status(r.status().code(), what + ": " + r.status().message(), r.status().reason()));
         }
-        if (then) then();
+        if (then) then(r.ok());
       });
+}
+
+// A key of ours that must go but could not be deleted yet: sends `txn` (a
+// guarded delete) now and every kSweepInterval until it is done — until an
+// answer comes (`until_found` false: the key cannot come back), or until
+// an answer says the guard held and the key was deleted (`until_found`
+// true: its creation may still be on its way) — or the session ends, the
+// recipe closes, or kSweepRounds sweeps went by. Fire and forget.
+inline constexpr auto kSweepInterval = std::chrono::seconds(2);
+inline constexpr int kSweepRounds = 300;  // 10 minutes
+
+inline void sweep_key(std::shared_ptr<RecipeCore> core, std::weak_ptr<Session> session, Txn txn, bool until_found,
+                      int round = 0) {
+  auto link = core->link();
+  auto s = session.lock();
+  if (!link || core->closed() || !s || s->lost_token().stop_requested() || round >= kSweepRounds) return;
+  s.reset();
+  auto ex = link->executor();
+  etcd::detail::CallAccess::start_inline(
+      link->client().txn(txn),
+      [core = std::move(core), session = std::move(session), txn, until_found, round, ex](Result<TxnResponse> r) mutable {
+        if (r.ok() && (!until_found || r->succeeded)) return;
+        auto timer = std::make_shared<asio::steady_timer>(ex, kSweepInterval);
+        timer->async_wait([core = std::move(core), session = std::move(session), txn = std::move(txn), until_found,
+                           round, timer](const asio::error_code& ec) mutable {
+          if (!ec) sweep_key(std::move(core), std::move(session), std::move(txn), until_found, round + 1);
+        });
+      });
+}
+
+// Deletes `key` if it is still the one created at `rev`, as remove_with.
+inline void remove_key(const std::shared_ptr<ClientLink>& link, const std::shared_ptr<RecipeCore>& core,
+                       const std::string& key, int64_t rev, std::string what, std::function<void()> then = {}) {
+  remove_with(link, core, delete_if_created_at(key, rev), std::move(what), [then = std::move(then)](bool) {
+    if (then) then();
+  });
 }
 
 using StopCallback = std::stop_callback<std::function<void()>>;

@@ -15,6 +15,7 @@
 #include "../core/calls.h"
 #include "../core/keys.h"
 #include "../core/recipe_core.h"
+#include "../core/strand_steps.h"
 #include "etcd/recipes/codec.h"
 #include "etcd/txn.h"
 
@@ -250,8 +251,7 @@ class AddOp final : public std::enable_shared_from_this<AddOp> {
                                      " attempts (nothing written)"));
     }
     if (delay <= Clock::duration::zero()) return attempt();
-    auto timer = std::make_shared<asio::steady_timer>(link_->executor(), delay);
-    timer->async_wait([self = shared_from_this(), timer](const asio::error_code&) { self->attempt(); });
+    run_after(link_->executor(), delay, [self = shared_from_this()] { self->attempt(); });
   }
 
   std::string what() const { return "add(" + std::to_string(delta_) + ")"; }

@@ -58,7 +58,16 @@ Status validate_segment(std::string_view what, std::string_view segment) {
 Status validate_instance(const ServiceInstance& instance) {
   if (Status st = validate_segment("service name", instance.name); !st.ok()) return st;
   if (Status st = validate_segment("instance id", instance.id); !st.ok()) return st;
-  if (instance.address.empty()) return bad("instance " + instance.name + "/" + instance.id + " has no address");
+  const std::string who = "instance " + instance.name + "/" + instance.id;
+  if (instance.address.empty()) return bad(who + " has no address");
+  for (const unsigned char c : instance.address) {
+    if (c < 0x20 || c == 0x7f || c == ' ') {
+      return bad(who + ": the address must not contain spaces or control characters (a newline, a tab)");
+    }
+  }
+  if ((instance.port && *instance.port == 0) || (instance.ssl_port && *instance.ssl_port == 0)) {
+    return bad(who + ": port 0 is not a port a client can reach");
+  }
   if (!instance.payload.empty() && !json::accept(instance.payload)) {
     return bad("the payload of " + instance.name + "/" + instance.id +
                " is not JSON text (give a JSON value: an object, \"a string\" in quotes, a number, ...)");

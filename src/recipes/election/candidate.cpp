@@ -2,17 +2,12 @@
 
 #include <algorithm>
 
+#include "../core/background_retry.h"
 #include "../core/calls.h"
+#include "../core/strand_steps.h"
+#include "proposal_limit.h"
 
 namespace etcd::recipes::detail {
-
-namespace {
-
-// Failures after which a waiting candidate joins the queue again:
-// its key or its session vanished (participation heals).
-bool heals(const Status& st) { return st.is(Errc::kHoldLost) || st.is(Errc::kLeaseNotFound); }
-
-}  // namespace
 
 Candidate::Candidate(std::shared_ptr<RecipeCore> core_in, std::string value)
     : core(std::move(core_in)),
@@ -97,7 +92,15 @@ void Candidate::on_campaign_done(uint64_t id, Result<std::optional<Hold>> r) {
   }
   const Status st = r.ok() ? Status(StatusCode::kInternal, "a campaign declined") : r.status();
   if (cancelled || core->closed()) return wound_down();
-  if (heals(st)) return retry_later();
+  if (background_retry_heals(*core, st)) {
+    // Participation heals: a waiting candidate whose key or session
+    // vanished joins the queue again, as after any failure a retry can fix
+    // (those are recorded).
+    if (classify(st) != Retry::kNever) {
+      core->record_error(Status(st.code(), "campaign failed, trying again: " + st.message(), st.reason()));
+    }
+    return retry_later();
+  }
   core->record_error(Status(st.code(), "campaign stopped: " + st.message(), st.reason()));
   if (hooks.failed) hooks.failed(core->named(st));
   wound_down();
@@ -171,16 +174,8 @@ void Candidate::retry_later() {
   // the link.
   auto link = core->link();
   if (!link) return;
-  std::shared_ptr<asio::steady_timer> timer;
-  {
-    std::lock_guard lock(mu_);
-    const int n = ++failures_;
-    timer = std::make_shared<asio::steady_timer>(link->executor(), kStepBackoff.delay(n));
-    retry_timer_ = timer;
-  }
-  std::weak_ptr<Candidate> weak = weak_from_this();
-  timer->async_wait([weak, timer](const asio::error_code& ec) {
-    if (ec) return;
+  std::lock_guard lock(mu_);
+  retry_timer_ = run_after(link->executor(), kStepBackoff.delay(++failures_), [weak = weak_from_this()] {
     if (auto self = weak.lock()) self->campaign();
   });
 }
@@ -196,6 +191,11 @@ void Candidate::wound_down() {
 }
 
 Call<void> Candidate::proclaim(std::string value) {
+  if (auto link = core->link()) {
+    if (Status st = check_proposal(link->client(), core->name(), value); !st.ok()) {
+      return core->ready<void>(core->named(std::move(st)));
+    }
+  }
   Hold hold = slot->current();
   auto state = HoldAccess::state(hold);
   auto link = state ? state->link() : nullptr;

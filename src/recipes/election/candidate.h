@@ -3,9 +3,10 @@
 // driver (core/lowest_key.h), shared by LeaderLatch and LeaderSelector.
 //
 // What it adds to the engine is participation that heals: a waiting
-// candidate whose key or session vanished joins the queue again (on a new
-// session, with backoff), while a lost term is never re-created — its
-// owner decides whether to campaign again. Its hooks (elected, lost,
+// candidate whose key or session vanished, or whose campaign met any other
+// failure a retry can fix (core/background_retry.h), joins the queue again
+// (on a new session if need be, with backoff), while a lost term is never
+// re-created — its owner decides whether to campaign again. Its hooks (elected, lost,
 // failed) are library code; they must not block.
 #pragma once
 
@@ -29,7 +30,8 @@ class Candidate : public std::enable_shared_from_this<Candidate> {
     // A term ended against our will (Errc::kHoldLost). The key has been
     // removed (best effort) when this runs.
     std::function<void(const Status&)> lost;
-    // The campaign stopped for good (a shared session gone, a permission).
+    // The campaign stopped for good (a shared session gone, a permission):
+    // a failure no retry fixes.
     std::function<void(const Status&)> failed;
   };
   struct ResignOutcome {

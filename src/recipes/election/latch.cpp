@@ -4,6 +4,7 @@
 #include "candidate.h"
 #include "etcd/recipes/election.h"
 #include "participants.h"
+#include "proposal_limit.h"
 
 #include <asio/post.hpp>
 
@@ -14,7 +15,8 @@ namespace detail {
 class LatchState : public std::enable_shared_from_this<LatchState> {
  public:
   LatchState(Client client, std::string name, std::string value, RecipeOptions options)
-      : core(std::make_shared<RecipeCore>(std::move(client), "LeaderLatch", std::move(name), std::move(options))),
+      : core(std::make_shared<RecipeCore>(client, "LeaderLatch", name, std::move(options),
+                                          check_proposal(client, name, value))),
         candidate(std::make_shared<Candidate>(core, std::move(value))),
         waiters(std::make_shared<WaiterSet>(core)) {}
 

@@ -10,6 +10,7 @@
 #include "candidate.h"
 #include "etcd/recipes/election.h"
 #include "participants.h"
+#include "proposal_limit.h"
 
 namespace etcd::recipes {
 
@@ -86,9 +87,11 @@ class SelectorWorker : public std::enable_shared_from_this<SelectorWorker> {
 
 namespace {
 
-Status check_callback(const LeaderSelector::StopCallback& cb) {
+// The selector's own checks of its input: the callback, then the proposal.
+Status check_input(const Client& client, const std::string& name, const std::string& value,
+                   const LeaderSelector::StopCallback& cb) {
   if (!cb) return InvalidArgument("the leadership callback is empty");
-  return Status();
+  return check_proposal(client, name, value);
 }
 
 const char* describe(TermEnd end) {
@@ -115,8 +118,8 @@ class SelectorState : public std::enable_shared_from_this<SelectorState> {
  public:
   SelectorState(Client client, std::string name, std::string value, LeaderSelector::StopCallback cb,
                 RecipeOptions options)
-      : core(std::make_shared<RecipeCore>(std::move(client), "LeaderSelector", std::move(name), std::move(options),
-                                          check_callback(cb))),
+      : core(std::make_shared<RecipeCore>(client, "LeaderSelector", name, std::move(options),
+                                          check_input(client, name, value, cb))),
         candidate(std::make_shared<Candidate>(core, std::move(value))),
         worker(std::make_shared<SelectorWorker>()),
         callback(std::move(cb)) {}

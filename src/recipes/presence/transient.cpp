@@ -14,10 +14,13 @@
 #include <optional>
 #include <vector>
 
+#include "../core/background_retry.h"
 #include "../core/calls.h"
+#include "../core/keys.h"
 #include "../core/listeners.h"
 #include "../core/own_presence.h"
 #include "../core/recipe_core.h"
+#include "../core/strand_steps.h"
 #include "etcd/presence.h"
 #include "etcd/txn.h"
 
@@ -142,10 +145,25 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
 
   // --- creation -----------------------------------------------------------------------------
 
+  // start(): creates the key in the background, trying again after every
+  // failure a retry can fix (core/background_retry.h), each one recorded.
   void start_in_background() {
     ensure_created([weak = weak_from_this()](Result<void> r) {
       auto self = weak.lock();
-      if (self && !r.ok() && !r.status().is(Errc::kClosed)) self->core_->record_error(std::move(r).status());
+      if (!self || r.ok() || r.status().is(Errc::kClosed)) return;
+      const bool again = background_retry_heals(*self->core_, r.status());
+      self->core_->record_error(std::move(r).status());
+      if (again) self->start_later();
+    });
+  }
+
+  void start_later() {
+    auto link = core_->link();
+    if (!link) return;
+    std::lock_guard lock(mu_);
+    if (phase_ != Phase::kIdle) return;  // created by a create() meanwhile, or closed
+    start_timer_ = run_after(link->executor(), kStepBackoff.delay(++start_failures_), [weak = weak_from_this()] {
+      if (auto self = weak.lock()) self->start_in_background();
     });
   }
 
@@ -232,6 +250,7 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
       waiters.swap(start_waiters_);
       if (r.ok()) {
         phase_ = Phase::kHeld;
+        start_failures_ = 0;
         create_rev_ = create_revision;
         lease_ = lease;
         written_ = std::max(written_, written);
@@ -299,7 +318,8 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
   }
 
   Status taken(const KeyValue& other) const {
-    std::string owner = other.lease != 0 ? "lease " + std::to_string(other.lease) : "no lease";
+    // Lease ids in hex, the form etcdctl and etcd-recipes print and take.
+    std::string owner = other.lease != 0 ? "lease " + lease_hex(other.lease) : "no lease";
     return core_->named(Status(StatusCode::kAlreadyExists,
                                key_ + " is held by another owner (" + owner + ", created at revision " +
                                    std::to_string(other.create_revision) + "); left alone, nothing was written"));
@@ -453,11 +473,8 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
       if (!r.status().is(Errc::kClosed)) self->heal_failed(r.status());
       std::lock_guard lock(self->mu_);
       if (gen != self->gen_ || self->phase_ != Phase::kLost) return;
-      auto timer = std::make_shared<asio::steady_timer>(link->executor(), kMaxHealBackoff);
-      self->heal_timer_ = timer;
-      timer->async_wait([weak = self->weak_from_this(), timer, gen](const asio::error_code& ec) {
-        auto s = weak.lock();
-        if (!ec && s) s->heal(gen);
+      self->heal_timer_ = run_after(link->executor(), kMaxHealBackoff, [weak = self->weak_from_this(), gen] {
+        if (auto s = weak.lock()) s->heal(gen);
       });
     });
   }
@@ -526,6 +543,7 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
     std::vector<std::pair<uint64_t, Callback<void>>> writes;
     std::shared_ptr<OwnPresence> presence;
     std::shared_ptr<asio::steady_timer> timer;
+    std::shared_ptr<asio::steady_timer> start_timer;
     int64_t create_revision = 0;
     {
       std::unique_lock lock(mu_);
@@ -543,8 +561,10 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
       writes.swap(write_waiters_);
       presence = presence_;
       timer = std::move(heal_timer_);
+      start_timer = std::move(start_timer_);
     }
     if (timer) timer->cancel();
+    if (start_timer) start_timer->cancel();
     const Status closed = core_->closed_status();
     for (auto& s : starts) s(closed);
     for (auto& [seq, w] : writes) w(closed);
@@ -596,6 +616,9 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
   bool taken_reported_ = false;
   std::shared_ptr<OwnPresence> presence_;
   std::shared_ptr<asio::steady_timer> heal_timer_;
+  // start(): the next try after a failure, and the failures in a row.
+  std::shared_ptr<asio::steady_timer> start_timer_;
+  int start_failures_ = 0;
   std::vector<Callback<void>> start_waiters_;
   std::vector<std::pair<uint64_t, Callback<void>>> write_waiters_;
   std::optional<bool> released_;

@@ -333,7 +333,10 @@ void QueueConsumer::on_take(const std::shared_ptr<Taker>& t, const Pick& pick, T
       break;
   }
   const Status& st = outcome.status;
-  if (transient(st)) {
+  // A waiting receive goes on waiting while etcd is out of reach (its
+  // deadline, if any, still ends it); a first use that finds nothing
+  // listening has failed at once already (the consumer's lease).
+  if (transient(st) || st.is(Errc::kUnreachable)) {
     ++failures_;
     if (t->end) return repark(t);
     parked_.push_front(t);

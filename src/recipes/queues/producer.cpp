@@ -7,6 +7,7 @@
 
 #include "../core/calls.h"
 #include "../core/keys.h"
+#include "../core/strand_steps.h"
 
 namespace etcd::recipes::detail {
 
@@ -221,10 +222,8 @@ void QueueProducer::retry_later(std::shared_ptr<Batch> batch, Status why) {
     return fail(batch, batch->maybe_applied ? outcome_unknown(why) : why);
   }
   core_->metrics().add("etcd_recipes_queue_enqueue_retries_total", labels_, 1);
-  // The timer is owned by its handler; the batch keeps the link (and with
-  // it the executor) alive until then.
-  auto timer = std::make_shared<asio::steady_timer>(batch->link->executor(), backoff);
-  timer->async_wait([self = shared_from_this(), batch, timer](const asio::error_code&) { self->send(batch); });
+  // The batch keeps the link (and with it the executor) alive until then.
+  run_after(batch->link->executor(), backoff, [self = shared_from_this(), batch] { self->send(batch); });
 }
 
 void QueueProducer::close() {

@@ -117,6 +117,10 @@ WorkQueueBase::WorkQueueBase(Client client, const char* kind, std::string name, 
   bind_recipe(state_->core);
 }
 
+Subscription WorkQueueBase::on_dead_letter(std::function<void(const DeadLetter& dead)> listener) {
+  return state_->driver->on_dead_letter(std::move(listener));
+}
+
 Call<int64_t> WorkQueueBase::size() {
   auto& core = state_->core;
   auto link = core->link();
@@ -135,7 +139,8 @@ void read_dead(std::shared_ptr<ClientLink> link, std::shared_ptr<RecipeCore> cor
                CallOptions options, std::shared_ptr<std::vector<DeadLetter>> out,
                Callback<std::vector<DeadLetter>> done) {
   constexpr int64_t kPage = 500;
-  auto call = link->client().get(from, GetOptions{.range_end = prefix_end(keys.dead), .limit = kPage});
+  const std::string end = prefix_end(keys.dead);
+  auto call = link->client().get(from, GetOptions{.range_end = end, .limit = kPage});
   CallAccess::start_inherited(std::move(call), options,
                               [link, core, keys, options, out, done = std::move(done)](Result<GetResponse> r) mutable {
                                 if (!r.ok()) return done(core->named(std::move(r).status()));

@@ -306,12 +306,12 @@ void ClaimTake::send_claim(const std::shared_ptr<Attempt>& a) {
 
 void ClaimTake::send_dead_letter(const std::shared_ptr<Attempt>& a, std::string reason) {
   const std::string claim_key = keys_.claims + a->id;
+  const int64_t since = now_ms();
   Txn txn;
   txn.when(Compare::mod_revision(a->key) == a->entry.mod_revision, Compare::create_revision(claim_key) == 0)
-      .then(Op::del(a->key),
-            Op::put(keys_.dead + a->id, encode_dead_record(a->payload(), a->deliveries, now_ms(), reason)));
+      .then(Op::del(a->key), Op::put(keys_.dead + a->id, encode_dead_record(a->payload(), a->deliveries, since, reason)));
   run_on_strand(a->link->strand(), a->link->client().txn(std::move(txn)),
-                [self = std::static_pointer_cast<ClaimTake>(shared_from_this()), a,
+                [self = std::static_pointer_cast<ClaimTake>(shared_from_this()), a, since,
                  reason = std::move(reason)](Result<TxnResponse> r) mutable {
                   Outcome out;
                   if (!r.ok()) {
@@ -329,6 +329,16 @@ void ClaimTake::send_dead_letter(const std::shared_ptr<Attempt>& a, std::string 
                     return a->done(std::move(out));
                   }
                   self->core_->metrics().add("etcd_recipes_workqueue_dead_lettered_total", self->labels_, 1);
+                  if (!self->dead_listeners_.empty()) {
+                    DeadLetter dead{.id = a->id,
+                                    .key = self->keys_.dead + a->id,
+                                    .value = a->payload(),
+                                    .deliveries = a->deliveries,
+                                    .reason = std::move(reason),
+                                    .since = std::chrono::system_clock::time_point(std::chrono::milliseconds(since)),
+                                    .revision = r->header.revision};
+                    self->dead_listeners_.notify(a->link->strand(), self->core_->throw_sink(), dead);
+                  }
                   out.kind = Outcome::Kind::kDiverted;
                   a->done(std::move(out));
                 });

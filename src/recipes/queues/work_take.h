@@ -101,6 +101,11 @@ class ClaimTake : public TakeDriver {
   // deliveries and delay as they are now).
   void released(int64_t revision);
 
+  // Listeners of the items this object moved to the dead letters.
+  Subscription on_dead_letter(std::function<void(const DeadLetter&)> listener) {
+    return dead_listeners_.add(std::move(listener));
+  }
+
   // At close(): revokes the lease (the claims go with it: their items are
   // ready again at once) and ends every delivery.
   void close();
@@ -118,6 +123,7 @@ class ClaimTake : public TakeDriver {
   const std::chrono::seconds visibility_;
   const int64_t max_deliveries_;
   const WorkDecode decode_;
+  ListenerSet<const DeadLetter&> dead_listeners_;
 
   // --- on the strand
   std::set<std::string> claimed_;              // item keys with a claim in the view
