@@ -54,7 +54,7 @@ check "kv get of a missing key exits 1 with a message" \
 
 run kv get --prefix cli/
 check "kv get --prefix prints KEY=VALUE lines" \
-  eval '((RC == 0)) && cmp -s "$WORK/out" <(printf "cli/a=1\ncli/b=hello world\ncli/empty=\n")'
+  eval '((RC == 0)) && cmp -s "$WORK/out" <(printf "cli/a=1\ncli/b=hello\\\\x20world\ncli/empty=\n")'
 
 run kv get --prefix cli/ --keys-only
 check "kv get --prefix --keys-only" eval '((RC == 0)) && cmp -s "$WORK/out" <(printf "cli/a\ncli/b\ncli/empty\n")'
@@ -161,7 +161,7 @@ kill -TERM "$watch_pid"
 wait "$watch_pid"
 watch_rc=$?
 check "kv watch prints PUT and DELETE lines and exits 0 on SIGTERM" \
-  eval 'cmp -s "$WORK/watch.out" <(printf "PUT cli/w/k v 1\nDELETE cli/w/k\n") && ((watch_rc == 0))'
+  eval 'cmp -s "$WORK/watch.out" <(printf "PUT cli/w/k v\\\\x201\nDELETE cli/w/k\n") && ((watch_rc == 0))'
 ((watch_rc == 0)) || echo "      watch stdout: $(cat "$WORK/watch.out") stderr: $(cat "$WORK/watch.err")"
 
 # timeout(1) signals both the process and its group: the duplicate must not
@@ -179,7 +179,28 @@ wait_until 15 lines_at_least "$WORK/pwatch.out" 3
 kill -TERM "$pwatch_pid"
 wait "$pwatch_pid"
 check "kv watch --prefix --prev-kv" \
-  eval 'cmp -s "$WORK/pwatch.out" <(printf "PUT cli/w/other o\nPUT cli/w/k v 1\nDELETE cli/w/k (was: v 1)\n")'
+  eval 'cmp -s "$WORK/pwatch.out" <(printf "PUT cli/w/other o\nPUT cli/w/k v\\\\x201\nDELETE cli/w/k (was: v\\\\x201)\n")'
+
+# The only member stalls (SIGSTOP, as a GC pause or a disk stall) for 6 s:
+# the watch says once that etcd is not answering, once that it answers
+# again, and delivers what is written after the stall.
+run kv put cli/stall/k before
+"$BIN" --endpoints "$EP" kv watch cli/stall/k --rev "$OUT" >"$WORK/swatch.out" 2>"$WORK/swatch.err" &
+swatch_pid=$!
+BG_PIDS+=("$swatch_pid")
+wait_until 15 lines_at_least "$WORK/swatch.out" 1 || true
+kill -STOP "$ETCD_PID"
+sleep 6 # the stall itself
+kill -CONT "$ETCD_PID"
+run kv put cli/stall/k after
+wait_until 15 lines_at_least "$WORK/swatch.out" 2 || true
+kill -TERM "$swatch_pid"
+wait "$swatch_pid"
+swatch_rc=$?
+check "kv watch rides out a 6 s stall: every event, exit 0 on SIGTERM" \
+  eval 'cmp -s "$WORK/swatch.out" <(printf "PUT cli/stall/k before\nPUT cli/stall/k after\n") && ((swatch_rc == 0))'
+check "kv watch said once that etcd was not answering, and once that it answers again" \
+  eval '(($(grep -c "etcd is not answering" "$WORK/swatch.err") == 1 && $(grep -c "etcd answers again" "$WORK/swatch.err") == 1))'
 
 run kv put cli/w/k again
 latest=$OUT
@@ -189,6 +210,76 @@ run kv watch cli/w/k --rev 1
 check "kv watch from a compacted revision exits 1 with a message" \
   eval '((RC == 1)) && [[ $ERR == "etcd-recipes: kv watch "* ]]'
 
+# --- durations past the maximum --------------------------------------------------------------
+
+# A wait of 99999999h means "forever" (saturated), not "time out at once".
+spawn durholder lock cli/dur
+durholder=$PID
+wait_until 15 lines_at_least "$WORK/durholder.out" 2
+spawn durlock lock cli/dur --timeout 99999999h -- true
+durlock=$PID
+spawn durpop queue pop cli/durq --timeout 99999999h
+durpop=$PID
+spawn durbarrier barrier wait cli/durb --parties 2 --timeout 99999999h
+durbarrier=$PID
+spawn durwork workqueue work cli/durw --idle-exit 99999999h -- true
+durwork=$PID
+sleep 1.5 # each of them would have given up at once
+for p in durlock durpop durbarrier durwork; do
+  pid=${!p}
+  check "$p with a wait of 99999999h is still waiting" alive "$pid"
+  kill -TERM "$pid"
+  finish "$pid" "$p"
+done
+kill -TERM "$durholder"
+finish "$durholder" durholder
+timeout -k 5 60 "$BIN" --endpoints "$EP" --timeout 99999999h kv put cli/dur-call x >"$WORK/out" 2>"$WORK/err"
+RC=$?
+ERR=$(cat "$WORK/err")
+check "--timeout 99999999h (the per-call deadline) saturates: the call succeeds" eval '((RC == 0))'
+# Where "forever" makes no sense, past the maximum is a usage error naming it.
+for args in "workqueue push cli/durw x --delay 99999999h" "lease grant 99999999h" "lease grant 876000h1s"; do
+  # shellcheck disable=SC2086  # word splitting intended
+  run $args
+  check "$args: exit 2, the maximum named" eval '((RC == 2)) && [[ $ERR == *"maximum, 876000h (100 years)"* ]]'
+done
+run lock cli/dur --ttl 99999999999 -- true
+check "--ttl past its range: exit 2, the range named" eval '((RC == 2)) && [[ $ERR == *"from 1 to 2147483647"* ]]'
+run workqueue size cli/durw
+check "the refused push added nothing" eval '((RC == 0)) && [[ $OUT == 0 ]]'
+
+# --- a CMD that cannot be run ------------------------------------------------------------
+
+# Every command that runs CMD refuses one it cannot run before it waits or
+# writes anything: at once even when what it would wait for is taken, and
+# the revision shows that nothing was written (each probe is one put).
+probe() { "$BIN" --endpoints "$EP" kv put cli/probe x; }
+printf '#!/bin/sh\n' >"$WORK/not-executable"
+chmod 644 "$WORK/not-executable"
+spawn holder lock cli/busy
+holder=$PID
+INTERRUPTIBLE=1 spawn leader elect cli/busy-election --value me
+leader=$PID
+wait_until 15 eval 'lines_at_least "$WORK/holder.out" 2 && [[ -s $WORK/leader.out ]]'
+for cmd_args in "lock cli/busy --timeout 20s" "semaphore cli/sem 1 --timeout 20s" "rwlock cli/rw write --timeout 20s" \
+  "elect cli/busy-election --value x --timeout 20s" "transient cli/tk v" \
+  "discovery register svc --address h --port 80 --id i1"; do
+  for bad in /nonexistent/cmd no-such-program-anywhere "$WORK/not-executable" "$WORK"; do
+    want=127
+    [[ $bad == "$WORK"* ]] && want=126
+    before=$(probe)
+    start=$SECONDS
+    # shellcheck disable=SC2086  # word splitting intended
+    run $cmd_args -- "$bad" arg
+    after=$(probe)
+    check "$cmd_args -- ${bad/#$WORK/WORK}: exit $want at once, nothing written" \
+      eval '((RC == want && SECONDS - start < 10 && after == before + 1)) && [[ $ERR == *"cannot run $bad"* ]]'
+  done
+done
+kill -TERM "$holder" "$leader"
+finish "$holder" holder
+finish "$leader" leader
+
 # --- cluster --------------------------------------------------------------------------------
 
 run status
@@ -196,6 +287,12 @@ check "status prints a table row for the endpoint" \
   eval '((RC == 0)) && [[ $OUT == "ENDPOINT"* ]] && grep "^$EP " "$WORK/out" | grep -F " $ETCD_VERSION " | grep -q " true"'
 run status --json
 check "status --json" eval '((RC == 0)) && [[ $OUT == *"\"endpoint\":\"$EP\""* && $OUT == *"\"is_leader\":true"* ]]'
+timeout -k 5 60 "$BIN" --endpoints "$EP,127.0.0.1:1" --timeout 2s -w json status >"$WORK/out" 2>"$WORK/err"
+RC=$?
+OUT=$(cat "$WORK/out")
+ERR=$(cat "$WORK/err")
+check "status -w json lists an endpoint that did not answer, with its error (exit 1)" \
+  eval '((RC == 1)) && [[ $OUT == "[{"*"\"endpoint\":\"$EP\""*"{\"endpoint\":\"127.0.0.1:1\",\"error\":\""*"unreachable"*"}]" ]]'
 run member list
 check "member list" eval '((RC == 0)) && [[ $OUT == *cli-test* && $OUT == *"http://127.0.0.1:"* ]]'
 
@@ -209,6 +306,50 @@ check "an unreachable endpoint fails with exit 1 and etcd-recipes: <what>: <stat
 ETCD_ENDPOINTS=$EP timeout 60 "$BIN" kv put cli/env yes >/dev/null 2>&1
 RC=$?
 check "ETCD_ENDPOINTS supplies the endpoints" eval '((RC == 0))'
+
+# etcdctl's environment, below our own names and the flags. The built-in
+# default (127.0.0.1:2379) is wrong here: only the environment can lead the
+# tool to the private etcd.
+# envrun VAR=VALUE... -- ARGS...: the tool with that environment, no --endpoints.
+envrun() {
+  local vars=()
+  while [[ $1 != -- ]]; do
+    vars+=("$1")
+    shift
+  done
+  shift
+  timeout -k 5 60 env "${vars[@]}" "$BIN" "$@" >"$WORK/out" 2>"$WORK/err"
+  RC=$?
+  OUT=$(cat "$WORK/out")
+  ERR=$(cat "$WORK/err")
+}
+envrun ETCDCTL_ENDPOINTS="http://$EP" -- kv put cli/envctl yes
+check "ETCDCTL_ENDPOINTS supplies the endpoints" eval '((RC == 0)) && [[ $("$BIN" --endpoints "$EP" kv get cli/envctl) == yes ]]'
+envrun ETCD_ENDPOINTS="$EP" ETCDCTL_ENDPOINTS=127.0.0.1:1 -- --timeout 2s kv get cli/envctl
+check "ETCD_ENDPOINTS beats ETCDCTL_ENDPOINTS" eval '((RC == 0)) && [[ $OUT == yes ]]'
+envrun ETCD_ENDPOINTS=127.0.0.1:1 ETCDCTL_ENDPOINTS=127.0.0.1:1 -- --endpoints "$EP" kv get cli/envctl
+check "--endpoints beats both" eval '((RC == 0)) && [[ $OUT == yes ]]'
+envrun ETCDCTL_ENDPOINTS="$EP" -- --help
+check "--help says the endpoints' default came from ETCDCTL_ENDPOINTS" \
+  eval '((RC == 0)) && [[ $OUT == *"=$EP"* && $OUT == *"default now from ETCDCTL_ENDPOINTS"* ]]'
+envrun -- --help
+check "--help without the environment says which variables it reads" \
+  eval '((RC == 0)) && [[ $OUT == *"=127.0.0.1:2379"* && $OUT == *"default: ETCD_ENDPOINTS, then ETCDCTL_ENDPOINTS if set"* ]]'
+envrun ETCDCTL_ENDPOINTS="$EP" ETCDCTL_COMMAND_TIMEOUT=bogus -- kv get cli/envctl
+check "a bad ETCDCTL_COMMAND_TIMEOUT: exit 2, named" eval '((RC == 2)) && [[ $ERR == *"ETCDCTL_COMMAND_TIMEOUT: not a positive duration: bogus"* ]]'
+envrun ETCDCTL_ENDPOINTS="$EP" ETCDCTL_COMMAND_TIMEOUT=bogus -- --timeout 5s kv get cli/envctl
+check "--timeout beats ETCDCTL_COMMAND_TIMEOUT" eval '((RC == 0)) && [[ $OUT == yes ]]'
+envrun ETCDCTL_ENDPOINTS="$EP" ETCDCTL_DIAL_TIMEOUT=bogus -- kv get cli/envctl
+check "a bad ETCDCTL_DIAL_TIMEOUT: exit 2, named" eval '((RC == 2)) && [[ $ERR == *"ETCDCTL_DIAL_TIMEOUT: not a positive duration: bogus"* ]]'
+printf 'not a certificate\n' >"$WORK/bogus.pem"
+envrun ETCDCTL_ENDPOINTS="$EP" ETCDCTL_CACERT="$WORK/bogus.pem" -- kv get cli/envctl
+check "ETCDCTL_CACERT is read: a file that is not PEM is named by its variable" \
+  eval '((RC == 2)) && [[ $ERR == *"ETCDCTL_CACERT $WORK/bogus.pem: not a PEM file"* ]]'
+envrun ETCDCTL_ENDPOINTS="$EP" ETCDCTL_CERT="$WORK/bogus.pem" -- kv get cli/envctl
+check "ETCDCTL_CERT without a key: exit 2, both named" \
+  eval '((RC == 2)) && [[ $ERR == *"ETCDCTL_CERT and --key must be given together"* ]]'
+envrun ETCDCTL_ENDPOINTS="$EP" ETCDCTL_CERT="$WORK/bogus.pem" ETCDCTL_KEY="$WORK/bogus.pem" -- kv get cli/envctl
+check "ETCDCTL_CERT and ETCDCTL_KEY are read" eval '((RC == 2)) && [[ $ERR == *"ETCDCTL_CERT $WORK/bogus.pem: not a PEM file"* ]]'
 
 # --- authentication (last: it changes the server for every later call) ----------------------
 
@@ -229,6 +370,12 @@ if [[ -n $ETCDCTL ]]; then
     check "no credentials on an auth-enabled server exits 1" eval '((RC == 1)) && [[ $ERR == "etcd-recipes: kv get: "* ]]'
     run --user root kv get cli/authed
     check "--user without a password is a usage error" eval '((RC == 2))'
+    envrun ETCDCTL_ENDPOINTS="$EP" ETCDCTL_USER=root ETCDCTL_PASSWORD=s3cret -- kv get cli/authed
+    check "ETCDCTL_USER and ETCDCTL_PASSWORD authenticate" eval '((RC == 0)) && [[ $OUT == yes ]]'
+    envrun ETCDCTL_ENDPOINTS="$EP" ETCDCTL_USER=root:s3cret -- kv get cli/authed
+    check "ETCDCTL_USER=NAME:PASSWORD authenticates" eval '((RC == 0)) && [[ $OUT == yes ]]'
+    envrun ETCDCTL_ENDPOINTS="$EP" ETCDCTL_USER=root ETCDCTL_PASSWORD=wrong ETCD_PASSWORD=s3cret -- kv get cli/authed
+    check "ETCD_PASSWORD beats ETCDCTL_PASSWORD" eval '((RC == 0)) && [[ $OUT == yes ]]'
   else
     fail "enable authentication with etcdctl" "$(cat "$WORK/etcdctl.log")"
   fi

@@ -54,6 +54,12 @@ check "list --json: the instance's JSON with its payload" \
 run discovery register api --id a1 --address 10.0.0.9 --port 1 -- touch "$WORK/not-run"
 check "an id someone else has: exit 1, CMD not run, the instance untouched" \
   eval '((RC == 1)) && [[ ! -e $WORK/not-run ]] && [[ $(list api) == "api a1 10.0.0.1:8080" ]]'
+owner=$(sed -n 's/.*another owner (lease \([^,]*\),.*/\1/p' <<<"$ERR")
+a1_lease=$("$BIN" --endpoints "$EP" -w json kv get /services/api/a1 | grep -o '"lease":"[0-9a-f]*"' | cut -d'"' -f4)
+check "the message names the owner's lease in hex, as kv get -w json does" \
+  eval '[[ -n $owner && -n $a1_lease && $((16#$owner)) == $((16#$a1_lease)) ]]'
+run lease ttl "$owner"
+check "lease ttl takes the lease id as the message printed it" eval '((RC == 0))'
 
 spawn a2 discovery register api --id a2 --address 10.0.0.2 --port 8080 --ttl 2
 A2=$PID

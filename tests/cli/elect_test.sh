@@ -193,6 +193,27 @@ else
   echo "SKIP: interoperability with etcdctl elect (no etcdctl)"
 fi
 
+# --- the proposal's size limit ---------------------------------------------------------------------------
+
+# A value over the limit is refused with exit 2 and the limit in bytes;
+# the limit itself (and a byte less) campaigns against this etcd, whose
+# --max-request-bytes is the default.
+head -c 1000000 /dev/zero | tr '\0' a >"$WORK/big"
+run elect t/big --value - -- true <"$WORK/big"
+limit=$(grep -o 'at most [0-9]* bytes' <<<"$ERR" | grep -o '[0-9]*')
+check "elect --value - of 1,000,000 bytes: exit 2 naming the limit in bytes, nothing written" \
+  eval '((RC == 2)) && [[ -n $limit ]] && ((limit > 520000 && limit < 524288)) && keys_are t/big/ 0'
+for size in $((limit - 1)) "$limit"; do
+  head -c "$size" /dev/zero | tr '\0' a >"$WORK/big"
+  run elect t/big --value - -- sh -c 'echo leading' <"$WORK/big"
+  check "elect --value - of $size bytes (the limit or just under) leads and runs CMD" \
+    eval '((RC == 0)) && [[ $OUT == leading ]]'
+done
+head -c $((limit + 1)) /dev/zero | tr '\0' a >"$WORK/big"
+run elect t/big --value - -- sh -c 'echo leading' <"$WORK/big"
+check "elect --value - of $((limit + 1)) bytes (just over): exit 2, CMD not run, nothing written" \
+  eval '((RC == 2)) && [[ -z $OUT && $ERR == *"is $((limit + 1)) bytes"*"at most $limit bytes"* ]] && keys_are t/big/ 0'
+
 # --- nothing left behind ---------------------------------------------------------------------------------
 
 OUT=$("$BIN" --endpoints "$EP" kv get --prefix t/ --keys-only)

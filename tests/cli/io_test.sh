@@ -133,6 +133,23 @@ usage "an empty lock name" "must not be empty" lock "" -- true
 usage "a lock name ending in /" "must not end with '/'" lock "a/" -- true
 usage "an empty election name for observe" "must not be empty" observe ""
 usage "CMD without -- before it" "put -- before the command" lock x sh -c true
+# Without --, CMD is refused whatever its words: nothing runs.
+for cmd_args in "lock x" "semaphore s 1" "rwlock x read" "elect e --value v" "transient cli/t v" \
+  "workqueue work q" "discovery register api --address h --port 1"; do
+  # shellcheck disable=SC2086  # word splitting intended
+  usage "$cmd_args echo hi (no -- before CMD)" "put -- before the command" $cmd_args echo ran-anyway
+  check "  ... and CMD did not run" eval '[[ $OUT != *ran-anyway* ]]'
+done
+usage "a mistyped command names the nearest" "no such command: lcok; did you mean: etcd-recipes lock?" lcok x
+usage "a mistyped subcommand names the nearest" "no such command: gett; did you mean: etcd-recipes kv get?" kv gett x
+usage "a mistyped command after global options" "did you mean: etcd-recipes workqueue?" -w json workqeue size q
+usage "an unknown command far from any" "etcd-recipes: no such command: frobnicate" frobnicate
+check "  ... with no guess" eval '[[ $ERR != *"did you mean"* ]]'
+usage "kv get of an empty key" "the key must not be empty" kv get ""
+usage "kv put of an empty key" "the key must not be empty" kv put "" v
+usage "discovery register --port 0" "from 1 to 65535" discovery register api --address h --port 0
+usage "discovery register --ssl-port 0" "from 1 to 65535" discovery register api --address h --ssl-port 0
+usage "an address with a newline" "control characters" discovery register api --address $'h\nevil 1' --port 1
 RAW=1 usage "an endpoint port over 65535" "from 1 to 65535" --endpoints 127.0.0.1:70000 kv get x
 RAW=1 usage "an endpoint without a port" "HOST:PORT" --endpoints localhost kv get x
 echo "not a certificate" >"$WORK/not.pem"
@@ -170,6 +187,17 @@ if command -v openssl >/dev/null; then
     ERR=$(cat "$WORK/err")
     check "a server certificate signed by another CA: exit 1, 'certificate not trusted', no gRPC log lines" \
       eval '((RC == 1)) && [[ $ERR == *"certificate not trusted"* && $ERR != *"E1"*".cc:"* && $(wc -l <"$WORK/err") -le 2 ]]'
+    # PEM armour around what is not a certificate, and a key of another certificate.
+    printf -- '-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n' >"$certs/garbage.pem"
+    for tls_args in "--cacert $certs/garbage.pem" "--cacert $certs/ca.pem --cert $certs/server.pem --key $certs/other.key"; do
+      RC=0
+      # shellcheck disable=SC2086  # word splitting intended
+      timeout 30 "$BIN" --endpoints "https://127.0.0.1:$tport" $tls_args --timeout 2s kv get io/tls \
+        >"$WORK/out" 2>"$WORK/err" || RC=$?
+      ERR=$(cat "$WORK/err")
+      check "unusable TLS files (${tls_args//$certs\//}): exit 1, the files named, no gRPC text" \
+        eval '((RC == 1)) && [[ $ERR == *"TLS files cannot be used"* && $ERR == *"$certs/"* && $ERR != *"empty address list"* ]]'
+    done
   else
     fail "start a TLS etcd" "$(tail -5 "$WORK/etcd-tls.log")"
   fi
@@ -179,17 +207,71 @@ fi
 
 # --- 12. watch and observe with nothing listening name the cause ---------------------------------
 
-for args in "kv watch x" "observe x" "kv get x"; do
+# Runs the tool against a port nothing listens on: $1 the per-call
+# --timeout, the rest the command. Sets RC, took (ms), OUT and ERR.
+run_against_nothing() {
+  local per_call=$1 start
+  shift
   start=$(now_ms)
-  # shellcheck disable=SC2086  # word splitting intended
-  timeout -k 5 30 "$BIN" --endpoints 127.0.0.1:1 --timeout 5s $args >"$WORK/out" 2>"$WORK/err"
+  timeout -k 5 30 "$BIN" --endpoints 127.0.0.1:1 --timeout "$per_call" "$@" >"$WORK/out" 2>"$WORK/err"
   RC=$?
   took=$(($(now_ms) - start))
   OUT=$(cat "$WORK/out")
   ERR=$(cat "$WORK/err")
+}
+
+for args in "kv watch x" "observe x" "kv get x"; do
+  # shellcheck disable=SC2086  # word splitting intended
+  run_against_nothing 5s $args
   check "$args with nothing listening: exit 1 within 2 s (${took} ms), naming the cause" \
     eval '((RC == 1 && took < 2000)) && [[ $ERR == *refused* ]]'
 done
+
+# Writes too: the request was never sent, so nothing waits for the deadline,
+# and the message says the endpoint is unreachable (not contention).
+for args in "kv put x y" "kv del x" "lease grant 10" "counter add c 1" "counter set c 5" "queue push q v" \
+  "workqueue push q v" "barrier set b" "transient t v" "elect e --value v"; do
+  # shellcheck disable=SC2086  # word splitting intended
+  run_against_nothing 10s $args
+  check "$args with nothing listening: exit 1 within 3 s (${took} ms; --timeout 10s), the endpoint unreachable" \
+    eval '((RC == 1 && took < 3000)) && [[ $ERR == *"unreachable at 127.0.0.1:1"* && $ERR != *contention* ]]'
+done
+
+# --- gRPC's own words never reach users ------------------------------------------------------
+
+start=$(now_ms)
+timeout -k 5 30 "$BIN" --endpoints no-such-host.invalid:2379 --timeout 10s kv put x y >"$WORK/out" 2>"$WORK/err"
+RC=$?
+took=$(($(now_ms) - start))
+ERR=$(cat "$WORK/err")
+check "a host that does not resolve: exit 1 within 3 s (${took} ms), named, in our words" \
+  eval '((RC == 1 && took < 3000)) && [[ $ERR == *"no-such-host.invalid:2379"*"does not resolve"* && $ERR != *ARES* && $ERR != *is_balancer* ]]'
+# A server that takes connections and never answers (not etcd, or stopped).
+if command -v python3 >/dev/null; then
+  python3 -c '
+import socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(16)
+print(s.getsockname()[1], flush=True)
+held = []
+while True:
+    held.append(s.accept()[0])
+' >"$WORK/silent.port" &
+  BG_PIDS+=("$!")
+  wait_until 10 eval '[[ -s $WORK/silent.port ]]'
+  silent="127.0.0.1:$(cat "$WORK/silent.port")"
+  for args in "kv get x" "kv put x y"; do
+    # shellcheck disable=SC2086  # word splitting intended
+    timeout -k 5 30 "$BIN" --endpoints "$silent" --timeout 2s $args >"$WORK/out" 2>"$WORK/err"
+    RC=$?
+    ERR=$(cat "$WORK/err")
+    check "$args on a silent server: exit 1, the endpoint named, no gRPC text" \
+      eval '((RC == 1)) && [[ $ERR == *"$silent"* && $ERR != *SETTINGS* && $ERR != *"ipv4:"* && $ERR != *"Deadline Exceeded"* ]]'
+  done
+else
+  echo "SKIP: silent server (no python3)"
+fi
 
 # --- 13. etcdctl's KEY --prefix --------------------------------------------------------------------
 

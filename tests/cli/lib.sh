@@ -39,14 +39,25 @@ else
 fi
 ETCD_VERSION=$("$ETCD" --version 2>/dev/null | sed -n 's/^etcd Version: //p')
 
-# hermetic CMD...: runs CMD without the ETCD_* variables, which etcd would
-# read as flags.
+# The tool's environment defaults (endpoints, credentials, timeouts) come
+# from each test, never from the caller's shell.
+for _v in $(compgen -e); do
+  if [[ ($_v == ETCDCTL_* && $_v != ETCDCTL_API) || $_v == ETCD_ENDPOINTS || $_v == ETCD_PASSWORD ]]; then
+    unset "$_v"
+  fi
+done
+unset _v
+
+# hermetic CMD... &: runs CMD in the background without the ETCD_* variables,
+# which etcd would read as flags. Only in the background: the function's
+# subshell execs env, which execs CMD, so $! is CMD's own pid and signals to
+# $! (SIGSTOP, SIGKILL) reach CMD itself.
 hermetic() {
   local v unset=()
   for v in $(compgen -e); do
     [[ $v == ETCD_* ]] && unset+=(-u "$v")
   done
-  env "${unset[@]}" "$@"
+  exec env "${unset[@]}" "$@"
 }
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/etcd-recipes-$TEST_NAME.XXXXXX")
@@ -113,8 +124,14 @@ wait_until() {
 }
 lines_at_least() { [[ -f $1 ]] && (($(wc -l <"$1") >= $2)); }
 file_has() { grep -q -- "$2" "$1" 2>/dev/null; }
-alive() { kill -0 "$1" 2>/dev/null; }
-dead() { ! kill -0 "$1" 2>/dev/null; }
+# alive PID: whether process PID runs. A zombie runs nothing: a process whose
+# parent died is reaped by PID 1, and in a container PID 1 may never reap it.
+alive() {
+  local state
+  state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+  [[ -n $state && $state != Z ]]
+}
+dead() { ! alive "$1"; }
 
 # --- the tool in the background, and keys ----------------------------------------
 

@@ -151,7 +151,7 @@ finish "$PID" lost
 check "lock lost (lease revoked) while CMD runs: CMD gets SIGTERM, exit 75" \
   eval '((revoked == 0 && RC == 75)) && file_has "$WORK/lost.log" "got TERM" && [[ $ERR == *lost* ]]'
 
-# An operator deleting the holder's key ends the hold (issue 9 item 5): CMD
+# An operator deleting the holder's key ends the hold: CMD
 # is stopped, exit 75, and the message names the deletion (not the lease).
 spawn deleted lock t/deleted --ttl 10 -- \
   sh -c 'trap "kill \$!; echo got TERM >>$0; exit 0" TERM; echo ready >>$0; sleep 30 & wait' "$WORK/deleted.log"
@@ -169,6 +169,21 @@ start=$SECONDS
 finish "$PID" stubborn
 check "a CMD that ignores SIGTERM after the loss gets SIGKILL; exit 75" \
   eval '((RC == 75 && SECONDS - start < 15)) && [[ $ERR == *SIGKILL* ]]'
+
+# The only member stalls for 5 s while CMD runs (TTL 10 s): the hold
+# survives, CMD finishes, the release succeeds, and the tool says once that
+# etcd was not answering and once that it answers again.
+: >"$WORK/stall.log"
+spawn stall lock t/stall --ttl 10 -- sh -c 'echo start >>$0; sleep 8; echo end >>$0' "$WORK/stall.log"
+wait_until 15 file_has "$WORK/stall.log" start
+kill -STOP "$ETCD_PID"
+sleep 5 # the stall itself
+kill -CONT "$ETCD_PID"
+finish "$PID" stall
+check "lock rides out a 5 s stall while CMD runs: CMD ran to its end, exit 0" \
+  eval '((RC == 0)) && file_has "$WORK/stall.log" end'
+check "lock said once that etcd was not answering, and once that it answers again" \
+  eval '(($(grep -c "etcd is not answering" <<<"$ERR") == 1 && $(grep -c "etcd answers again" <<<"$ERR") == 1))'
 
 # --- interoperability with etcdctl lock ------------------------------------------------------
 
@@ -257,6 +272,23 @@ OUT=$(cat "$WORK/rw.log")
 check "rwlock: a writer excludes readers and goes before a later reader" \
   eval '[[ $rcs == "0 0 0" ]] && [[ $(awk "{print \$1 \$3}" "$WORK/rw.log" | tr "\n" " ") == "startr1 endr1 startw endw startr2 endr2 " ]]'
 check "rwlock write --timeout while others hold: exit 3" eval '((wrc == 3))'
+
+# Readers that hold at once each have a token of their own, and --help says so.
+spawn tok1 rwlock t/rwtok read
+tok1=$PID
+spawn tok2 rwlock t/rwtok read
+tok2=$PID
+wait_until 15 eval 'lines_at_least "$WORK/tok1.out" 2 && lines_at_least "$WORK/tok2.out" 2'
+t1=$(sed -n 2p "$WORK/tok1.out")
+t2=$(sed -n 2p "$WORK/tok2.out")
+check "two readers holding at once have different tokens ($t1, $t2)" \
+  eval '[[ $t1 =~ ^[0-9]+$ && $t2 =~ ^[0-9]+$ && $t1 != "$t2" ]]'
+kill -TERM "$tok1" "$tok2"
+finish "$tok1" tok1
+finish "$tok2" tok2
+run rwlock --help
+check "rwlock --help says readers get tokens of their own" \
+  eval '((RC == 0)) && [[ $OUT == *"readers that hold at once have different tokens"* && $OUT != *"shared by concurrent readers"* ]]'
 
 run rwlock t/rw write -- sh -c 'echo "$ETCD_RECIPES_FENCING_TOKEN $ETCD_RECIPES_LOCK_KEY"'
 check "rwlock passes the token and ETCD_RECIPES_LOCK_KEY" \

@@ -39,15 +39,10 @@ cmd_gone() {
   local p
   [[ -n $CMD_PGID && $CMD_PGID == "${CMD_PIDS[0]}" ]] || return 1
   group_alive "$CMD_PGID" && return 1
-  for p in "${CMD_PIDS[@]}"; do pid_alive "$p" && return 1; done
+  for p in "${CMD_PIDS[@]}"; do alive "$p" && return 1; done
   return 0
 }
 has_child() { pgrep -P "$1" >/dev/null; }
-pid_alive() { # not a zombie
-  local state
-  state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
-  [[ -n $state && $state != Z ]]
-}
 # revoke_lease_of PREFIX: revokes the lease of the (only) key under PREFIX.
 # (Reads both JSON forms of the lease, hex string and the older number, so
 # the test can be run against an older build to see it fail.)
@@ -116,7 +111,7 @@ check "SIGTERM reaches CMD's whole group: exit 143 at once (${took} ms), nothing
 run lock t/left -- sh -c 'sleep 100 & echo $! >"$0"; exit 3' "$WORK/left.pid"
 left=$(cat "$WORK/left.pid" 2>/dev/null)
 check "CMD exits leaving a child behind: the child is stopped, exit 3, a message names it" \
-  eval '((RC == 3)) && [[ -n $left ]] && ! pid_alive "$left" && [[ $ERR == *"left 1 process"* ]] && keys_are t/left/ 0'
+  eval '((RC == 3)) && [[ -n $left ]] && ! alive "$left" && [[ $ERR == *"left 1 process"* ]] && keys_are t/left/ 0'
 
 # --- 2. a second signal never orphans CMD ------------------------------------------------------
 
@@ -146,8 +141,8 @@ wait_until 15 eval 'pgrep -P "$tool" -x sleep >/dev/null'
 cmd_pid=$(pgrep -P "$tool" -x sleep)
 kill -KILL "$tool"
 wait "$tool" 2>/dev/null
-wait_until 2 eval '! pid_alive "$cmd_pid"'
-check "SIGKILL to the tool: CMD gets the parent-death signal and dies" eval '[[ -n $cmd_pid ]] && ! pid_alive "$cmd_pid"'
+wait_until 2 eval '! alive "$cmd_pid"'
+check "SIGKILL to the tool: CMD gets the parent-death signal and dies" eval '[[ -n $cmd_pid ]] && ! alive "$cmd_pid"'
 
 # --- 4. one Ctrl-C reaches CMD once ------------------------------------------------------------
 

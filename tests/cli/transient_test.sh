@@ -45,6 +45,12 @@ check "the key exists with VALUE while CMD runs" eval '[[ $(value_of t/live) == 
 run transient t/live other -- touch "$WORK/not-run"
 check "a key held by another owner: exit 1, CMD not run, the key untouched" \
   eval '((RC == 1)) && [[ $ERR == *"held by another owner"* && $ERR == *"not run"* ]] && [[ ! -e $WORK/not-run ]] && [[ $(value_of t/live) == hello ]]'
+owner=$(sed -n 's/.*another owner (lease \([^,]*\),.*/\1/p' <<<"$ERR")
+live_lease=$("$BIN" --endpoints "$EP" -w json kv get t/live | grep -o '"lease":"[0-9a-f]*"' | cut -d'"' -f4)
+check "the message names the owner's lease in hex, as kv get -w json does" \
+  eval '[[ -n $owner && $((16#$owner)) == $((16#$live_lease)) ]]'
+run lease ttl "$owner"
+check "lease ttl takes the lease id as the message printed it" eval '((RC == 0))'
 
 touch "$WORK/live.stop"
 finish "$LIVE" live

@@ -94,6 +94,8 @@ run workqueue work t/fail --max-deliveries 2 --idle-exit 1s -- sh -c 'echo "$ETC
 check "non-zero exit requeues: CMD ran for attempts 1 and 2, then the item went to the dead letters" \
   eval '((RC == 0)) && [[ $(tr "\n" " " <"$WORK/fail.rec") == "1 2 " ]] && (($(grep -c "exited 4: requeued" <<<"$ERR") == 2))'
 check "the dead item is not in the queue any more" size_is t/fail 0
+check "the worker said on stderr that it moved the item to the dead letters" \
+  eval '[[ $ERR == *"item $bad_id moved to the dead letters after 2 deliveries (delivered 2 times"* ]]'
 run workqueue dead-letters t/fail
 check "dead-letters lists it: id, 2 deliveries, its value" \
   eval '((RC == 0)) && [[ $(sed -n 1p <<<"$OUT") == ID* && $(sed -n 2p <<<"$OUT") =~ ^$bad_id\ +2\ .*bad$ ]]'
@@ -116,7 +118,9 @@ check "requeue-dead of an id that is not a dead letter: exit 1, named" \
 
 run -w json workqueue push t/fail poison
 poison_id=$(first_id)
-run workqueue work t/fail --max-deliveries 1 --idle-exit 1s -- false
+run -w json workqueue work t/fail --max-deliveries 1 --idle-exit 1s -- false
+check "-w json: the dead-lettering is a JSON report on stderr too" \
+  eval '[[ $ERR == *"{\"deliveries\":1,\"id\":\"$poison_id\",\"reason\":\"delivered 1 times"*"\"result\":\"dead-lettered\"}"* ]]'
 run workqueue dead-letters t/fail
 check "--max-deliveries 1: one failed delivery makes a dead letter" eval '[[ $OUT == *"$poison_id"*poison* ]]'
 run workqueue purge-dead t/fail "$poison_id"
@@ -182,6 +186,7 @@ finish "$kill_b" killB
 got_at=$(head -1 "$WORK/kill.b" 2>/dev/null || echo 0)
 check "a SIGKILLed worker's item goes to another after about --visibility 2 ($((got_at - killed)) ms), attempt 2" \
   eval '((RC == 0 && got_at - killed >= 500 && got_at - killed < 4000)) && [[ $(sed -n 2p "$WORK/kill.b") == 2 ]]'
+wait_until 2 eval '! alive "$(cat "$WORK/kill.pid")"'
 check "the killed worker's CMD died with it (parent-death signal)" eval '! alive "$(cat "$WORK/kill.pid")"'
 
 # --- the claim lost while CMD runs --------------------------------------------------------
@@ -220,14 +225,29 @@ kill -CONT "$ETCD_PID"
 finish "$stalled" stall
 check "etcd stalls 5 s while CMD runs: the ack waits it out, exit 0, CMD ran once" \
   eval '((RC == 0)) && [[ $(wc -l <"$WORK/stall.ran") == 1 ]] && [[ $ERR == *"done, acked"* ]]'
+check "the worker said once that etcd was not answering, and once that it answers again" \
+  eval '(($(grep -c "etcd is not answering" <<<"$ERR") == 1 && $(grep -c "etcd answers again" <<<"$ERR") == 1))'
 check "nothing left in t/stall" size_is t/stall 0
 
 # --- etcd or CMD unusable -------------------------------------------------------------------
 
 run workqueue push t/nf x
-run workqueue work t/nf -- /nonexistent/cmd
-check "CMD not found: exit 127, no item taken" eval '((RC == 127)) && [[ $ERR == *"cannot run"* ]] && size_is t/nf 1'
-run workqueue work t/nf -n 1 -- true
+printf '#!/bin/sh\n' >"$WORK/not-executable"
+chmod 644 "$WORK/not-executable"
+for bad in /nonexistent/cmd no-such-program-anywhere "$WORK/not-executable" "$WORK"; do
+  want=127
+  [[ $bad == "$WORK"* ]] && want=126
+  run workqueue work t/nf -- "$bad"
+  check "CMD ${bad/#$WORK/WORK} cannot be run: exit $want, nothing received" \
+    eval '((RC == want)) && [[ $ERR == *"cannot run $bad"*"no item was received"* ]] && size_is t/nf 1'
+done
+run workqueue work t/nf -n 1 -- sh -c 'echo "$ETCD_RECIPES_ATTEMPT" >"$0"' "$WORK/nf.attempt"
+check "after the refused runs the item's first delivery is attempt 1 (none was counted)" \
+  eval '((RC == 0)) && [[ $(cat "$WORK/nf.attempt") == 1 ]]'
+start=$SECONDS
+run workqueue work t/nf-empty -- /nonexistent/cmd
+check "CMD not found, empty queue: exit 127 at once, not a wait for an item" \
+  eval '((RC == 127 && SECONDS - start < 10))'
 timeout -k 5 60 "$BIN" --endpoints 127.0.0.1:1 --timeout 500ms workqueue work t/nf -- true >"$WORK/out" 2>"$WORK/err"
 RC=$?
 OUT=$(cat "$WORK/out")

@@ -1,6 +1,10 @@
 // The command-line tool's Go-style durations and lease ids.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <string>
+#include <vector>
+
 #include "parse.h"
 
 namespace etcd_cli {
@@ -25,6 +29,36 @@ TEST(CliParse, BadDurationsAreRefused) {
   for (const char* bad : {"", "0", "0s", "-1s", "s", "5x", "1m30", "1..5s", "5 s", "ms5", "1e3s"}) {
     EXPECT_EQ(parse_duration(bad), std::nullopt) << '"' << bad << '"';
   }
+}
+
+TEST(CliParse, LongDurationsSaturate) {
+  // Past the maximum a wait means "forever": the value stays usable in
+  // deadline arithmetic (now + d fits the clocks' nanoseconds).
+  EXPECT_EQ(parse_duration("99999999h"), kMaxDuration);
+  EXPECT_EQ(parse_duration("876000h"), kMaxDuration);
+  EXPECT_EQ(parse_duration(std::string(400, '9') + "s"), kMaxDuration);
+  EXPECT_EQ(parse_duration("875999h"), std::chrono::hours(875'999));
+  const auto far = std::chrono::steady_clock::now() + *parse_duration("99999999h");
+  EXPECT_GT(far, std::chrono::steady_clock::now());
+  const auto far_wall = std::chrono::system_clock::now() + *parse_duration("99999999h");
+  EXPECT_GT(far_wall, std::chrono::system_clock::now());
+
+  EXPECT_TRUE(past_max_duration("99999999h"));
+  EXPECT_TRUE(past_max_duration("876000h1ms"));
+  EXPECT_FALSE(past_max_duration("876000h"));
+  EXPECT_FALSE(past_max_duration("5s"));
+  EXPECT_FALSE(past_max_duration("bogus"));
+}
+
+TEST(CliParse, NearestWordForATypo) {
+  const std::vector<std::string> commands = {"kv", "lease", "lock", "semaphore", "rwlock", "workqueue", "status"};
+  EXPECT_EQ(nearest_word("lcok", commands), "lock");        // two letters swapped: one edit
+  EXPECT_EQ(nearest_word("loc", commands), "lock");
+  EXPECT_EQ(nearest_word("workqeue", commands), "workqueue");
+  EXPECT_EQ(nearest_word("semaphor", commands), "semaphore");
+  EXPECT_EQ(nearest_word("frobnicate", commands), "");     // nothing close: no guess
+  EXPECT_EQ(nearest_word("xy", commands), "");
+  EXPECT_EQ(nearest_word("gett", {"get", "put", "del", "watch", "compact"}), "get");
 }
 
 TEST(CliParse, LeaseIds) {

@@ -161,8 +161,7 @@ void add_wait(CLI::App* barrier, Commands& commands) {
       "  3      --timeout expired while waiting (with --parties: this party left, and does not count)\n"
       "  128+N  interrupted by signal N while waiting (with --parties: this party left)");
   commands.on_run(cmd, [a](Context& ctx) {
-    std::optional<etcd::Deadline> give_up;
-    if (!a->wait_timeout.empty()) give_up = etcd::Clock::now() + *parse_duration(a->wait_timeout);
+    const std::optional<etcd::Deadline> give_up = wait_deadline(a->wait_timeout);
     return a->parties > 0 ? wait_parties(ctx, *a, give_up) : wait_gate(ctx, *a, give_up);
   });
 }

@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "common.h"
 #include "etcd/recipes/path_children_cache.h"
+#include "simple_format.h"
 
 namespace etcd_cli {
 namespace {
@@ -87,11 +88,11 @@ int run_cache(Context& ctx, const CacheArgs& a) {
     }
     switch (e.type) {
       case Event::Type::kAdded:
-        return print_line(cat("ADDED ", e.key, " ", *e.current->value));
+        return print_line(simple_line("ADDED", {e.key, *e.current->value}));
       case Event::Type::kUpdated:
-        return print_line(cat("UPDATED ", e.key, " ", *e.current->value));
+        return print_line(simple_line("UPDATED", {e.key, *e.current->value}));
       case Event::Type::kRemoved:
-        return print_line(cat("REMOVED ", e.key));
+        return print_line(simple_line("REMOVED", {e.key}));
       case Event::Type::kInitialized:
         return note(cat(*initial, " keys at revision ", e.revision, "; watching for changes"));
       case Event::Type::kReset:
@@ -99,7 +100,7 @@ int run_cache(Context& ctx, const CacheArgs& a) {
                         "): the lines just before are the differences found"));
     }
   });
-  auto errors = cache.on_error([note](const etcd::Status& s) { note(s.to_string()); });
+  auto errors = cache.on_error([note](const etcd::Status& s) { note(explain(s)); });
   cache.start();
   auto ready = cache.wait_initialized().stop_token(ctx.stop()).wait();
   if (ctx.stop().stop_requested()) return kExitOk;
@@ -152,7 +153,10 @@ void add_cache_commands(Commands& commands) {
       "  0  ended by SIGINT/SIGTERM\n"
       "  1  an etcd operation failed (no member answered the first read)\n"
       "  2  invalid usage");
-  commands.on_run(cmd, [a](Context& ctx) { return run_cache(ctx, *a); });
+  commands.on_run(cmd, [a](Context& ctx) {
+    const auto notices = ctx.announce_connection(std::string(kProgram) + ": cache " + a->prefix);
+    return run_cache(ctx, *a);
+  });
 }
 
 }  // namespace etcd_cli

@@ -30,14 +30,86 @@ namespace etcd_cli {
 Failure::Failure(std::string what, etcd::Status status)
     : std::runtime_error(what + ": " + status.to_string()), context_(std::move(what)), status_(std::move(status)) {}
 
+namespace {
+
+struct ConnectionText {
+  std::mutex mu;
+  std::string endpoints, timeout, tls_files;
+};
+ConnectionText& connection_text() {
+  static ConnectionText text;
+  return text;
+}
+
+// The member gRPC names in "ipv4:127.0.0.1:2379: ..." (empty if none).
+std::string grpc_address(const std::string& text) {
+  for (const char* scheme : {"ipv4:", "ipv6:", "unix:"}) {
+    const auto at = text.find(scheme);
+    if (at == std::string::npos) continue;
+    const auto begin = at + std::strlen(scheme);
+    const auto end = text.find(": ", begin);
+    return text.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+  }
+  return {};
+}
+
+}  // namespace
+
+void set_connection_text(std::string endpoints, std::string timeout, std::string tls_files) {
+  auto& c = connection_text();
+  std::lock_guard lock(c.mu);
+  c.endpoints = std::move(endpoints);
+  c.timeout = std::move(timeout);
+  c.tls_files = std::move(tls_files);
+}
+
 std::string explain(const etcd::Status& status) {
   const std::string text = status.to_string();
+  // Already in the client's own words, naming the endpoint.
+  if (status.is(etcd::Errc::kUnreachable)) return status.message();
+  std::string endpoints, timeout, files;
+  {
+    auto& c = connection_text();
+    std::lock_guard lock(c.mu);
+    endpoints = c.endpoints;
+    timeout = c.timeout;
+    files = c.tls_files;
+  }
+  // The member gRPC named, else the endpoints in use.
+  auto at = [&] {
+    std::string address = grpc_address(text);
+    if (address.empty()) address = endpoints;
+    return address.empty() ? std::string() : " at " + address;
+  };
   if (text.find("certificate verify failed") != std::string::npos) {
     return "certificate not trusted: the server's certificate is not signed by a CA in --cacert (or has expired, or "
-           "is not for this address) (" +
-           text + ")";
+           "is not for this address)";
   }
-  if (text.find("andshake failed") != std::string::npos) return "TLS handshake failed (" + text + ")";
+  if (text.find("empty address list") != std::string::npos) {
+    return "the TLS files cannot be used" + (files.empty() ? std::string() : " (" + files + ")") +
+           ": a certificate file that holds no valid certificate, or a key that is not valid or does not belong to "
+           "the certificate";
+  }
+  if (text.find("andshake failed") != std::string::npos || text.find("SSL_ERROR") != std::string::npos ||
+      text.find("WRONG_VERSION_NUMBER") != std::string::npos) {
+    return "TLS handshake with etcd" + at() +
+           " failed: TLS to a plain-text port, or the server refused the client certificate";
+  }
+  if (text.find("SETTINGS frame") != std::string::npos || text.find("Socket closed") != std::string::npos ||
+      text.find("Connection reset") != std::string::npos) {
+    return "etcd" + at() +
+           " took the connection but never answered it: not an etcd client port, plain text to a TLS port, or a "
+           "stopped process";
+  }
+  if (text.find("failed to connect to all addresses") != std::string::npos) {
+    return "cannot connect to etcd" + at() + " (" + std::string(etcd::to_string(status.code())) + ")";
+  }
+  // gRPC's own words for a deadline that passed with no answer at all.
+  if (status.code() == etcd::StatusCode::kDeadlineExceeded &&
+      (status.message() == "Deadline Exceeded" || status.message().ends_with(": Deadline Exceeded"))) {
+    return "no answer from etcd" + at() + " within " + (timeout.empty() ? "the call's timeout" : timeout) +
+           " (the per-call --timeout): it is stopped, overloaded, or not etcd";
+  }
   return text;
 }
 
@@ -53,6 +125,23 @@ CLI::Validator duration_validator() {
         return parse_duration(s) ? std::string() : "not a positive duration (e.g. 500ms, 5s, 1m30s): " + s;
       },
       "DURATION");
+}
+
+CLI::Validator bounded_duration_validator() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        if (!parse_duration(s)) return "not a positive duration (e.g. 500ms, 5s, 1m30s): " + s;
+        if (past_max_duration(s)) return cat("longer than the maximum, ", kMaxDurationText, ": ", s);
+        return {};
+      },
+      "DURATION");
+}
+
+std::optional<etcd::Deadline> wait_deadline(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  const auto d = parse_duration(text);
+  if (!d || *d >= kMaxDuration) return std::nullopt;
+  return etcd::Clock::now() + *d;
 }
 
 CLI::Validator lease_id_validator() {
@@ -334,25 +423,80 @@ bool sleep_for(std::chrono::milliseconds d, std::stop_token stop) {
 
 std::chrono::milliseconds Context::timeout() const {
   auto d = parse_duration(global_.timeout);
-  if (!d) throw UsageError("--timeout: not a positive duration: " + global_.timeout);
+  if (!d) throw UsageError(global_.source("--timeout") + ": not a positive duration: " + global_.timeout);
   return *d;
+}
+
+// --- the environment -------------------------------------------------------------
+
+namespace {
+
+struct EnvOption {
+  const char* flag;
+  std::string GlobalOptions::*field;
+  std::vector<const char*> names;  // in order of precedence
+};
+
+const std::vector<EnvOption>& env_options() {
+  static const std::vector<EnvOption> kOptions = {
+      {"--endpoints", &GlobalOptions::endpoints, {"ETCD_ENDPOINTS", "ETCDCTL_ENDPOINTS"}},
+      {"--timeout", &GlobalOptions::timeout, {"ETCDCTL_COMMAND_TIMEOUT"}},
+      {"--dial-timeout", &GlobalOptions::dial_timeout, {"ETCDCTL_DIAL_TIMEOUT"}},
+      {"--cacert", &GlobalOptions::cacert, {"ETCDCTL_CACERT"}},
+      {"--cert", &GlobalOptions::cert, {"ETCDCTL_CERT"}},
+      {"--key", &GlobalOptions::key, {"ETCDCTL_KEY"}},
+      {"--user", &GlobalOptions::user, {"ETCDCTL_USER"}},
+      {"password", &GlobalOptions::password, {"ETCD_PASSWORD", "ETCDCTL_PASSWORD"}},
+  };
+  return kOptions;
+}
+
+}  // namespace
+
+std::string GlobalOptions::source(const std::string& flag) const {
+  auto it = from_env.find(flag);
+  return it == from_env.end() ? flag : it->second;
+}
+
+void read_environment(GlobalOptions& g) {
+  for (const auto& o : env_options()) {
+    for (const char* name : o.names) {
+      const char* value = std::getenv(name);
+      if (value == nullptr || *value == '\0') continue;
+      g.*o.field = value;
+      g.from_env[o.flag] = name;
+      break;
+    }
+  }
+}
+
+std::string default_source(const GlobalOptions& g, const std::string& flag) {
+  for (const auto& o : env_options()) {
+    if (flag != o.flag) continue;
+    std::string names;
+    for (const char* name : o.names) names += (names.empty() ? "" : ", then ") + std::string(name);
+    auto it = g.from_env.find(flag);
+    if (it != g.from_env.end()) return " (default now from " + it->second + "; read in order: " + names + ")";
+    return " (default: " + names + " if set)";
+  }
+  return {};
 }
 
 namespace {
 
 // host:port with a port gRPC would not silently wrap (it takes the port
 // modulo 65536).
-void check_endpoint(const std::string& ep) {
+void check_endpoint(const std::string& source, const std::string& ep) {
   const auto colon = ep.rfind(':');
   const auto bracket = ep.rfind(']');
   if (colon == std::string::npos || (bracket != std::string::npos && colon < bracket) || colon == 0) {
-    throw UsageError("--endpoints: " + ep + ": expected HOST:PORT (or http(s)://HOST:PORT)");
+    throw UsageError(source + ": " + ep + ": expected HOST:PORT (or http(s)://HOST:PORT)");
   }
   const std::string port = ep.substr(colon + 1);
   int value = 0;
   auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
   if (port.empty() || ec != std::errc() || end != port.data() + port.size() || value < 1 || value > 65535) {
-    throw UsageError("--endpoints: " + ep + ": the port must be a number from 1 to 65535");
+    throw UsageError(source + ": " + ep + ": the port must be a number from 1 to 65535");
   }
 }
 
@@ -374,6 +518,7 @@ void check_pem(const std::string& flag, const std::string& file, const std::stri
 etcd::ClientOptions Context::client_options(std::vector<std::string> endpoints) const {
   etcd::ClientOptions options;
   bool https = false;
+  const std::string source = endpoints.empty() ? global_.source("--endpoints") : "--endpoints";
   if (endpoints.empty()) endpoints = split_endpoints(global_.endpoints);
   for (auto& ep : endpoints) {
     // Accept etcdctl-style URLs; the client wants host:port.
@@ -384,17 +529,31 @@ etcd::ClientOptions Context::client_options(std::vector<std::string> endpoints) 
       ep.erase(0, 7);
     }
     while (!ep.empty() && ep.back() == '/') ep.pop_back();
-    check_endpoint(ep);
+    check_endpoint(source, ep);
   }
-  if (endpoints.empty()) throw UsageError("--endpoints: no endpoint given");
+  if (endpoints.empty()) throw UsageError(source + ": no endpoint given");
   options.endpoints = std::move(endpoints);
   options.default_timeout = timeout();
+  const auto dial = parse_duration(global_.dial_timeout);
+  if (!dial) {
+    throw UsageError(global_.source("--dial-timeout") + ": not a positive duration: " + global_.dial_timeout);
+  }
+  options.retry.refused_window = *dial;
 
-  if (global_.cert.empty() != global_.key.empty()) throw UsageError("--cert and --key must be given together");
-  check_pem("--cacert", global_.cacert, "CERTIFICATE");
-  check_pem("--cert", global_.cert, "CERTIFICATE");
-  check_pem("--key", global_.key, "PRIVATE KEY");
+  if (global_.cert.empty() != global_.key.empty()) {
+    throw UsageError(global_.source("--cert") + " and " + global_.source("--key") + " must be given together");
+  }
+  check_pem(global_.source("--cacert"), global_.cacert, "CERTIFICATE");
+  check_pem(global_.source("--cert"), global_.cert, "CERTIFICATE");
+  check_pem(global_.source("--key"), global_.key, "PRIVATE KEY");
+  std::string tls_files;
   if (https || !global_.cacert.empty() || !global_.cert.empty()) {
+    std::string files;
+    for (const auto& [flag, file] : {std::pair{"--cacert", global_.cacert}, std::pair{"--cert", global_.cert},
+                                     std::pair{"--key", global_.key}}) {
+      if (!file.empty()) files += (files.empty() ? "" : ", ") + global_.source(flag) + " " + file;
+    }
+    tls_files = files;
     etcd::TlsOptions tls;
     tls.ca_file = global_.cacert;
     tls.cert_file = global_.cert;
@@ -407,14 +566,17 @@ etcd::ClientOptions Context::client_options(std::vector<std::string> endpoints) 
     if (colon != std::string::npos) {
       options.user = global_.user.substr(0, colon);
       options.password = global_.user.substr(colon + 1);
-    } else if (const char* pw = std::getenv("ETCD_PASSWORD")) {
+    } else if (!global_.password.empty()) {
       options.user = global_.user;
-      options.password = pw;
+      options.password = global_.password;
     } else {
-      throw UsageError("--user: give user:password, or set ETCD_PASSWORD");
+      throw UsageError(global_.source("--user") + ": give user:password, or set ETCD_PASSWORD (or ETCDCTL_PASSWORD)");
     }
   }
   options.namespace_prefix = global_.namespace_prefix;
+  std::string eps;
+  for (const auto& ep : options.endpoints) eps += (eps.empty() ? "" : ",") + ep;
+  set_connection_text(eps, global_.timeout, tls_files);
   return options;
 }
 
@@ -429,6 +591,28 @@ etcd::Client Context::make_client(std::vector<std::string> endpoints) const {
 etcd::Client& Context::client() {
   if (!client_) client_.emplace(make_client());
   return *client_;
+}
+
+etcd::Subscription Context::announce_connection(std::string what) {
+  struct Episode {
+    std::mutex mu;
+    std::optional<std::chrono::steady_clock::time_point> since;
+  };
+  auto episode = std::make_shared<Episode>();
+  // Listeners run on the client's executor, in order; stderr lines are whole.
+  return client().on_state_change([what = std::move(what), episode](etcd::ConnectionState state) {
+    std::lock_guard lock(episode->mu);
+    const auto now = std::chrono::steady_clock::now();
+    if (state == etcd::ConnectionState::kSuspended && !episode->since) {
+      episode->since = now;
+      std::fprintf(stderr, "%s: etcd is not answering; waiting for it\n",
+                   what.c_str());
+    } else if (state == etcd::ConnectionState::kReconnected && episode->since) {
+      const double secs = std::chrono::duration<double>(now - *episode->since).count();
+      episode->since.reset();
+      std::fprintf(stderr, "%s: etcd answers again (after %.1f s)\n", what.c_str(), secs);
+    }
+  });
 }
 
 void Commands::on_run(CLI::App* command, Action action) {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -38,13 +39,28 @@ inline constexpr int kExitSignalBase = 128;
 struct GlobalOptions {
   std::string endpoints = "127.0.0.1:2379";
   std::string timeout = "5s";
+  std::string dial_timeout = "1s";
   std::string cacert;
   std::string cert;
   std::string key;
   std::string user;
+  std::string password;  // from the environment, for --user NAME
   std::string namespace_prefix;
   std::string write_out = "simple";  // -w simple|json
+  // Options whose value came from the environment: flag -> variable name.
+  std::map<std::string, std::string> from_env;
+
+  // How messages name the source of an option's value: the flag, or the
+  // environment variable it came from.
+  std::string source(const std::string& flag) const;
 };
+
+// The environment variables the global options read, in order of
+// precedence (a flag on the command line beats them all): our own ETCD_*
+// names, then etcdctl's ETCDCTL_* ones. Fills `g` and g.from_env.
+void read_environment(GlobalOptions& g);
+// What --help says of a global option's default: where it came from.
+std::string default_source(const GlobalOptions& g, const std::string& flag);
 
 // A failed etcd operation. main() prints "etcd-recipes: <what>: <status>"
 // and exits 1, so commands can stay linear instead of threading errors.
@@ -68,6 +84,10 @@ class UsageError : public std::runtime_error {
 // A status as the tool reports it: to_string(), with causes that gRPC words
 // for its own developers (a TLS verification failure) said plainly first.
 std::string explain(const etcd::Status& status);
+// What explain() names in its messages: the endpoints in use and the
+// call timeout ("127.0.0.1:2379", "5s"), and the TLS files ("--cert F,
+// --key K"; empty without TLS).
+void set_connection_text(std::string endpoints, std::string timeout, std::string tls_files);
 
 template <class T>
 T check(etcd::Result<T>&& result, std::string_view what) {
@@ -78,8 +98,15 @@ void check(etcd::Result<void>&& result, std::string_view what);
 
 // --- parsing --------------------------------------------------------------
 
-// parse_duration (parse.h) as a CLI11 validator.
+// parse_duration (parse.h) as a CLI11 validator, for durations where
+// "forever" makes sense (a wait): past kMaxDuration saturates.
 CLI::Validator duration_validator();
+// The same for durations where it does not (a delay, a TTL): past
+// kMaxDuration is a usage error naming the maximum.
+CLI::Validator bounded_duration_validator();
+// The deadline of a wait of `text` (a valid duration) from now; none if
+// `text` is empty or saturated (kMaxDuration and past): no limit.
+std::optional<etcd::Deadline> wait_deadline(const std::string& text);
 
 // parse_lease_id (parse.h) as a CLI11 validator.
 CLI::Validator lease_id_validator();
@@ -178,6 +205,11 @@ class Context {
   // The global options as client options, with `endpoints` overriding
   // the --endpoints flag when non-empty.
   etcd::ClientOptions client_options(std::vector<std::string> endpoints = {}) const;
+  // For commands that keep running (workers, holders, watchers): says on
+  // stderr, once each, when the client finds etcd unresponsive and waits
+  // for it, and when etcd answers again ("WHAT: ..."), for as long as the
+  // subscription lives.
+  etcd::Subscription announce_connection(std::string what);
 
  private:
   const GlobalOptions& global_;

@@ -231,7 +231,7 @@ void create_if_absent(Demo& d) {
   auto first = attempt("first");
   if (!first.succeeded) throw StepFailed("the first create-if-absent of demo/owner failed");
   d.revision = first.header.revision;
-  d.say("txn #1  if demo/owner absent then put demo/owner=first else get: the compare held, put done");
+  d.say("txn 1  if demo/owner absent then put demo/owner=first else get: the compare held, put done");
   d.expect(etcd::Event::Type::kPut, "demo/owner");
 
   auto second = attempt("second");
@@ -240,7 +240,7 @@ void create_if_absent(Demo& d) {
   if (existing.kvs.empty() || existing.kvs.front().value != "first") {
     throw StepFailed("the else branch did not read demo/owner=first");
   }
-  d.say("txn #2  same with demo/owner=second: the compare failed, the else branch read demo/owner=first");
+  d.say("txn 2  same with demo/owner=second: the compare failed, the else branch read demo/owner=first");
 }
 
 void another_process_writes(Demo& d) {

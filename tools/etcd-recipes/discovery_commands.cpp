@@ -15,6 +15,7 @@
 #include "common.h"
 #include "etcd/recipes/service_discovery.h"
 #include "hold.h"
+#include "simple_format.h"
 
 namespace etcd_cli {
 namespace {
@@ -52,7 +53,7 @@ std::string default_id() {
 }
 
 std::string instance_line(const ServiceInstance& i) {
-  return cat(i.name, " ", i.id, " ", i.endpoint(), i.enabled ? "" : " disabled");
+  return simple_line("", {i.name, i.id, i.endpoint()}) + (i.enabled ? "" : " disabled");
 }
 
 // --- register ------------------------------------------------------------------
@@ -84,12 +85,13 @@ int run_register(Context& ctx, RegisterArgs& a) {
 
   const std::string what = cat("discovery register ", a.service, "/", instance.id);
   auto complain = [&](const std::string& text) { std::cerr << kProgram << ": " << what << ": " << text << std::endl; };
+  if (auto code = refuse_unrunnable(a.command, complain, "the instance was not registered")) return *code;
   etcd::recipes::ServiceRegistryOptions options{.base_path = a.base.path};
   options.recipe.session_ttl = std::chrono::seconds(a.ttl);
   etcd::recipes::ServiceRegistry registry(ctx.client(), std::move(options));
   auto lost = registry.on_lost([&](const ServiceInstance&, const etcd::Status& why) {
     complain(
-        cat(why.to_string(), "; it is registered again where free", a.command.empty() ? "" : " (CMD keeps running)"));
+        cat(explain(why), "; it is registered again where free", a.command.empty() ? "" : " (CMD keeps running)"));
   });
   auto restored = registry.on_restored([&](const ServiceInstance&) { complain("registered again"); });
 
@@ -104,7 +106,7 @@ int run_register(Context& ctx, RegisterArgs& a) {
   }
   auto remove = [&] {
     auto r = registry.unregister(instance.name, instance.id).timeout(ctx.timeout()).wait();
-    if (!r.ok()) complain(cat("unregistering: ", r.status().to_string(), " (it expires with its lease)"));
+    if (!r.ok()) complain(cat("unregistering: ", explain(r.status()), " (it expires with its lease)"));
   };
   if (a.command.empty()) {
     auto now = registry.registered();
@@ -120,8 +122,8 @@ void add_register(CLI::App* parent, Commands& commands) {
       "register", "Register an instance of SERVICE while CMD runs (only if its id is free), remove it when CMD exits");
   add_service(cmd, a->service, true);
   cmd->add_option("--address", a->address, "Host name or address where the instance is reached")->required();
-  cmd->add_option("--port", a->port, "Its port")->check(int_range(0, 65535));
-  cmd->add_option("--ssl-port", a->ssl_port, "Its TLS port")->check(int_range(0, 65535));
+  cmd->add_option("--port", a->port, "Its port")->check(int_range(1, 65535));
+  cmd->add_option("--ssl-port", a->ssl_port, "Its TLS port")->check(int_range(1, 65535));
   cmd->add_option("--id", a->id, "The instance's id (default: HOSTNAME-PID)");
   cmd->add_option("--payload", a->payload, "Any JSON value kept with the instance (an object, \"a string\", ...)");
   cmd->add_flag("--disabled", a->disabled, "Register it disabled: listed, never picked");
@@ -147,7 +149,10 @@ void add_register(CLI::App* parent, Commands& commands) {
           "  2         invalid usage (no --port nor --ssl-port, a payload that is not JSON, ...)\n"
           "  126, 127  CMD could not be run, was not found\n"
           "  128+N     interrupted by signal N before CMD started; nothing is left behind"));
-  commands.on_run(cmd, [a](Context& ctx) { return run_register(ctx, *a); });
+  commands.on_run(cmd, [a](Context& ctx) {
+    const auto notices = ctx.announce_connection(std::string(kProgram) + ": discovery register " + a->service);
+    return run_register(ctx, *a);
+  });
 }
 
 // --- list -------------------------------------------------------------------------
@@ -189,7 +194,7 @@ void add_list(CLI::App* parent, Commands& commands) {
       }
     }
     for (const auto& e : discovery.errors())
-      std::cerr << kProgram << ": " << what << ": " << e.to_string() << std::endl;
+      std::cerr << kProgram << ": " << what << ": " << explain(e) << std::endl;
     return kExitOk;
   });
 }

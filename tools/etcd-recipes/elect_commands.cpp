@@ -16,6 +16,7 @@
 #include "common.h"
 #include "etcd/recipes/election.h"
 #include "hold.h"
+#include "simple_format.h"
 
 namespace etcd_cli {
 namespace {
@@ -56,7 +57,8 @@ void add_elect(Commands& commands) {
   cmd->add_option("name", a->name, "The election's name (a key prefix)")->required()->check(name_validator("election"));
   auto* value_option = cmd->add_option("--value", *value,
                                        "This candidate's proposal: what `observe NAME` and `etcdctl elect --listen "
-                                       "NAME` show while it leads (default: HOST:PID); - reads it from standard input");
+                                       "NAME` show while it leads (default: HOST:PID); - reads it from standard input. At most about "
+                                       "512 KiB (the exact limit depends on the name; a larger one exits 2 naming it)");
   cmd->add_option("--file", *value_file, "Read the proposal from this file (any bytes)")->excludes(value_option);
   add_hold_options(cmd, *a, "leadership");
   cmd->footer(hold_footer("leadership", kLeaderKeyEnv, kTermEnv,
@@ -69,6 +71,14 @@ void add_elect(Commands& commands) {
     if (value_option->count() > 0) given = *value;
     const std::string proposal = given || !value_file->empty() ? read_value(given, *value_file, "elect --value")
                                                                : etcd::recipes::default_client_id();
+    // The library refuses it too, but only once the hold starts: refused here
+    // as invalid usage, before anything is written.
+    if (const size_t limit = etcd::recipes::max_proposal_bytes(ctx.client(), a->name); proposal.size() > limit) {
+      throw UsageError(cat("elect: the proposal is ", proposal.size(), " bytes; a candidate of election ", a->name,
+                           " campaigns with at most ", limit,
+                           " bytes (a campaign sends its proposal three times in one request, and etcd's default "
+                           "--max-request-bytes is 1.5 MiB)"));
+    }
     return hold_with_session(ctx, *a, {"elect " + a->name, "leadership", kLeaderKeyEnv, kTermEnv},
                              [&](etcd::Client client, etcd::recipes::RecipeOptions options) {
                                return latch_holdable(std::move(client), a->name, proposal, std::move(options));
@@ -110,17 +120,18 @@ int observe(Context& ctx, const ObserveArgs& a) {
     print_line(json ? dump_json(leader_json(leader)) : leader->value);
     return kExitOk;
   }
-  // Plain output prints each new leader value; leaderless moments print
-  // nothing (--json shows them as {"leader":null}).
+  // Plain output prints each new leader value, one simple-format field per
+  // line; leaderless moments print nothing (--json shows them as
+  // {"leader":null}).
   auto changes = observer.on_change([json](const std::optional<etcd::recipes::LeaderInfo>& l) {
     if (json) {
       print_line(dump_json(leader_json(l)));
     } else if (l) {
-      print_line(l->value);
+      print_line(simple_field(l->value));
     }
   });
   auto errors = observer.on_error(
-      [what](const etcd::Status& s) { std::cerr << kProgram << ": " << what << ": " << s.to_string() << std::endl; });
+      [what](const etcd::Status& s) { std::cerr << kProgram << ": " << what << ": " << explain(s) << std::endl; });
   observer.start();
   auto ready = observer.wait_initialized().timeout(ctx.timeout()).stop_token(ctx.stop()).wait();
   if (ctx.stop().stop_requested()) return kExitOk;

@@ -15,6 +15,7 @@
 #include <system_error>
 
 #include "process.h"
+#include "simple_format.h"
 
 namespace etcd_cli {
 namespace {
@@ -79,7 +80,7 @@ class LossReport {
   std::string describe() const {
     std::unique_lock lock(mutex_);
     set_.wait_for(lock, std::chrono::seconds(1), [&] { return status_.has_value(); });
-    return status_ ? status_->to_string() : std::string("its session's lease is gone");
+    return status_ ? explain(*status_) : std::string("its session's lease is gone");
   }
 
  private:
@@ -139,10 +140,23 @@ std::string hold_footer(const std::string& noun, const std::string& key_env, con
          "  128+N     interrupted by signal N while waiting; nothing is left behind";
 }
 
+std::optional<int> refuse_unrunnable(const std::vector<std::string>& command,
+                                     const std::function<void(const std::string&)>& complain,
+                                     const std::string& consequence) {
+  if (command.empty()) return std::nullopt;
+  const int err = check_program(command.front());
+  if (err == 0) return std::nullopt;
+  complain(cat("cannot run ", command.front(), ": ", std::strerror(err), "; ", consequence));
+  return err == ENOENT ? kExitNotFound : kExitCannotRun;
+}
+
 int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Holdable& holdable, etcd::Session& session) {
   auto complain = [&](const std::string& text) {
     std::cerr << kProgram << ": " << kind.what << ": " << text << std::endl;
   };
+  // Before the session exists: nothing to take, nothing to clean up.
+  if (auto code = refuse_unrunnable(a.command, complain, cat("did not wait for ", kind.noun))) return *code;
+  const auto notices = ctx.announce_connection(std::string(kProgram) + ": " + kind.what);
   // Whatever happens, end the session: revoking its lease deletes every key
   // the hold created, released or not. Never with ctx.stop(): after a
   // signal this is exactly the work that must still be done.
@@ -153,8 +167,7 @@ int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Holdable&
   } closer{session, ctx.timeout()};
 
   // --- wait
-  std::optional<etcd::Deadline> give_up;
-  if (!a.wait_timeout.empty()) give_up = etcd::Clock::now() + *parse_duration(a.wait_timeout);
+  const std::optional<etcd::Deadline> give_up = wait_deadline(a.wait_timeout);
   // A wait that ended without the hold: a signal, --timeout, or a failure.
   auto gave_up = [&](etcd::Status st) -> int {
     if (ctx.stop().stop_requested()) return kExitSignalBase + stop_signal();
@@ -188,7 +201,7 @@ int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Holdable&
     auto r = hold.release().wait();
     if (!r.ok()) {
       // The lease is revoked next, which frees the hold all the same.
-      complain(cat("releasing ", kind.noun, ": ", r.status().to_string()));
+      complain(cat("releasing ", kind.noun, ": ", explain(r.status())));
       return kExitOk;
     }
     if (!*r) {
@@ -202,7 +215,7 @@ int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Holdable&
     if (ctx.json()) {
       print_line(dump_json({{"key", base64(key)}, {"token", token}}));
     } else {
-      print_line(key);
+      print_line(simple_field(key));
       print_line(std::to_string(token));
     }
     wait_either(ctx.stop(), held);

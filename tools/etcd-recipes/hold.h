@@ -83,6 +83,14 @@ std::string hold_footer(
     const std::string& token_meaning = "the fencing token: it strictly increases from one holder to the next");
 int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Holdable& holdable, etcd::Session& session);
 
+// Before anything is taken for CMD (a hold, a key, a work item): whether
+// CMD can be run (found in PATH, executable). nullopt if it can; else the
+// exit code (127 not found, 126 not runnable), after saying so through
+// `complain` with `consequence` ("nothing was taken").
+std::optional<int> refuse_unrunnable(const std::vector<std::string>& command,
+                                     const std::function<void(const std::string&)>& complain,
+                                     const std::string& consequence);
+
 // How supervise() watches a started CMD.
 struct SuperviseOptions {
   // The loss of what CMD runs under (a hold, a work item's claim): CMD's

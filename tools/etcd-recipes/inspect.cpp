@@ -1,4 +1,5 @@
 #include "inspect.h"
+#include "simple_format.h"
 
 #include <algorithm>
 #include <charconv>
@@ -405,7 +406,7 @@ Report build_report(std::vector<etcd::KeyValue> kvs, int64_t revision) {
       Pending& b = add(Family::kBarrier, p.grand, entry(Role::kParty, std::move(kv)));
       b.count = b.count || c;
       b.dbl = b.dbl || d;
-    } else if ((p.last == "ready" || p.last == "gave-up") && kv.lease == 0 && !p.parent.empty()) {
+    } else if ((p.last == "ready" || p.last == "gave-up") && !p.parent.empty()) {
       const bool gave_up = p.last == "gave-up";
       Pending& b = add(Family::kBarrier, p.parent, entry(gave_up ? Role::kGaveUp : Role::kReady, std::move(kv)));
       b.count = b.count || gave_up;
@@ -537,14 +538,14 @@ std::string revs(const etcd::KeyValue& kv) { return "created at revision " + std
 
 // "KEY VALUE (lease ..., created at revision R)": one key as a detail line.
 std::string key_line(const char* label, const etcd::KeyValue& kv, const Leases& leases) {
-  std::string line = std::string("  ") + label + " " + kv.key + " " + excerpt(kv.value) + " (";
+  std::string line = std::string("  ") + label + " " + simple_field(kv.key) + " " + excerpt(kv.value) + " (";
   if (kv.lease != 0) line += lease_words(kv.lease, leases) + ", ";
   return line + revs(kv) + ")";
 }
 
 void render_contenders(const Recipe& r, const Leases& leases, std::vector<std::string>& out) {
   const int64_t holders = count(r, Role::kHolder), waiting = count(r, Role::kWaiting);
-  std::string head = std::string(kind_words(r.kind)) + " " + r.name + ": ";
+  std::string head = std::string(kind_words(r.kind)) + " " + simple_field(r.name) + ": ";
   if (r.kind == Kind::kSemaphore) {
     head += r.permits ? std::to_string(holders) + " of " + std::to_string(*r.permits) + " permits held"
                       : std::to_string(holders) + " holders (the permit count, NAME/permits, is missing)";
@@ -568,14 +569,14 @@ void render_contenders(const Recipe& r, const Leases& leases, std::vector<std::s
     if (e.role == Role::kPermits) continue;
     std::string label = e.role == Role::kHolder ? "holder " : "waiting";
     if (r.kind == Kind::kRwLock) label += " " + e.mode;
-    out.push_back("  " + label + " " + excerpt(e.kv.value) + " " + e.kv.key + " (" + lease_words(e.kv.lease, leases) +
+    out.push_back("  " + label + " " + excerpt(e.kv.value) + " " + simple_field(e.kv.key) + " (" + lease_words(e.kv.lease, leases) +
                   "), token " + std::to_string(e.kv.create_revision));
   }
 }
 
 void render_queue(const Recipe& r, const Report& report, const Leases& leases, int64_t now_ms,
                   std::vector<std::string>& out) {
-  std::string head = std::string(kind_words(r.kind)) + " " + r.name + ": ";
+  std::string head = std::string(kind_words(r.kind)) + " " + simple_field(r.name) + ": ";
   const int64_t producers = count(r, Role::kProducer);
   if (r.kind != Kind::kWorkQueue) {
     const int64_t items = count(r, Role::kItem);
@@ -603,7 +604,7 @@ void render_queue(const Recipe& r, const Report& report, const Leases& leases, i
     out.push_back(head);
     for (const Entry& e : r.entries) {
       if (e.role != Role::kItem) continue;
-      std::string line = "  item " + e.id;
+      std::string line = "  item " + simple_field(e.id);
       if (r.kind == Kind::kPriorityQueue) line += " priority " + std::to_string(e.priority);
       out.push_back(line + " " + excerpt(e.kv.value) + " (" + revs(e.kv) + ")");
     }
@@ -632,21 +633,21 @@ void render_queue(const Recipe& r, const Report& report, const Leases& leases, i
     std::string line;
     switch (e.role) {
       case Role::kClaimed:
-        line = "  in flight " + e.id + " claimed by " + excerpt(e.claimed_by) + ", attempt " +
+        line = "  in flight " + simple_field(e.id) + " claimed by " + excerpt(e.claimed_by) + ", attempt " +
                std::to_string(e.deliveries) + " (visibility " + lease_words(e.claim_lease, leases) + ") " +
                excerpt(e.payload);
         break;
       case Role::kItem:
-        line = std::string("  ") + (e.not_before_ms > now_ms ? "delayed " : "ready ") + e.id + " " + excerpt(e.payload);
+        line = std::string("  ") + (e.not_before_ms > now_ms ? "delayed " : "ready ") + simple_field(e.id) + " " + excerpt(e.payload);
         if (e.not_before_ms > now_ms) line += " (ready in " + fmt_age(e.not_before_ms - now_ms) + ")";
         if (e.deliveries > 0) line += " (delivered " + plural(e.deliveries, "time", "times") + " before)";
         break;
       case Role::kDead:
-        line = "  dead letter " + e.id + " after " + plural(e.deliveries, "delivery", "deliveries") + ", dead for " +
+        line = "  dead letter " + simple_field(e.id) + " after " + plural(e.deliveries, "delivery", "deliveries") + ", dead for " +
                fmt_age(now_ms - e.since_ms) + ": " + excerpt(e.reason, 200) + " " + excerpt(e.payload);
         break;
       case Role::kClaim:
-        line = "  claim " + e.id + " without its item, by " + excerpt(e.kv.value) + " (" +
+        line = "  claim " + simple_field(e.id) + " without its item, by " + excerpt(e.kv.value) + " (" +
                lease_words(e.kv.lease, leases) + ")";
         break;
       default:
@@ -657,7 +658,7 @@ void render_queue(const Recipe& r, const Report& report, const Leases& leases, i
 }
 
 void render_barrier(const Recipe& r, const Leases& leases, std::vector<std::string>& out) {
-  std::string head = std::string(kind_words(r.kind)) + " " + r.name + ": ";
+  std::string head = std::string(kind_words(r.kind)) + " " + simple_field(r.name) + ": ";
   const int64_t parties = count(r, Role::kParty);
   const Entry* ready = nullptr;
   for (const Entry& e : r.entries) {
@@ -690,7 +691,7 @@ void render_gate(const Recipe& r, const Leases& leases, std::vector<std::string>
 }
 
 void render_counter(const Recipe& r, std::vector<std::string>& out) {
-  std::string head = std::string(kind_words(r.kind)) + " " + r.name + ": ";
+  std::string head = std::string(kind_words(r.kind)) + " " + simple_field(r.name) + ": ";
   const Entry* value = nullptr;
   for (const Entry& e : r.entries) {
     if (e.role == Role::kValue) value = &e;
@@ -712,16 +713,16 @@ void render_counter(const Recipe& r, std::vector<std::string>& out) {
 void render_services(const Recipe& r, const Leases& leases, std::vector<std::string>& out) {
   std::map<std::string, std::vector<const Entry*>> by_service;
   for (const Entry& e : r.entries) by_service[e.instance->name].push_back(&e);
-  std::string head = std::string(kind_words(r.kind)) + " " + r.name + ": ";
+  std::string head = std::string(kind_words(r.kind)) + " " + simple_field(r.name) + ": ";
   std::string parts;
   for (const auto& [service, list] : by_service) {
-    parts += (parts.empty() ? "" : "; ") + service + ": " +
+    parts += (parts.empty() ? "" : "; ") + simple_field(service) + ": " +
              plural(static_cast<int64_t>(list.size()), "instance", "instances");
   }
   out.push_back(head + parts);
   for (const auto& [service, list] : by_service) {
     for (const Entry* e : list) {
-      std::string line = "  " + service + " " + e->id + " " + e->instance->endpoint();
+      std::string line = "  " + simple_line("", {service, e->id, e->instance->endpoint()});
       if (!e->instance->enabled) line += " disabled";
       line += " (";
       if (e->kv.lease != 0) line += lease_words(e->kv.lease, leases) + ", ";
@@ -763,7 +764,7 @@ std::vector<std::string> render_text(const Report& report, const Leases& leases,
       case Kind::kTransient:
       case Kind::kPlain: {
         const etcd::KeyValue& kv = r.entries.front().kv;
-        std::string line = std::string(kind_words(r.kind)) + " " + kv.key + ": " + excerpt(kv.value) + " (";
+        std::string line = std::string(kind_words(r.kind)) + " " + simple_field(kv.key) + ": " + excerpt(kv.value) + " (";
         if (kv.lease != 0) line += lease_words(kv.lease, leases) + ", ";
         out.push_back(line + revs(kv) + ")");
         break;

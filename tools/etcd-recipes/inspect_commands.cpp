@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "common.h"
 #include "inspect.h"
+#include "simple_format.h"
 
 namespace etcd_cli {
 namespace {
@@ -154,10 +155,10 @@ int run_inspect(Context& ctx, std::string prefix, bool json_alias) {
     return kExitOk;
   }
   if (report.recipes.empty()) {
-    print_line(cat("nothing under ", prefix.empty() ? "\"\"" : prefix, " at revision ", report.revision));
+    print_line(cat("nothing under ", prefix.empty() ? "\"\"" : simple_field(prefix), " at revision ", report.revision));
     return kExitOk;
   }
-  print_line(cat(prefix.empty() ? "every key" : prefix, " at revision ", report.revision, ": ", keys,
+  print_line(cat(prefix.empty() ? "every key" : simple_field(prefix), " at revision ", report.revision, ": ", keys,
                  keys == 1 ? " key, " : " keys, ", leases.size(), leases.size() == 1 ? " lease" : " leases",
                  " (TTLs read just after)"));
   for (const auto& line : in::render_text(report, leases, now_ms)) print_line(line);

@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "simple_format.h"
 
 namespace etcd_cli {
 namespace {
@@ -31,6 +32,7 @@ struct KeySelection {
   // Resolves the two spellings; call before using the selection.
   void require_one() {
     if (key_option->count() == 0 && !is_prefix()) throw UsageError("give a KEY or --prefix PREFIX");
+    if (!is_prefix() && key.empty()) throw UsageError("the key must not be empty (every key: --prefix \"\")");
     if (is_prefix() && key_option->count() > 0) {
       if (!prefix.empty() && prefix != key) throw UsageError("give the prefix once: KEY --prefix, or --prefix PREFIX");
       prefix = key;
@@ -100,6 +102,7 @@ void add_put(Commands& commands, CLI::App* group) {
   cmd->add_option("--lease", a->lease, "Attach the key to this lease (the key goes when the lease does)")
       ->check(lease_id_validator());
   commands.on_run(cmd, [a](Context& ctx) {
+    if (a->key.empty()) throw UsageError("kv put: the key must not be empty");
     const std::string value = read_value(a->value, a->file, "kv put");
     etcd::PutOptions options;
     if (!a->lease.empty()) options.lease = *parse_lease_id(a->lease);
@@ -124,7 +127,9 @@ void add_get(Commands& commands, CLI::App* group) {
   };
   auto a = std::make_shared<Args>();
   auto* cmd = group->add_subcommand(
-      "get", "Print the value of KEY, or KEY=VALUE lines for every key under --prefix (exit 1 if KEY is absent)");
+      "get",
+      "Print the value of KEY as stored, or KEY=VALUE lines for every key under --prefix, escaped as docs/cli.md "
+      "says (exit 1 if KEY is absent)");
   a->keys.add_to(cmd, "read");
   cmd->add_flag("--keys-only", a->keys_only, "Print keys, not values");
   cmd->add_flag("--json", a->json, "Same as -w json")->group("");
@@ -136,8 +141,9 @@ void add_get(Commands& commands, CLI::App* group) {
       "are base64 (they are arbitrary bytes), lease is the hex lease id and absent without a lease.");
   commands.on_run(cmd, [a](Context& ctx) {
     a->keys.require_one();
+    const std::string range_end = a->keys.range_end();
     etcd::GetOptions options;
-    options.range_end = a->keys.range_end();
+    options.range_end = range_end;
     options.limit = a->limit;
     options.revision = a->revision;
     options.keys_only = a->keys_only;
@@ -151,11 +157,11 @@ void add_get(Commands& commands, CLI::App* group) {
       for (const auto& kv : r.kvs) array.push_back(kv_json(kv));
       print_line(dump_json(array));
     } else if (a->keys_only) {
-      for (const auto& kv : r.kvs) print_line(kv.key);
+      for (const auto& kv : r.kvs) print_line(simple_field(kv.key));
     } else if (!a->keys.is_prefix()) {
-      print_line(r.kvs.front().value);
+      print_line(r.kvs.front().value);  // the whole output is the value: as stored
     } else {
-      for (const auto& kv : r.kvs) print_line(kv.key + "=" + kv.value);
+      for (const auto& kv : r.kvs) print_line(simple_field(kv.key) + "=" + simple_field(kv.value));
     }
     return kExitOk;
   });
@@ -167,8 +173,9 @@ void add_del(Commands& commands, CLI::App* group) {
   keys->add_to(cmd, "delete");
   commands.on_run(cmd, [keys](Context& ctx) {
     keys->require_one();
+    const std::string range_end = keys->range_end();
     etcd::DeleteOptions options;
-    options.range_end = keys->range_end();
+    options.range_end = range_end;
     auto r = check(ctx.client().del(keys->range_key(), options).stop_token(ctx.stop()).wait(), "kv del");
     print_line(ctx.json() ? dump_json({{"deleted", r.deleted}, {"revision", r.header.revision}})
                           : std::to_string(r.deleted));
@@ -177,9 +184,9 @@ void add_del(Commands& commands, CLI::App* group) {
 }
 
 std::string event_line(const etcd::Event& ev, bool prev_kv) {
-  std::string line =
-      ev.type == etcd::Event::Type::kPut ? "PUT " + ev.kv.key + " " + ev.kv.value : "DELETE " + ev.kv.key;
-  if (prev_kv && ev.prev_kv) line += " (was: " + ev.prev_kv->value + ")";
+  std::string line = ev.type == etcd::Event::Type::kPut ? simple_line("PUT", {ev.kv.key, ev.kv.value})
+                                                        : simple_line("DELETE", {ev.kv.key});
+  if (prev_kv && ev.prev_kv) line += " (was: " + simple_field(ev.prev_kv->value) + ")";
   return line;
 }
 
@@ -213,6 +220,7 @@ void add_watch(Commands& commands, CLI::App* group) {
     a->keys.require_one();
     const bool json = ctx.json(a->json);
     probe(ctx, a->keys.range_key(), "kv watch " + a->keys.describe());
+    const auto notices = ctx.announce_connection(std::string(kProgram) + ": kv watch " + a->keys.describe());
     struct State {
       std::mutex mutex;
       std::condition_variable_any changed;

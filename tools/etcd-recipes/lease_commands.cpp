@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "simple_format.h"
 
 namespace etcd_cli {
 namespace {
@@ -27,7 +28,7 @@ void add_grant(Commands& commands, CLI::App* group) {
   auto* cmd = group->add_subcommand("grant", "Grant a lease; prints its id in hex");
   cmd->add_option("ttl", *ttl, "Time to live: seconds, or a duration such as 30s or 2m")
       ->required()
-      ->check(duration_validator());
+      ->check(bounded_duration_validator());
   commands.on_run(cmd, [ttl](Context& ctx) {
     auto seconds = std::chrono::ceil<std::chrono::seconds>(*parse_duration(*ttl));
     auto r = check(ctx.client().lease_grant(seconds).stop_token(ctx.stop()).wait(), "lease grant");
@@ -134,7 +135,7 @@ void add_ttl(Commands& commands, CLI::App* group) {
     auto line = cat("lease ", lease_hex(id), " granted with TTL(", r.granted_ttl, "s), remaining(", r.ttl, "s)");
     if (a->keys) {
       line += ", attached keys([";
-      for (size_t i = 0; i < r.keys.size(); ++i) line += (i ? " " : "") + r.keys[i];
+      for (size_t i = 0; i < r.keys.size(); ++i) line += (i ? " " : "") + simple_field(r.keys[i]);
       line += "])";
     }
     print_line(line);

@@ -83,8 +83,11 @@ void add_rwlock(Commands& commands) {
   cmd->add_option("mode", *mode, "read or write")->required()->check(CLI::IsMember({"read", "write"}));
   add_hold_options(cmd, *a, "the lock");
   cmd->footer(hold_footer("the lock", kLockKeyEnv) +
-              "\n\nA read lock's fencing token is shared by concurrent readers; it is greater than the token of every "
-              "write lock released before it and smaller than that of every later one.");
+              "\n\nEvery holder gets a fencing token of its own, readers too: readers that hold at once have "
+              "different tokens, none of which excludes another. A reader's token is greater than the token of "
+              "every write lock released before it was acquired and smaller than that of every later write lock; "
+              "a resource that remembers the highest write token it saw should accept any token above it from "
+              "readers.");
   commands.on_run(cmd, [a, mode](Context& ctx) {
     const bool write = *mode == "write";
     return hold_with_session(ctx, *a, {"rwlock " + a->name + " " + *mode, cat("the ", *mode, " lock"), kLockKeyEnv},

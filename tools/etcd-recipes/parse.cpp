@@ -8,10 +8,14 @@
 #include <cstdlib>
 #include <string>
 #include <system_error>
+#include <vector>
 
 namespace etcd_cli {
 
-std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
+namespace {
+
+// The duration in nanoseconds, unbounded (a double never overflows here).
+std::optional<double> duration_nanos(std::string_view text) {
   if (text.empty()) return std::nullopt;
   struct Unit {
     std::string_view name;
@@ -49,9 +53,54 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
     total += value * unit->nanos;
     rest.remove_prefix(unit->name.size());
   }
-  auto ms = static_cast<int64_t>(std::ceil(total / 1e6));
-  if (ms <= 0) return std::nullopt;
-  return std::chrono::milliseconds(ms);
+  if (std::isnan(total) || total <= 0) return std::nullopt;  // +inf: past any maximum
+  return total;
+}
+
+}  // namespace
+
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
+  const auto nanos = duration_nanos(text);
+  if (!nanos) return std::nullopt;
+  const double ms = std::ceil(*nanos / 1e6);  // rounded up, never to 0
+  if (ms >= static_cast<double>(kMaxDuration.count())) return kMaxDuration;
+  return std::chrono::milliseconds(static_cast<int64_t>(ms));
+}
+
+bool past_max_duration(std::string_view text) {
+  const auto nanos = duration_nanos(text);
+  return nanos && *nanos > static_cast<double>(kMaxDuration.count()) * 1e6;
+}
+
+std::string nearest_word(std::string_view word, const std::vector<std::string>& candidates) {
+  // Optimal string alignment distance (Damerau-Levenshtein without
+  // repeated edits of one substring): "lcok" is one edit from "lock".
+  auto distance = [](std::string_view a, std::string_view b) {
+    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+    for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      for (size_t j = 1; j <= b.size(); ++j) {
+        const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+        d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+          d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+      }
+    }
+    return d[a.size()][b.size()];
+  };
+  const size_t allowed = word.size() <= 4 ? 1 : 2;
+  std::string best;
+  size_t best_distance = allowed + 1;
+  for (const auto& c : candidates) {
+    const size_t dist = distance(word, c);
+    if (dist < best_distance) {
+      best_distance = dist;
+      best = c;
+    }
+  }
+  return best;
 }
 
 std::optional<int64_t> parse_lease_id(std::string_view text) {

@@ -5,17 +5,34 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 #include <string_view>
 
 namespace etcd_cli {
 
+// The longest duration the tool represents: 100 years. A deadline this far
+// ahead still fits every clock (nanoseconds in 64 bits).
+inline constexpr std::chrono::milliseconds kMaxDuration = std::chrono::hours(876'000);
+inline constexpr std::string_view kMaxDurationText = "876000h (100 years)";
+
 // Go-style durations as etcdctl takes them ("500ms", "5s", "1m30s", "1.5h");
-// a bare number means seconds. Must be positive.
+// a bare number means seconds. Must be positive. A longer one than
+// kMaxDuration saturates to kMaxDuration: for a wait that is "forever".
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
+
+// Whether `text` is a valid duration longer than kMaxDuration: options for
+// which "forever" makes no sense (a delay, a TTL) refuse it.
+bool past_max_duration(std::string_view text);
 
 // Lease ids are hex, always (as etcdctl prints and reads them): 1 to 16 hex
 // digits, optionally after "0x". Never guessed from the digits: "10" is
 // sixteen. Zero is not a lease.
 std::optional<int64_t> parse_lease_id(std::string_view text);
+
+// The candidate closest to `word` (edits: insert, delete, replace, swap
+// two neighbours), if it is close enough to be a likely typo: at most 1
+// edit for words of up to 4 letters, 2 for longer ones. Empty if none.
+std::string nearest_word(std::string_view word, const std::vector<std::string>& candidates);
 
 }  // namespace etcd_cli

@@ -172,7 +172,17 @@ std::string find_program(const std::string& name, int& err) {
     err = ENOENT;
     return {};
   }
-  if (name.find('/') != std::string::npos) return name;
+  if (name.find('/') != std::string::npos) {
+    // A path is run as it is (no PATH search): it must exist, be a
+    // regular file and be executable, as execv would require.
+    struct stat st {};
+    if (::stat(name.c_str(), &st) != 0) {
+      err = errno == ENOTDIR ? ENOENT : errno;
+    } else if (!S_ISREG(st.st_mode) || ::access(name.c_str(), X_OK) != 0) {
+      err = EACCES;
+    }
+    return err == 0 ? name : std::string();
+  }
   const char* env_path = std::getenv("PATH");
   std::string_view path = env_path != nullptr ? env_path : "/usr/local/bin:/usr/bin:/bin";
   err = ENOENT;

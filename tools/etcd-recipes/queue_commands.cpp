@@ -9,6 +9,7 @@
 #include "common.h"
 #include "etcd/recipes/queue.h"
 #include "hold.h"
+#include "simple_format.h"
 
 namespace etcd_cli {
 namespace {
@@ -24,6 +25,9 @@ struct PopArgs {
   std::string wait_timeout;
   bool no_wait = false;
   int count = 1;
+  // -n given: each value is one line in the simple format (escaped); else
+  // the one value is printed as stored.
+  bool lines = false;
 };
 
 // An unreachable or refusing etcd is an error to report at once (exit 1),
@@ -52,8 +56,7 @@ int pop(Context& ctx, const PopArgs& a) {
   const std::string what = "queue pop " + a.name;
   etcd::recipes::DistributedQueue q(ctx.client(), a.name);
   (void)queue_size(ctx, q, what);
-  std::optional<etcd::Deadline> give_up;
-  if (!a.wait_timeout.empty()) give_up = etcd::Clock::now() + *parse_duration(a.wait_timeout);
+  const std::optional<etcd::Deadline> give_up = wait_deadline(a.wait_timeout);
   for (int i = 0; i < a.count; ++i) {
     std::optional<std::string> value;
     if (a.no_wait) {
@@ -77,7 +80,7 @@ int pop(Context& ctx, const PopArgs& a) {
                 << std::endl;
       return kExitTimedOut;
     }
-    print_line(ctx.json() ? dump_json({{"value", base64(*value)}}) : *value);
+    print_line(ctx.json() ? dump_json({{"value", base64(*value)}}) : a.lines ? simple_field(*value) : *value);
   }
   return kExitOk;
 }
@@ -110,9 +113,12 @@ void add_pop(CLI::App* queue, Commands& commands) {
       ->check(duration_validator());
   cmd->add_flag("--no-wait", a->no_wait, "Take an item only if there is one now (exit 3 if the queue is empty)")
       ->excludes("--timeout");
-  cmd->add_option("-n,--count", a->count, "Take this many items, one after the other (each printed on its own line)")
-      ->check(int_range(1, INT32_MAX))
-      ->capture_default_str();
+  auto* count = cmd->add_option("-n,--count", a->count,
+                                "Take this many items, one after the other, each printed on a line of its own in "
+                                "the simple format (escaped, see docs/cli.md); without -n the one value is printed "
+                                "as stored")
+                    ->check(int_range(1, INT32_MAX))
+                    ->capture_default_str();
   cmd->footer(
       "Waits while the queue is empty (until SIGINT/SIGTERM or --timeout). Each item goes to exactly one taker, "
       "oldest first. An item this command took is printed even if the wait was ending meanwhile; a take is final "
@@ -123,7 +129,10 @@ void add_pop(CLI::App* queue, Commands& commands) {
       "  2      invalid usage\n"
       "  3      no item within --timeout (--no-wait: the queue was empty)\n"
       "  128+N  interrupted by signal N while waiting");
-  commands.on_run(cmd, [a](Context& ctx) { return pop(ctx, *a); });
+  commands.on_run(cmd, [a, count](Context& ctx) {
+    a->lines = count->count() > 0;
+    return pop(ctx, *a);
+  });
 }
 
 void add_size(CLI::App* queue, Commands& commands) {

@@ -21,8 +21,9 @@ void add_status(Commands& commands) {
       commands.root().add_subcommand("status", "Show the status of every endpoint (exit 1 if any is unreachable)");
   cmd->add_flag("--json", *json, "Same as -w json")->group("");
   cmd->footer(
-      "With -w json: a JSON array of {endpoint, member_id, version, db_size, db_size_in_use, leader, raft_term, "
-      "raft_index, raft_applied_index, is_leader, is_learner, errors}; ids as hex strings.");
+      "With -w json: a JSON array, one object per endpoint given, in order: {endpoint, member_id, version, db_size, "
+      "db_size_in_use, leader, raft_term, raft_index, raft_applied_index, is_leader, is_learner, errors} for one "
+      "that answered (ids as hex strings), {endpoint, error} for one that did not (also said on stderr).");
   commands.on_run(cmd, [json](Context& ctx) {
     std::vector<std::vector<std::string>> rows = {
         {"ENDPOINT", "ID", "VERSION", "DB SIZE", "LEADER", "RAFT TERM", "RAFT INDEX", "IS LEADER", "ERRORS"}};
@@ -36,7 +37,10 @@ void add_status(Commands& commands) {
       auto member = ctx.make_client({endpoint});
       auto r = member.status().stop_token(ctx.stop()).wait();
       if (!r.ok()) {
-        std::cerr << kProgram << ": status " << endpoint << ": " << r.status().to_string() << std::endl;
+        const std::string why = explain(r.status());
+        std::cerr << kProgram << ": status " << endpoint << ": " << why << std::endl;
+        // Listed too: a script reading the JSON sees every endpoint it gave.
+        if (ctx.json(*json)) array.push_back({{"endpoint", endpoint}, {"error", why}});
         ++failed;
         continue;
       }

@@ -13,6 +13,7 @@
 #include "common.h"
 #include "etcd/recipes/transient.h"
 #include "hold.h"
+#include "simple_format.h"
 
 namespace etcd_cli {
 namespace {
@@ -30,11 +31,12 @@ struct TransientArgs {
 int run_transient(Context& ctx, const TransientArgs& a) {
   const std::string what = "transient " + a.key;
   auto complain = [&](const std::string& text) { std::cerr << kProgram << ": " << what << ": " << text << std::endl; };
+  if (auto code = refuse_unrunnable(a.command, complain, "the key was not created")) return *code;
   etcd::recipes::RecipeOptions options;
   options.session_ttl = std::chrono::seconds(a.ttl);
   etcd::recipes::TransientKeyValue transient(ctx.client(), a.key, a.value, std::move(options));
   auto lost =
-      transient.on_lost([&](const etcd::Status& why) { complain(cat(why.to_string(), " (CMD keeps running)")); });
+      transient.on_lost([&](const etcd::Status& why) { complain(cat(explain(why), " (CMD keeps running)")); });
   auto restored = transient.on_restored([&] { complain("the key was re-created"); });
 
   auto created = transient.create().stop_token(ctx.stop()).timeout(ctx.timeout()).wait();
@@ -51,14 +53,14 @@ int run_transient(Context& ctx, const TransientArgs& a) {
   // work that must still be done.
   auto remove = [&] {
     auto r = transient.release().timeout(ctx.timeout()).wait();
-    if (!r.ok()) complain(cat("removing the key: ", r.status().to_string(), " (it expires with its lease)"));
+    if (!r.ok()) complain(cat("removing the key: ", explain(r.status()), " (it expires with its lease)"));
   };
 
   if (a.command.empty()) {
     if (ctx.json()) {
       print_line(dump_json({{"key", base64(a.key)}, {"create_revision", transient.create_revision()}}));
     } else {
-      print_line(a.key);
+      print_line(simple_field(a.key));
       print_line(std::to_string(transient.create_revision()));
     }
   }
@@ -94,7 +96,10 @@ void add_transient_commands(Commands& commands) {
           "  1         KEY is held by another owner (CMD not run), or an etcd operation failed\n"
           "  126, 127  CMD could not be run, was not found\n"
           "  128+N     interrupted by signal N before CMD started; nothing is left behind"));
-  commands.on_run(cmd, [a](Context& ctx) { return run_transient(ctx, *a); });
+  commands.on_run(cmd, [a](Context& ctx) {
+    const auto notices = ctx.announce_connection(std::string(kProgram) + ": transient " + a->key);
+    return run_transient(ctx, *a);
+  });
 }
 
 }  // namespace etcd_cli

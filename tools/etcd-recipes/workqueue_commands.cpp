@@ -26,6 +26,7 @@
 #include "etcd/recipes/work_queue.h"
 #include "hold.h"
 #include "process.h"
+#include "simple_format.h"
 
 namespace etcd_cli {
 namespace {
@@ -123,24 +124,35 @@ class Worker {
   Worker(Context& ctx, const WorkArgs& a) : ctx_(ctx), a_(a), what_("workqueue work " + a.name) {}
 
   int run() {
-    const std::string& program = a_.command.front();
     // Before anything is received: a worker that cannot run CMD must not
     // take (and count a delivery of) items it cannot work on.
-    if (int err = check_program(program); err != 0) {
-      say(cat("cannot run ", program, ": ", std::strerror(err), "; no item was received"));
-      return err == ENOENT ? kExitNotFound : kExitCannotRun;
+    if (auto code = refuse_unrunnable(a_.command, [this](const std::string& text) { say(text); },
+                                      "no item was received")) {
+      return *code;
     }
     etcd::recipes::WorkQueueOptions options;
     options.visibility_timeout = std::chrono::seconds(a_.visibility);
     options.max_deliveries = a_.max_deliveries;
     queue_.emplace(ctx_.client(), a_.name, options);
+    // The items this worker meets with no deliveries left: never silent.
+    dead_sub_ = queue_->on_dead_letter([this](const etcd::recipes::DeadLetter& dead) {
+      if (ctx_.json()) {
+        std::cerr << dump_json({{"id", dead.id},
+                                {"result", "dead-lettered"},
+                                {"deliveries", dead.deliveries},
+                                {"reason", dead.reason}})
+                  << std::endl;
+      } else {
+        say(cat("item ", dead.id, " moved to the dead letters after ", dead.deliveries,
+                dead.deliveries == 1 ? " delivery" : " deliveries", " (", dead.reason, "), not run: see ", kProgram,
+                " workqueue dead-letters ", a_.name));
+      }
+    });
     (void)queue_size(ctx_, *queue_, what_);
 
-    const auto idle = a_.idle_exit.empty() ? std::nullopt : parse_duration(a_.idle_exit);
     for (int done = 0; a_.count == 0 || done < a_.count; ++done) {
       if (ctx_.stop().stop_requested()) return kExitOk;
-      std::optional<etcd::Deadline> give_up;
-      if (idle) give_up = etcd::Clock::now() + *idle;
+      const std::optional<etcd::Deadline> give_up = wait_deadline(a_.idle_exit);
       auto received = bounded(queue_->receive(), give_up, ctx_.stop()).wait();
       if (!received.ok()) {
         if (ctx_.stop().stop_requested()) return kExitOk;
@@ -272,6 +284,7 @@ class Worker {
   const WorkArgs& a_;
   std::string what_;
   std::optional<DistributedWorkQueue> queue_;
+  etcd::Subscription dead_sub_;
 };
 
 // --- dead letters ----------------------------------------------------------------
@@ -283,28 +296,6 @@ std::string utc_text(std::chrono::system_clock::time_point t) {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
-}
-
-// A value in a table cell: control bytes and backslashes escaped, so that
-// one dead letter stays one line.
-std::string cell(const std::string& value) {
-  std::string out;
-  for (const unsigned char c : value) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
 }
 
 int dead_letters(Context& ctx, const std::string& name, bool json_alias) {
@@ -329,7 +320,7 @@ int dead_letters(Context& ctx, const std::string& name, bool json_alias) {
   if (dead.empty()) return kExitOk;
   std::vector<std::vector<std::string>> rows = {{"ID", "DELIVERIES", "SINCE", "REASON", "VALUE"}};
   for (const auto& d : dead) {
-    rows.push_back({d.id, std::to_string(d.deliveries), utc_text(d.since), cell(d.reason), cell(d.value)});
+    rows.push_back({d.id, std::to_string(d.deliveries), utc_text(d.since), simple_field(d.reason), simple_field(d.value)});
   }
   print_table(rows);
   return kExitOk;
@@ -366,7 +357,7 @@ void add_push(CLI::App* group, Commands& commands) {
   cmd->add_option("--file", a->file, "Read the one value from this file")->check(CLI::ExistingFile);
   cmd->add_option("--delay", a->delay,
                   "Make the items ready only this long from now (this host's clock), e.g. 500ms, 30s, 1m")
-      ->check(duration_validator());
+      ->check(bounded_duration_validator());
   cmd->footer(
       "Prints the revision of the transaction that added them (-w json: {\"revision\":N,\"keys\":[B64...]}; an "
       "item's id is the last segment of its key). All values or none are added. A push whose outcome was unknown is "
@@ -426,7 +417,10 @@ void add_work(CLI::App* group, Commands& commands) {
       "  2         invalid usage\n"
       "  3         --idle-exit before --count items were done\n"
       "  126, 127  CMD could not be run, was not found (no item taken; one taken is requeued)");
-  commands.on_run(cmd, [a](Context& ctx) { return Worker(ctx, *a).run(); });
+  commands.on_run(cmd, [a](Context& ctx) {
+    const auto notices = ctx.announce_connection(std::string(kProgram) + ": workqueue work " + a->name);
+    return Worker(ctx, *a).run();
+  });
 }
 
 void add_size(CLI::App* group, Commands& commands) {

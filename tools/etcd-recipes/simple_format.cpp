@@ -1,0 +1,103 @@
+#include "simple_format.h"
+
+#include <cstddef>
+
+namespace etcd_cli {
+
+namespace {
+
+void append_hex(std::string& out, unsigned char c) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  out += "\\x";
+  out += kDigits[c >> 4];
+  out += kDigits[c & 0xf];
+}
+
+// The length of the valid UTF-8 sequence of two or more bytes starting at
+// bytes[i] (0 if there is none): no overlong forms, no surrogates, nothing
+// past U+10FFFF, and no C1 control (U+0080..U+009F, which terminals act on).
+size_t utf8_sequence(std::string_view bytes, size_t i) {
+  const auto at = [&](size_t k) { return static_cast<unsigned char>(bytes[k]); };
+  const unsigned char c = at(i);
+  size_t n;
+  unsigned char lo = 0x80, hi = 0xbf;  // the allowed range of the second byte
+  if (c >= 0xc2 && c <= 0xdf) {
+    n = 2;
+    if (c == 0xc2) lo = 0xa0;  // U+0080..U+009F are C1 controls
+  } else if (c >= 0xe0 && c <= 0xef) {
+    n = 3;
+    if (c == 0xe0) lo = 0xa0;  // overlong
+    if (c == 0xed) hi = 0x9f;  // surrogates
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4;
+    if (c == 0xf0) lo = 0x90;  // overlong
+    if (c == 0xf4) hi = 0x8f;  // past U+10FFFF
+  } else {
+    return 0;
+  }
+  if (i + n > bytes.size()) return 0;
+  if (at(i + 1) < lo || at(i + 1) > hi) return 0;
+  for (size_t k = 2; k < n; ++k) {
+    if (at(i + k) < 0x80 || at(i + k) > 0xbf) return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::string simple_field(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  for (size_t i = 0; i < bytes.size();) {
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    if (c >= 0x80) {
+      if (const size_t n = utf8_sequence(bytes, i)) {
+        out.append(bytes.substr(i, n));
+        i += n;
+      } else {
+        append_hex(out, c);
+        ++i;
+      }
+      continue;
+    }
+    switch (c) {
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case ' ':
+      case '=':
+        append_hex(out, c);
+        break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          append_hex(out, c);
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+    ++i;
+  }
+  return out;
+}
+
+std::string simple_line(std::string_view literal, std::initializer_list<std::string_view> fields) {
+  std::string out(literal);
+  bool first = literal.empty();
+  for (const auto field : fields) {
+    if (!first) out += ' ';
+    first = false;
+    out += simple_field(field);
+  }
+  return out;
+}
+
+}  // namespace etcd_cli

@@ -1,0 +1,32 @@
+// The text format of `-w simple` (docs/cli.md, "Output: -w simple|json"):
+// every key, value or other byte string a command prints on a line goes
+// through simple_field(), so that a line is always a sequence of fields
+// separated by single spaces, and each field decodes back to its exact
+// bytes with the shell's `printf '%b'`.
+//
+// A field is its bytes with these replaced:
+//   \      ->  \\          newline  ->  \n       tab  ->  \t
+//   CR     ->  \r          space    ->  \x20     =    ->  \x3d
+//   any other byte below 0x20, 0x7f, and every byte that is not part of a
+//   valid UTF-8 sequence (or encodes a C1 control, U+0080..U+009F)
+//   ->  \xHH (two lower-case hex digits)
+// Everything else, valid UTF-8 included, is printed as it is, so a plain
+// key or value reads the same as before it was encoded.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+namespace etcd_cli {
+
+// One field: `bytes` escaped as above. Never contains a space, a tab, a
+// newline, '=' or a backslash that does not start an escape.
+std::string simple_field(std::string_view bytes);
+
+// A line: `literal` (the tool's own word, like PUT, copied as it is; may be
+// empty) and then each of `fields` escaped with simple_field(), all
+// separated by single spaces: simple_line("PUT", {key, value}).
+std::string simple_line(std::string_view literal, std::initializer_list<std::string_view> fields);
+
+}  // namespace etcd_cli
