@@ -11,7 +11,7 @@ Prints, for the same member in the same run:
   py_queue_cycle_seq       DistributedQueue enqueue + dequeue
   lock_cycle_seq (C++)     with --cpp-bench: the C++ bench's metric against the same member
   asyncio_waiters_threads  threads of this process with N asyncio acquisitions parked
-and the ratios the issue sets bars for.
+and the ratios of ours to python-etcd3's and to the C++ bench's.
 """
 
 import argparse

@@ -3,7 +3,9 @@ discovery, ...) over etcd-recipes' C++ asynchronous client.
 
 Blocking API here; the asyncio twins (same names, ``await``/``async for``/
 ``async with``) are in :mod:`etcd_recipes.aio`; the test harness (real etcd
-members, fault proxy) in :mod:`etcd_recipes.testing`.
+members, fault proxy) in :mod:`etcd_recipes.testing`. A module per recipe family
+names the same classes: :mod:`etcd_recipes.locks`, ``.election``, ``.queues``,
+``.barriers``, ``.counter``, ``.transient``, ``.caches``, ``.discovery``.
 
 Every blocking call releases the GIL while it waits and can be interrupted with
 Ctrl-C (KeyboardInterrupt; the C++ call is cancelled). ``timeout`` arguments are
@@ -119,6 +121,13 @@ class Client:
         tls: bool = False,
         callback_threads: int = 2,
     ) -> None:
+        """Connects lazily to ``endpoints`` (a list, or one comma-separated string of host:port).
+
+        ``timeout``: the deadline of a call given none (seconds; default 5). ``namespace``: a key prefix
+        every call lives under, invisibly. ``user``/``password``: etcd authentication. ``ca_file``,
+        ``cert_file``, ``key_file``, ``server_name``, ``tls``: TLS. ``callback_threads``: the threads
+        listeners run on.
+        """
         if isinstance(endpoints, str):
             endpoints = [e for e in endpoints.split(",") if e]
         self._c = _core.Client(
@@ -130,37 +139,46 @@ class Client:
     def get(self, key: Bytes, *, prefix: bool = False, range_end: Bytes = b"", limit: int = 0, revision: int = 0,
             keys_only: bool = False, count_only: bool = False, serializable: bool = False, sort_order: int = 0,
             sort_target: int = 0, timeout: Optional[float] = None) -> GetResponse:
+        """Reads ``key``, every key under it with ``prefix``, or [key, range_end); the GetResponse."""
         return self._c.get(key, prefix=prefix, range_end=range_end, limit=limit, revision=revision,
                            keys_only=keys_only, count_only=count_only, serializable=serializable,
                            sort_order=sort_order, sort_target=sort_target).wait(timeout)
 
     def put(self, key: Bytes, value: Bytes, *, lease: int = 0, prev_kv: bool = False, ignore_value: bool = False,
             ignore_lease: bool = False, timeout: Optional[float] = None) -> PutResponse:
+        """Writes ``value`` at ``key`` (under ``lease``, with ``prev_kv`` the value it replaced)."""
         return self._c.put(key, value, lease=lease, prev_kv=prev_kv, ignore_value=ignore_value,
                            ignore_lease=ignore_lease).wait(timeout)
 
     def delete(self, key: Bytes, *, prefix: bool = False, range_end: Bytes = b"", prev_kv: bool = False,
                timeout: Optional[float] = None) -> DeleteResponse:
+        """Deletes ``key``, every key under it with ``prefix``, or [key, range_end); the DeleteResponse."""
         return self._c.delete(key, prefix=prefix, range_end=range_end, prev_kv=prev_kv).wait(timeout)
 
     def txn(self, txn: Txn, *, timeout: Optional[float] = None) -> TxnResponse:
+        """Runs the transaction: its compares, then one branch; the TxnResponse."""
         return self._c.txn(txn).wait(timeout)
 
     def compact(self, revision: int, *, physical: bool = False, timeout: Optional[float] = None) -> Any:
+        """Compacts etcd's history up to ``revision`` (``physical``: wait until it is removed from disk)."""
         return self._c.compact(revision, physical=physical).wait(timeout)
 
     # Leases
     def lease_grant(self, ttl: float, *, id: int = 0, timeout: Optional[float] = None) -> LeaseGrantResponse:
+        """Grants a lease of ``ttl`` seconds (not kept alive: see lease())."""
         return self._c.lease_grant(ttl, id=id).wait(timeout)
 
     def lease_revoke(self, id: int, *, timeout: Optional[float] = None) -> Any:
+        """Revokes lease ``id``: its keys are deleted."""
         return self._c.lease_revoke(id).wait(timeout)
 
     def lease_time_to_live(self, id: int, *, keys: bool = False,
                            timeout: Optional[float] = None) -> LeaseTimeToLiveResponse:
+        """The lease's remaining and granted TTL (and its keys, with ``keys``)."""
         return self._c.lease_time_to_live(id, keys=keys).wait(timeout)
 
     def lease_leases(self, *, timeout: Optional[float] = None) -> List[int]:
+        """The ids of every lease etcd holds."""
         return list(self._c.lease_leases().wait(timeout).leases)
 
     def lease(self, ttl: float, *, timeout: Optional[float] = None) -> "Lease":
@@ -172,18 +190,21 @@ class Client:
               prev_kv: bool = False, progress_notify: bool = False, filter_puts: bool = False,
               filter_deletes: bool = False) -> "Watch":
         """A watch: iterate it for WatchResponses, in revision order, without loss across reconnects."""
-        return Watch(self._c.watch(key, prefix=prefix, range_end=range_end, start_revision=start_revision,
-                                   prev_kv=prev_kv, progress_notify=progress_notify, filter_puts=filter_puts,
-                                   filter_deletes=filter_deletes))
+        return self._watch_type(
+            self._c.watch(key, prefix=prefix, range_end=range_end, start_revision=start_revision, prev_kv=prev_kv,
+                          progress_notify=progress_notify, filter_puts=filter_puts, filter_deletes=filter_deletes))
 
     # Cluster
     def status(self, endpoint: str = "", *, timeout: Optional[float] = None) -> StatusResponse:
+        """The status of the member calls go to, or of ``endpoint``."""
         return self._c.status(endpoint).wait(timeout)
 
     def member_list(self, *, timeout: Optional[float] = None) -> MemberListResponse:
+        """The cluster's members."""
         return self._c.member_list().wait(timeout)
 
     def ping(self, *, timeout: Optional[float] = None) -> None:
+        """A linearizable read: returns once a quorum answered (raises otherwise)."""
         self._c.ping().wait(timeout)
 
     @property
@@ -192,17 +213,21 @@ class Client:
         return self._c.state
 
     def on_state_change(self, listener: Callable[[str], None]) -> Subscription:
+        """Runs ``listener`` with the connection's new state ("CONNECTED", "SUSPENDED", ...) at every change."""
         return _keep(self, self._c.on_state_change(listener))
 
     @property
     def endpoints(self) -> List[str]:
+        """The endpoints given, in order."""
         return list(self._c.endpoints)
 
     @property
     def namespace(self) -> str:
+        """The key prefix every call lives under ("" for none)."""
         return self._c.namespace
 
     def stats(self) -> Dict[str, int]:
+        """The client's counters (RPCs, retries, failovers, watches, leases)."""
         return self._c.stats()
 
     def close(self) -> None:
@@ -211,6 +236,7 @@ class Client:
 
     @property
     def closed(self) -> bool:
+        """True once close() was called."""
         return self._c.closed
 
     def __enter__(self) -> "Client":
@@ -224,24 +250,30 @@ class Lease:
     """A granted lease, kept alive over the client's one keep-alive stream."""
 
     def __init__(self, core: Any) -> None:
+        """A kept-alive lease, as Client.lease() returns it."""
         self._c = core
 
     @property
     def id(self) -> int:
+        """The lease id."""
         return self._c.id
 
     @property
     def ttl(self) -> int:
+        """The TTL granted, in seconds."""
         return self._c.ttl
 
     @property
     def alive(self) -> bool:
+        """True while renewals succeed."""
         return self._c.alive
 
     def on_lost(self, listener: Callable[[EtcdError], None]) -> Subscription:
+        """Runs ``listener`` with the reason when the lease is lost (expired, revoked)."""
         return _keep(self, self._c.on_lost(listener))
 
     def revoke(self, *, timeout: Optional[float] = None) -> None:
+        """Revokes the lease: its keys are deleted."""
         self._c.revoke().wait(timeout)
 
     def detach(self) -> None:
@@ -260,20 +292,25 @@ class Session:
     """A lease shared by recipes for their exclusive holds (pass ``session=`` to a recipe)."""
 
     def __init__(self, client: Client, *, ttl: float = 10.0) -> None:
+        """A lease of ``ttl`` seconds for recipes to share (not granted until start() or first use)."""
         self._c = _core.Session(client._c, ttl=ttl)
 
     def start(self, *, timeout: Optional[float] = None) -> None:
+        """Grants the lease now instead of at first use."""
         self._c.start().wait(timeout)
 
     def close(self, *, timeout: Optional[float] = None) -> None:
+        """Revokes the lease: every hold under it ends."""
         self._c.close().wait(timeout)
 
     @property
     def lease_id(self) -> int:
+        """The lease id (0 before it is granted)."""
         return self._c.lease_id
 
     @property
     def alive(self) -> bool:
+        """True while the lease is kept alive."""
         return self._c.alive
 
 
@@ -284,6 +321,7 @@ class Watch:
     """
 
     def __init__(self, core: Any) -> None:
+        """A watch, as Client.watch() returns it."""
         self._c = core
 
     def __iter__(self) -> Iterator[WatchResponse]:
@@ -297,17 +335,21 @@ class Watch:
         return self._c.next(timeout)
 
     def events(self) -> Iterator[Event]:
+        """Every event of every response, in order."""
         for response in self:
             yield from response.events
 
     def wait_created(self, timeout: float = 5.0) -> bool:
+        """True once etcd confirmed the watch; False when ``timeout`` ran out."""
         return self._c.wait_created(timeout)
 
     def cancel(self) -> None:
+        """Ends the watch: the iteration stops."""
         self._c.cancel()
 
     @property
     def delivered_revision(self) -> int:
+        """Every event up to this revision has been delivered."""
         return self._c.delivered_revision
 
     def __enter__(self) -> "Watch":
@@ -315,6 +357,9 @@ class Watch:
 
     def __exit__(self, *exc: Any) -> None:
         self.cancel()
+
+
+Client._watch_type = Watch  # the asyncio Client makes asyncio Watches
 
 
 # --- recipes: what they share -----------------------------------------------------
@@ -353,33 +398,42 @@ class _Recipe:
 
     @property
     def name(self) -> str:
+        """The recipe's name (its key or prefix)."""
         return self._life.name
 
     @property
     def identity(self) -> str:
+        """This object's identity in etcd (the client_id, or one made up)."""
         return self._life.identity
 
     def start(self) -> None:
+        """Starts background work now instead of at first use (most recipes need no start())."""
         self._life.start()
 
     def close(self) -> None:
+        """Ends the recipe: releases what it holds, stops its background work. Idempotent."""
         self._life.close()
 
     @property
     def closed(self) -> bool:
+        """True once close() was called."""
         return self._life.closed
 
     @property
     def state(self) -> str:
+        """The connection's state as the recipe sees it: "CONNECTED", "SUSPENDED", "RECONNECTED" or "LOST"."""
         return self._life.state
 
     def errors(self) -> List[EtcdError]:
+        """The errors background work recorded, oldest first."""
         return self._life.errors()
 
     def on_state_change(self, listener: Callable[[str], None]) -> Subscription:
+        """Runs ``listener`` with the new state (see ``state``) at every change."""
         return _keep(self, self._life.on_state_change(listener))
 
     def on_error(self, listener: Callable[[EtcdError], None]) -> Subscription:
+        """Runs ``listener`` with each error background work records."""
         return _keep(self, self._life.on_error(listener))
 
 
@@ -392,6 +446,7 @@ class _HoldBase:
 
     @property
     def key(self) -> str:
+        """The key that holds it."""
         return self._c.key
 
     @property
@@ -401,10 +456,12 @@ class _HoldBase:
 
     @property
     def lease(self) -> int:
+        """The lease the hold lives under."""
         return self._c.lease
 
     @property
     def is_held(self) -> bool:
+        """True until the hold ends (released or lost)."""
         return self._c.is_held
 
     @property
@@ -413,6 +470,7 @@ class _HoldBase:
         return self._c.ended
 
     def on_lost(self, listener: Callable[[EtcdError], None]) -> Subscription:
+        """Runs ``listener`` with the reason if the hold is lost (not when released)."""
         return _keep(self, self._c.on_lost(listener))
 
     def __bool__(self) -> bool:
@@ -447,13 +505,16 @@ class _LockBase(_Recipe):
 
     @property
     def hold(self) -> Optional[Hold]:
+        """The current hold, or None."""
         return _hold(self._c.hold)
 
     @property
     def is_held(self) -> bool:
+        """True while this object holds the lock."""
         return self._c.is_held
 
     def on_lost(self, listener: Callable[[EtcdError], None]) -> Subscription:
+        """Runs ``listener`` with the reason if a hold is lost."""
         return _keep(self, self._c.on_lost(listener))
 
 
@@ -469,6 +530,7 @@ class _Lock(_LockBase):
         return _hold(self._c.acquire().wait_or_none(timeout))
 
     def release(self, *, timeout: Optional[float] = None) -> bool:
+        """Releases the current hold; False if there was none."""
         return self._c.release().wait(timeout)
 
     def __enter__(self) -> Hold:
@@ -486,6 +548,9 @@ class DistributedMutex(_Lock):
 
     def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
                  session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        """The mutex named ``name`` (a key prefix). client_id, session, session_ttl, metrics: the options every
+        recipe takes (see the package's docstring).
+        """
         self._c = _core.DistributedMutex(client._c, name, **_opts(client_id, session, session_ttl, metrics))
 
 
@@ -493,6 +558,7 @@ class LockView(_Lock):
     """One side of a DistributedReadWriteLock (``rw.read_lock`` / ``rw.write_lock``)."""
 
     def __init__(self, core: Any, owner: Any) -> None:
+        """One side of ``owner`` (a DistributedReadWriteLock); made by it, not by you."""
         self._c = core
         self._owner = owner
 
@@ -506,9 +572,24 @@ class DistributedReadWriteLock(_Recipe):
 
     def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
                  session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        """The read-write lock named ``name``. client_id, session, session_ttl, metrics: the options every recipe
+        takes (see the package's docstring).
+        """
         self._c = _core.DistributedReadWriteLock(client._c, name, **_opts(client_id, session, session_ttl, metrics))
-        self.read_lock = LockView(self._c.read_lock, self._c)
-        self.write_lock = LockView(self._c.write_lock, self._c)
+        self._read_lock = self._lock_view(self._c.read_lock, self._c)
+        self._write_lock = self._lock_view(self._c.write_lock, self._c)
+
+    _lock_view = LockView
+
+    @property
+    def read_lock(self) -> LockView:
+        """The shared side: any number of readers hold it at once, never with a writer."""
+        return self._read_lock
+
+    @property
+    def write_lock(self) -> LockView:
+        """The exclusive side: one writer, no readers."""
+        return self._write_lock
 
     def downgrade(self, *, timeout: Optional[float] = None) -> None:
         """Turns the write hold into a read hold, atomically, keeping its place."""
@@ -520,23 +601,30 @@ class DistributedSemaphore(_Recipe):
 
     def __init__(self, client: Client, name: str, permits: int, *, client_id: Optional[str] = None,
                  session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        """The semaphore ``name`` with ``permits`` permits (every user must give the same number). client_id,
+        session, session_ttl, metrics: the options every recipe takes (see the package's docstring).
+        """
         self._c = _core.DistributedSemaphore(client._c, name, permits,
                                              **_opts(client_id, session, session_ttl, metrics))
         self._entered: List[Hold] = []
 
     @property
     def permits(self) -> int:
+        """The number of permits."""
         return self._c.permits
 
     def acquire(self, timeout: Optional[float] = None) -> Hold:
+        """Waits for a permit; Timeout when ``timeout`` ran out."""
         return Hold(self._c.acquire().wait(timeout))
 
     def try_acquire(self, timeout: Optional[float] = None) -> Optional[Hold]:
+        """A permit if one is free now (None otherwise); with ``timeout``, waits up to that long."""
         if timeout is None:
             return _hold(self._c.try_acquire().wait(None))
         return _hold(self._c.acquire().wait_or_none(timeout))
 
     def available_permits(self, *, timeout: Optional[float] = None) -> int:
+        """How many permits are free now (advisory)."""
         return self._c.available_permits().wait(timeout)
 
     def __enter__(self) -> Hold:
@@ -556,6 +644,7 @@ class LeaderTerm(Hold):
 
     @property
     def stop_requested(self) -> bool:
+        """True once the term was asked to stop (lost, interrupted, resigned, closed)."""
         return self._c.stop_requested
 
     @property
@@ -564,6 +653,7 @@ class LeaderTerm(Hold):
         return self._c.end
 
     def proclaim(self, value: Bytes, *, timeout: Optional[float] = None) -> None:
+        """Replaces the value the leader key carries while this term is current."""
         self._c.proclaim(value).wait(timeout)
 
 
@@ -572,6 +662,9 @@ class LeaderLatch(_Recipe):
 
     def __init__(self, client: Client, name: str, value: Bytes = "", *, client_id: Optional[str] = None,
                  session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        """A candidate for leadership of ``name``, proclaiming ``value`` while it leads. client_id, session,
+        session_ttl, metrics: the options every recipe takes (see the package's docstring).
+        """
         self._c = _core.LeaderLatch(client._c, name, value, **_opts(client_id, session, session_ttl, metrics))
 
     def await_leadership(self, timeout: Optional[float] = None) -> bool:
@@ -580,31 +673,40 @@ class LeaderLatch(_Recipe):
 
     @property
     def is_leader(self) -> bool:
+        """True while this object leads (no I/O)."""
         return self._c.is_held
 
     @property
     def hold(self) -> Optional[Hold]:
+        """The leadership's Hold while leading (key, token, on_lost, guarded), else None."""
         return _hold(self._c.hold)
 
     def proclaim(self, value: Bytes, *, timeout: Optional[float] = None) -> None:
+        """Replaces the value the leader key carries (while leading)."""
         self._c.proclaim(value).wait(timeout)
 
     def resign(self, *, timeout: Optional[float] = None) -> bool:
+        """Gives up leadership and the candidacy; whether it led."""
         return self._c.resign().wait(timeout)
 
     def participants(self, *, timeout: Optional[float] = None) -> List[Participant]:
+        """Every candidate, the leader first."""
         return self._c.participants().wait(timeout)
 
     def leader(self, *, timeout: Optional[float] = None) -> Optional[LeaderInfo]:
+        """The current leader as etcd has it, or None."""
         return self._c.leader().wait(timeout)
 
     def on_is_leader(self, listener: Callable[[int], None]) -> Subscription:
+        """Runs ``listener`` with the term (the leader key's create revision) when this object becomes leader."""
         return _keep(self, self._c.on_is_leader(listener))
 
     def on_not_leader(self, listener: Callable[[Optional[EtcdError]], None]) -> Subscription:
+        """Runs ``listener`` (with the reason, or None for a resign) when this object stops leading."""
         return _keep(self, self._c.on_not_leader(listener))
 
     def on_lost(self, listener: Callable[[EtcdError], None]) -> Subscription:
+        """Runs ``listener`` with the reason when leadership is lost."""
         return _keep(self, self._c.on_lost(listener))
 
     def __enter__(self) -> "LeaderLatch":
@@ -642,40 +744,54 @@ class LeaderSelector(_Recipe):
     def __init__(self, client: Client, name: str, value: Bytes = "",
                  callback: Optional[Callable[[Any], None]] = None, *, client_id: Optional[str] = None,
                  session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        """Leadership of ``name`` with a callback: ``callback(term)`` runs while this object leads; the term
+        ends when it returns. ``value``: what the leader key carries.
+        client_id, session, session_ttl, metrics: the options every recipe takes (see the package's docstring).
+        """
         wrapped = None if callback is None else (lambda term: callback(LeaderTerm(term)))
         self._c = _core.LeaderSelector(client._c, name, value, wrapped,
                                        **_opts(client_id, session, session_ttl, metrics))
 
     def leadership(self, timeout: Optional[float] = None) -> _Leadership:
+        """``with selector.leadership() as term:``: stands, waits up to ``timeout`` for a term, ends it on exit."""
         return _Leadership(self, timeout)
 
     def interrupt(self) -> None:
+        """Requests the current term to stop (term.stop_requested becomes True)."""
         self._c.interrupt()
 
     def resign(self) -> None:
+        """Ends the current term and the candidacy."""
         self._c.resign()
 
     def requeue(self) -> bool:
+        """Stands again after the current term; False if closed."""
         return self._c.requeue()
 
     def set_auto_requeue(self, on: bool) -> None:
+        """Whether to stand again after each term."""
         self._c.set_auto_requeue(on)
 
     @property
     def terms(self) -> int:
+        """How many terms this object has led."""
         return self._c.terms
 
     @property
     def is_leader(self) -> bool:
+        """True while a term of this object runs."""
         return self._c.is_held
 
     def on_term_end(self, listener: Callable[[str, Optional[EtcdError]], None]) -> Subscription:
+        """Runs ``listener(how, error)`` when a term ends (how: "returned", "threw", "lost", ...)."""
         return _keep(self, self._c.on_term_end(listener))
 
     def participants(self, *, timeout: Optional[float] = None) -> List[Participant]:
+        """Every candidate, the leader first."""
         return self._c.participants().wait(timeout)
 
     def leader(self, *, timeout: Optional[float] = None) -> Optional[LeaderInfo]:
+        """The current leader as etcd has it, or None."""
         return self._c.leader().wait(timeout)
 
 
@@ -684,19 +800,26 @@ class LeaderObserver(_Recipe):
 
     def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
                  session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        """Follows the leader of election ``name`` without standing. client_id, session, session_ttl, metrics: the
+        options every recipe takes (see the package's docstring).
+        """
         self._c = _core.LeaderObserver(client._c, name, **_opts(client_id, session, session_ttl, metrics))
 
     def wait_initialized(self, timeout: Optional[float] = None) -> bool:
+        """True once the first read is loaded; False when ``timeout`` ran out."""
         return bool(self._c.wait_initialized().wait_or_none(timeout))
 
     @property
     def current(self) -> Optional[LeaderInfo]:
+        """The leader as last seen (no I/O), or None."""
         return self._c.current
 
     def on_change(self, listener: Callable[[Optional[LeaderInfo]], None]) -> Subscription:
+        """Runs ``listener`` with the new leader (or None) at every change."""
         return _keep(self, self._c.on_change(listener))
 
     def leader(self, *, timeout: Optional[float] = None) -> Optional[LeaderInfo]:
+        """The leader as etcd has it now, or None."""
         return self._c.leader().wait(timeout)
 
     def __enter__(self) -> "LeaderObserver":
@@ -712,6 +835,7 @@ class LeaderObserver(_Recipe):
 
 class _QueueBase(_Recipe):
     def size(self, *, timeout: Optional[float] = None) -> int:
+        """How many items there are (advisory: others enqueue and take meanwhile)."""
         return self._c.size().wait(timeout)
 
 
@@ -757,12 +881,17 @@ class DistributedQueue(_Queue):
 
     def __init__(self, client: Client, name: str, *, codec: Optional[Codec] = None, client_id: Optional[str] = None,
                  session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        """The FIFO queue under ``name``; ``codec`` for typed values. client_id, session, session_ttl, metrics: the
+        options every recipe takes (see the package's docstring).
+        """
         self._c = _queue_core(client, name, codec, _opts(client_id, session, session_ttl, metrics))
 
     def enqueue(self, value: Any, *, timeout: Optional[float] = None) -> Enqueued:
+        """Adds ``value`` at the tail in one Txn."""
         return self._c.enqueue(value).wait(timeout)
 
     def enqueue_all(self, values: Sequence[Any], *, timeout: Optional[float] = None) -> Enqueued:
+        """Adds every value, in order, in one Txn: all or nothing."""
         return self._c.enqueue_all(list(values)).wait(timeout)
 
 
@@ -771,13 +900,18 @@ class DistributedPriorityQueue(_Queue):
 
     def __init__(self, client: Client, name: str, *, codec: Optional[Codec] = None, client_id: Optional[str] = None,
                  session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        """The priority queue under ``name``; ``codec`` for typed values. client_id, session, session_ttl, metrics:
+        the options every recipe takes (see the package's docstring).
+        """
         self._c = _priority_queue_core(client, name, codec, _opts(client_id, session, session_ttl, metrics))
 
     def enqueue(self, value: Any, priority: int, *, timeout: Optional[float] = None) -> Enqueued:
+        """Adds ``value`` at ``priority`` (0..65535, lower first) in one Txn."""
         return self._c.enqueue(value, priority).wait(timeout)
 
     def enqueue_all(self, values: Sequence[Any], priority: int, *,
                     timeout: Optional[float] = None) -> Enqueued:
+        """Adds every value at ``priority``, in order, in one Txn: all or nothing."""
         return self._c.enqueue_all(list(values), priority).wait(timeout)
 
 
@@ -819,14 +953,17 @@ class _WorkItemBase:
 
     @property
     def id(self) -> str:
+        """The item's id (stable across deliveries)."""
         return self._c.id
 
     @property
     def key(self) -> str:
+        """The item's key in etcd."""
         return self._c.key
 
     @property
     def attempt(self) -> int:
+        """Which delivery this is (1 for the first)."""
         return self._c.attempt
 
     @property
@@ -847,6 +984,7 @@ class WorkItem(_WorkItemBase):
         return self._c.ack().wait(timeout)
 
     def requeue(self, delay: Optional[float] = None, *, timeout: Optional[float] = None) -> bool:
+        """Gives the item back, delivered again after ``delay`` seconds; False if the claim was lost."""
         self._settled = True
         return self._c.requeue(delay).wait(timeout)
 
@@ -864,6 +1002,7 @@ class WorkItem(_WorkItemBase):
 
 class _WorkQueueBase(_QueueBase):
     def dead_letters(self, *, timeout: Optional[float] = None) -> List[DeadLetter]:
+        """The dead letters: items delivered max_deliveries times, with why."""
         return self._c.dead_letters().wait(timeout)
 
 
@@ -880,21 +1019,30 @@ class DistributedWorkQueue(_WorkQueueBase):
     def __init__(self, client: Client, name: str, *, visibility_timeout: float = 30.0, max_deliveries: int = 5,
                  codec: Optional[Codec] = None, client_id: Optional[str] = None, session: Optional[Session] = None,
                  session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        """The work queue under ``name``. ``visibility_timeout``: how long a dead consumer's items stay
+        hidden (its lease TTL, seconds). ``max_deliveries``: deliveries before an item is dead-lettered.
+        ``codec`` for typed values.
+        client_id, session, session_ttl, metrics: the options every recipe takes (see the package's docstring).
+        """
         self._c = _work_queue_core(client, name, codec, visibility_timeout, max_deliveries,
                                    _opts(client_id, session, session_ttl, metrics))
 
     def enqueue(self, value: Any, *, delay: float = 0.0, timeout: Optional[float] = None) -> Enqueued:
+        """Adds ``value``, delivered after ``delay`` seconds."""
         return self._c.enqueue(value, delay=delay).wait(timeout)
 
     def enqueue_all(self, values: Sequence[Any], *, delay: float = 0.0,
                     timeout: Optional[float] = None) -> Enqueued:
+        """Adds every value, in order, in one Txn (all or nothing), delivered after ``delay``."""
         return self._c.enqueue_all(list(values), delay=delay).wait(timeout)
 
-    def receive(self, timeout: Optional[float] = None) -> WorkItem:
+    def receive(self, *, timeout: Optional[float] = None) -> WorkItem:
         """Claims the next item; waits while none is ready. Timeout when ``timeout`` ran out."""
         return WorkItem(self._c.receive().wait(timeout))
 
-    def try_receive(self, timeout: Optional[float] = None) -> Optional[WorkItem]:
+    def try_receive(self, *, timeout: Optional[float] = None) -> Optional[WorkItem]:
+        """Claims an item if one is ready now (None otherwise); with ``timeout``,
+        waits up to that long for one."""
         if timeout is None:
             core = self._c.try_receive().wait(None)
         else:
@@ -912,9 +1060,11 @@ class DistributedWorkQueue(_WorkQueueBase):
     __iter__ = items
 
     def requeue_dead(self, id: str, *, timeout: Optional[float] = None) -> bool:
+        """Puts dead letter ``id`` back in the queue, its deliveries counted from 0; False if there was none."""
         return self._c.requeue_dead(id).wait(timeout)
 
     def purge_dead(self, id: str, *, timeout: Optional[float] = None) -> bool:
+        """Deletes dead letter ``id``; False if there was none."""
         return self._c.purge_dead(id).wait(timeout)
 
 
@@ -926,24 +1076,33 @@ class DistributedAtomicLong(_Recipe):
 
     def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
                  session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        """The counter at key ``name`` (decimal text; absent reads as 0). client_id, session, session_ttl, metrics:
+        the options every recipe takes (see the package's docstring).
+        """
         self._c = _core.DistributedAtomicLong(client._c, name, **_opts(client_id, session, session_ttl, metrics))
 
     def get(self, *, timeout: Optional[float] = None) -> int:
+        """The current value (0 when the key is absent)."""
         return self._c.get().wait(timeout)
 
     def set(self, value: int, *, timeout: Optional[float] = None) -> None:
+        """Sets the value unconditionally."""
         self._c.set(value).wait(timeout)
 
     def add(self, delta: int, *, timeout: Optional[float] = None) -> int:
+        """Adds ``delta`` (one compare-and-swap, retried under contention); the value committed."""
         return self._c.add(delta).wait(timeout)
 
     def increment(self, *, timeout: Optional[float] = None) -> int:
+        """add(1): the value committed."""
         return self._c.increment().wait(timeout)
 
     def decrement(self, *, timeout: Optional[float] = None) -> int:
+        """add(-1): the value committed."""
         return self._c.decrement().wait(timeout)
 
     def compare_and_set(self, expected: int, desired: int, *, timeout: Optional[float] = None) -> bool:
+        """Sets ``desired`` if the value is ``expected``; whether it did."""
         return self._c.compare_and_set(expected, desired).wait(timeout)
 
 
@@ -952,13 +1111,19 @@ class DistributedBarrier(_Recipe):
 
     def __init__(self, client: Client, name: str, *, wait_until_set: bool = False, client_id: Optional[str] = None,
                  session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        """The gate at key ``name``: closed while the key exists. ``wait_until_set``: wait() also waits
+        for the gate to be closed first.
+        client_id, session, session_ttl, metrics: the options every recipe takes (see the package's docstring).
+        """
         self._c = _core.DistributedBarrier(client._c, name, wait_until_set=wait_until_set,
                                            **_opts(client_id, session, session_ttl, metrics))
 
     def set(self, *, timeout: Optional[float] = None) -> bool:
+        """Closes the gate under this object's lease; False if it was closed already."""
         return self._c.set().wait(timeout)
 
     def remove(self, *, timeout: Optional[float] = None) -> bool:
+        """Opens the gate (deletes the key); False if it was open."""
         return self._c.remove().wait(timeout)
 
     def wait(self, timeout: Optional[float] = None) -> bool:
@@ -967,6 +1132,7 @@ class DistributedBarrier(_Recipe):
 
     @property
     def is_set_by_me(self) -> bool:
+        """True while this object's set() holds the gate closed."""
         return self._c.is_set_by_me
 
 
@@ -975,17 +1141,23 @@ class DistributedBarrierWithCount(_Recipe):
 
     def __init__(self, client: Client, name: str, parties: int, *, client_id: Optional[str] = None,
                  session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        """A barrier that releases ``parties`` waiters together, round after round under the one ``name``.
+        client_id, session, session_ttl, metrics: the options every recipe takes (see the package's docstring).
+        """
         self._c = _core.DistributedBarrierWithCount(client._c, name, parties,
                                                     **_opts(client_id, session, session_ttl, metrics))
 
     @property
     def parties(self) -> int:
+        """How many parties each round needs."""
         return self._c.parties
 
     def wait(self, timeout: Optional[float] = None) -> bool:
+        """Arrives and waits for the round to fill; False when ``timeout`` ran out (the arrival is withdrawn)."""
         return bool(self._c.wait().wait_or_none(timeout))
 
     def waiting(self, *, timeout: Optional[float] = None) -> int:
+        """How many parties wait in the current round."""
         return self._c.waiting().wait(timeout)
 
 
@@ -994,21 +1166,28 @@ class DistributedDoubleBarrier(_Recipe):
 
     def __init__(self, client: Client, name: str, parties: int, *, client_id: Optional[str] = None,
                  session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        """A double barrier: ``parties`` enter together and leave together. client_id, session, session_ttl,
+        metrics: the options every recipe takes (see the package's docstring).
+        """
         self._c = _core.DistributedDoubleBarrier(client._c, name, parties,
                                                  **_opts(client_id, session, session_ttl, metrics))
 
     @property
     def parties(self) -> int:
+        """How many parties enter and leave together."""
         return self._c.parties
 
     @property
     def entered(self) -> bool:
+        """True between a successful enter() and leave()."""
         return self._c.entered
 
     def enter(self, timeout: Optional[float] = None) -> bool:
+        """Enters and waits until ``parties`` have; False when ``timeout`` ran out."""
         return bool(self._c.enter().wait_or_none(timeout))
 
     def leave(self, timeout: Optional[float] = None) -> bool:
+        """Leaves and waits until every party has; False when ``timeout`` ran out."""
         return bool(self._c.leave().wait_or_none(timeout))
 
     def __enter__(self) -> "DistributedDoubleBarrier":
@@ -1029,6 +1208,10 @@ class TransientKeyValue(_Recipe):
     def __init__(self, client: Client, key: str, value: Any, *, codec: Optional[Codec] = None,
                  client_id: Optional[str] = None, session: Optional[Session] = None,
                  session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        """The key ``key`` holding ``value`` while this object lives, under its lease; ``codec`` for typed
+        values.
+        client_id, session, session_ttl, metrics: the options every recipe takes (see the package's docstring).
+        """
         opts = _opts(client_id, session, session_ttl, metrics)
         typed = _typed(codec)
         if typed is None:
@@ -1038,6 +1221,7 @@ class TransientKeyValue(_Recipe):
 
     @property
     def key(self) -> str:
+        """The key."""
         return self._c.key
 
     @property
@@ -1046,6 +1230,7 @@ class TransientKeyValue(_Recipe):
         return self._c.value
 
     def set_value(self, value: Any, *, timeout: Optional[float] = None) -> None:
+        """Replaces the value (in etcd too, while held)."""
         self._c.set_value(value).wait(timeout)
 
     def create(self, *, timeout: Optional[float] = None) -> None:
@@ -1053,20 +1238,25 @@ class TransientKeyValue(_Recipe):
         self._c.create().wait(timeout)
 
     def release(self, *, timeout: Optional[float] = None) -> bool:
+        """Deletes the key; False if it was not ours."""
         return self._c.release().wait(timeout)
 
     @property
     def is_held(self) -> bool:
+        """True while the key is this object's."""
         return self._c.is_held
 
     @property
     def lease(self) -> int:
+        """The lease the key lives under (0 before create())."""
         return self._c.lease
 
     def on_lost(self, listener: Callable[[EtcdError], None]) -> Subscription:
+        """Runs ``listener`` with the reason when the key stops being ours."""
         return _keep(self, self._c.on_lost(listener))
 
     def on_restored(self, listener: Callable[[], None]) -> Subscription:
+        """Runs ``listener`` when a lost key was re-created."""
         return _keep(self, self._c.on_restored(listener))
 
     def __enter__(self) -> "TransientKeyValue":
@@ -1088,10 +1278,12 @@ class _CacheBase(_Recipe):
 
     @property
     def initialized(self) -> bool:
+        """True once the first read is loaded."""
         return self._c.initialized
 
     @property
     def revision(self) -> int:
+        """The revision the cache is current at."""
         return self._c.revision
 
     def __len__(self) -> int:
@@ -1122,6 +1314,11 @@ class PathChildrenCache(_CacheBase, Mapping[str, CachedNode]):
                  page_size: int = 1000, codec: Optional[Codec] = None, client_id: Optional[str] = None,
                  session: Optional[Session] = None, session_ttl: Optional[float] = None,
                  metrics: Any = None) -> None:
+        """A local copy of the children of ``path`` (``subtree``: every key under it), kept current
+        by a watch. ``start_mode``: "normal", "build_initial_cache" or "post_initialized_event";
+        ``codec`` for typed values.
+        client_id, session, session_ttl, metrics: the options every recipe takes (see the package's docstring).
+        """
         opts = _opts(client_id, session, session_ttl, metrics)
         typed = _typed(codec)
         if typed is None:
@@ -1133,12 +1330,15 @@ class PathChildrenCache(_CacheBase, Mapping[str, CachedNode]):
 
     @property
     def path(self) -> str:
+        """The path whose children are cached."""
         return self._c.path
 
     def snapshot(self) -> Dict[str, CachedNode]:
+        """Every child, by name (a copy; no I/O)."""
         return self._c.snapshot()[0]
 
     def snapshot_with_revision(self) -> Tuple[Dict[str, CachedNode], int]:
+        """snapshot() and the revision it is current at."""
         return self._c.snapshot()
 
     def __getitem__(self, name: str) -> CachedNode:
@@ -1151,6 +1351,7 @@ class PathChildrenCache(_CacheBase, Mapping[str, CachedNode]):
         return iter(self.snapshot())
 
     def on_event(self, listener: Callable[[ChildEvent], None]) -> Subscription:
+        """Runs ``listener`` with every change (a ChildEvent)."""
         return _keep(self, self._c.on_event(listener))
 
 
@@ -1159,6 +1360,9 @@ class NodeCache(_CacheBase):
 
     def __init__(self, client: Client, key: str, *, codec: Optional[Codec] = None, client_id: Optional[str] = None,
                  session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        """A local copy of ``key``, kept current by a watch; ``codec`` for typed values. client_id, session,
+        session_ttl, metrics: the options every recipe takes (see the package's docstring).
+        """
         opts = _opts(client_id, session, session_ttl, metrics)
         typed = _typed(codec)
         if typed is None:
@@ -1168,13 +1372,16 @@ class NodeCache(_CacheBase):
 
     @property
     def current(self) -> Optional[CachedNode]:
+        """The node as last seen (no I/O), or None when the key is absent."""
         return self._c.current
 
     @property
     def exists(self) -> bool:
+        """True when the key exists (as last seen)."""
         return self._c.exists
 
     def on_change(self, listener: Callable[[NodeEvent], None]) -> Subscription:
+        """Runs ``listener`` with every change (a NodeEvent)."""
         return _keep(self, self._c.on_change(listener))
 
 
@@ -1200,19 +1407,26 @@ class ServiceRegistry(_Registrations):
 
     def __init__(self, client: Client, *, base_path: str = "/services", client_id: Optional[str] = None,
                  session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        """Registrations under ``base_path``, each a transient key of this object's lease. client_id, session,
+        session_ttl, metrics: the options every recipe takes (see the package's docstring).
+        """
         self._c = _core.ServiceRegistry(client._c, base_path=base_path,
                                         **_opts(client_id, session, session_ttl, metrics))
 
     def register_instance(self, instance: ServiceInstance, *, timeout: Optional[float] = None) -> None:
+        """Registers ``instance`` under this object's lease (AlreadyExists: another owner has the id)."""
         self._c.register_instance(instance).wait(timeout)
 
     def update(self, instance: ServiceInstance, *, timeout: Optional[float] = None) -> None:
+        """Replaces a registered instance's record in place."""
         self._c.update(instance).wait(timeout)
 
     def unregister(self, service: str, id: str, *, timeout: Optional[float] = None) -> bool:
+        """Deletes this object's registration of ``id``; False if it had none."""
         return self._c.unregister(service, id).wait(timeout)
 
     def registered(self) -> List[ServiceInstance]:
+        """The instances this object has registered (no I/O)."""
         return self._c.registered()
 
 
@@ -1220,10 +1434,21 @@ class ServiceCache(_CacheBase):
     def __init__(self, client: Client, service: str, *, base_path: str = "/services",
                  client_id: Optional[str] = None, session: Optional[Session] = None,
                  session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        """A local copy of the instances of ``service`` under ``base_path``. client_id, session, session_ttl,
+        metrics: the options every recipe takes (see the package's docstring).
+        """
         self._c = _core.ServiceCache(client._c, service, base_path=base_path,
                                      **_opts(client_id, session, session_ttl, metrics))
 
+    @classmethod
+    def _wrap(cls, core: Any, owner: Any) -> "ServiceCache":
+        cache = cls.__new__(cls)
+        cache._c = core
+        cache._owner = owner  # the provider the cache belongs to
+        return cache
+
     def instances(self) -> List[ServiceInstance]:
+        """Every cached instance that decodes, disabled ones included (no I/O)."""
         return self._c.instances()
 
 
@@ -1235,6 +1460,10 @@ class ServiceProvider(_Recipe):
                  client_id: Optional[str] = None, session: Optional[Session] = None,
                  session_ttl: Optional[float] = None, metrics: Any = None,
                  _core_provider: Any = None) -> None:
+        """Picks instances of ``service`` under ``base_path`` by ``strategy`` ("round_robin", "random",
+        "sticky"); ``errors_before_ejection`` errors eject an instance for ``ejection_time`` seconds.
+        client_id, session, session_ttl, metrics: the options every recipe takes (see the package's docstring).
+        """
         if _core_provider is not None:
             self._c = _core_provider
         else:
@@ -1245,19 +1474,34 @@ class ServiceProvider(_Recipe):
                                             **_opts(client_id, session, session_ttl, metrics))
 
     def wait_initialized(self, timeout: Optional[float] = None) -> bool:
+        """True once the first read is loaded; False when ``timeout`` ran out."""
         return bool(self._c.wait_initialized().wait_or_none(timeout))
 
     def pick(self) -> Optional[ServiceInstance]:
+        """An instance (no I/O), or None when there is none or the first read is not done."""
         return self._c.pick()
 
     def get_instance(self, *, timeout: Optional[float] = None) -> ServiceInstance:
+        """Waits for the first read, then picks; NotFound when there is none to pick."""
         return self._c.get_instance().wait(timeout)
 
     def all_instances(self) -> List[ServiceInstance]:
+        """Every cached instance, ejected and disabled ones included (no I/O)."""
         return self._c.all_instances()
 
+    def candidates(self) -> List[ServiceInstance]:
+        """The instances pick() chooses among now: enabled and not ejected (no I/O)."""
+        return self._c.candidates()
+
+    def cache(self) -> "ServiceCache":
+        """The cache the provider picks from (its instances, initialized, revision)."""
+        return self._cache_type._wrap(self._c.cache(), self)
+
     def note_error(self, instance: ServiceInstance) -> None:
+        """A request to ``instance`` failed: enough of them eject it for a while."""
         self._c.note_error(instance)
+
+    _cache_type = ServiceCache
 
 
 class ServiceDiscovery(_Registrations):
@@ -1265,29 +1509,41 @@ class ServiceDiscovery(_Registrations):
 
     def __init__(self, client: Client, *, base_path: str = "/services", client_id: Optional[str] = None,
                  session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+        """Registration, queries and providers under ``base_path``. client_id, session, session_ttl, metrics: the
+        options every recipe takes (see the package's docstring).
+        """
         self._c = _core.ServiceDiscovery(client._c, base_path=base_path,
                                          **_opts(client_id, session, session_ttl, metrics))
 
     def register_instance(self, instance: ServiceInstance, *, timeout: Optional[float] = None) -> None:
+        """Registers ``instance`` under this object's lease (AlreadyExists: another owner has the id)."""
         self._c.register_instance(instance).wait(timeout)
 
     def update(self, instance: ServiceInstance, *, timeout: Optional[float] = None) -> None:
+        """Replaces a registered instance's record in place."""
         self._c.update(instance).wait(timeout)
 
     def unregister(self, service: str, id: str, *, timeout: Optional[float] = None) -> bool:
+        """Deletes this object's registration of ``id``; False if it had none."""
         return self._c.unregister(service, id).wait(timeout)
 
     def query_names(self, *, timeout: Optional[float] = None) -> List[str]:
+        """The names of the services registered."""
         return self._c.query_names().wait(timeout)
 
     def query_instances(self, service: str, *, timeout: Optional[float] = None) -> List[ServiceInstance]:
+        """Every instance of ``service``, sorted by id (one Range)."""
         return self._c.query_instances(service).wait(timeout)
 
     def query_instance(self, service: str, id: str, *, timeout: Optional[float] = None) -> Optional[ServiceInstance]:
+        """Instance ``id`` of ``service`` as etcd has it, or None."""
         return self._c.query_instance(service, id).wait(timeout)
 
     def provider(self, service: str, *, strategy: str = "round_robin") -> ServiceProvider:
-        return ServiceProvider(None, service, _core_provider=self._c.provider(service, strategy=strategy))
+        """A provider of ``service`` closed with this object (no I/O until used)."""
+        return self._provider_type(None, service, _core_provider=self._c.provider(service, strategy=strategy))
+
+    _provider_type = ServiceProvider
 
     def __enter__(self) -> "ServiceDiscovery":
         return self
@@ -1330,6 +1586,9 @@ class Recipes:
         # Checked now, as any recipe would: a negative session_ttl, a metrics
         # object without add/observe/set (a TTL below 1 s is the recipes' to
         # refuse, at their first operation, as in C++).
+        """Makes recipes on ``client`` with these options stated once. client_id, session, session_ttl, metrics:
+        the options every recipe takes (see the package's docstring).
+        """
         _opts(client_id, session, session_ttl, metrics)
         self._client = client
         self._shared: Dict[str, Any] = {"client_id": client_id, "session": session, "session_ttl": session_ttl,
@@ -1343,6 +1602,7 @@ class Recipes:
 
     @property
     def client(self) -> Client:
+        """The client the recipes use."""
         return self._client
 
     @property
@@ -1375,66 +1635,83 @@ class Recipes:
 
     # --- locks
     def mutex(self, name: str, **options: Any) -> DistributedMutex:
+        """A DistributedMutex with these options."""
         return self._make(self._kinds.DistributedMutex, name, **options)
 
     def read_write_lock(self, name: str, **options: Any) -> DistributedReadWriteLock:
+        """A DistributedReadWriteLock with these options."""
         return self._make(self._kinds.DistributedReadWriteLock, name, **options)
 
     def semaphore(self, name: str, permits: int, **options: Any) -> DistributedSemaphore:
+        """A DistributedSemaphore with these options."""
         return self._make(self._kinds.DistributedSemaphore, name, permits, **options)
 
     # --- leader election
     def leader_latch(self, name: str, value: Bytes = "", **options: Any) -> LeaderLatch:
+        """A LeaderLatch with these options."""
         return self._make(self._kinds.LeaderLatch, name, value, **options)
 
     def leader_selector(self, name: str, value: Bytes = "", callback: Optional[Callable[[Any], None]] = None,
                         **options: Any) -> LeaderSelector:
+        """A LeaderSelector with these options."""
         return self._make(self._kinds.LeaderSelector, name, value, callback, **options)
 
     def leader_observer(self, name: str, **options: Any) -> LeaderObserver:
+        """A LeaderObserver with these options."""
         return self._make(self._kinds.LeaderObserver, name, **options)
 
     # --- queues
     def queue(self, name: str, *, codec: Optional[Codec] = None, **options: Any) -> DistributedQueue:
+        """A DistributedQueue with these options."""
         return self._make(self._kinds.DistributedQueue, name, codec=codec, **options)
 
     def priority_queue(self, name: str, *, codec: Optional[Codec] = None,
                        **options: Any) -> DistributedPriorityQueue:
+        """A DistributedPriorityQueue with these options."""
         return self._make(self._kinds.DistributedPriorityQueue, name, codec=codec, **options)
 
     def work_queue(self, name: str, *, visibility_timeout: float = 30.0, max_deliveries: int = 5,
                    codec: Optional[Codec] = None, **options: Any) -> DistributedWorkQueue:
+        """A DistributedWorkQueue with these options."""
         return self._make(self._kinds.DistributedWorkQueue, name, visibility_timeout=visibility_timeout,
                           max_deliveries=max_deliveries, codec=codec, **options)
 
     # --- barriers, counter, transient keys
     def barrier(self, name: str, *, wait_until_set: bool = False, **options: Any) -> DistributedBarrier:
+        """A DistributedBarrier with these options."""
         return self._make(self._kinds.DistributedBarrier, name, wait_until_set=wait_until_set, **options)
 
     def barrier_with_count(self, name: str, parties: int, **options: Any) -> DistributedBarrierWithCount:
+        """A DistributedBarrierWithCount with these options."""
         return self._make(self._kinds.DistributedBarrierWithCount, name, parties, **options)
 
     def double_barrier(self, name: str, parties: int, **options: Any) -> DistributedDoubleBarrier:
+        """A DistributedDoubleBarrier with these options."""
         return self._make(self._kinds.DistributedDoubleBarrier, name, parties, **options)
 
     def counter(self, name: str, **options: Any) -> DistributedAtomicLong:
+        """A DistributedAtomicLong with these options."""
         return self._make(self._kinds.DistributedAtomicLong, name, **options)
 
     def transient(self, key: str, value: Any, *, codec: Optional[Codec] = None,
                   **options: Any) -> TransientKeyValue:
+        """A TransientKeyValue with these options."""
         return self._make(self._kinds.TransientKeyValue, key, value, codec=codec, **options)
 
     # --- caches, discovery
     def node_cache(self, key: str, *, codec: Optional[Codec] = None, **options: Any) -> NodeCache:
+        """A NodeCache with these options."""
         return self._make(self._kinds.NodeCache, key, codec=codec, **options)
 
     def path_children_cache(self, path: str, *, start_mode: str = "normal", subtree: bool = False,
                             page_size: int = 1000, codec: Optional[Codec] = None,
                             **options: Any) -> PathChildrenCache:
+        """A PathChildrenCache with these options."""
         return self._make(self._kinds.PathChildrenCache, path, start_mode=start_mode, subtree=subtree,
                           page_size=page_size, codec=codec, **options)
 
     def discovery(self, *, base_path: str = "/services", **options: Any) -> ServiceDiscovery:
+        """A ServiceDiscovery with these options."""
         return self._make(self._kinds.ServiceDiscovery, base_path=base_path, **options)
 
     # --- lifecycle
@@ -1455,6 +1732,7 @@ class Recipes:
 
     @property
     def closed(self) -> bool:
+        """True once close() was called."""
         return self._closed
 
     def __enter__(self) -> "Recipes":

@@ -1,5 +1,8 @@
-"""asyncio twins of etcd_recipes' classes: the same names and arguments, with
-``await``, ``async with`` and ``async for``.
+"""asyncio twins of etcd_recipes' classes: the same names, methods and arguments,
+with ``await``, ``async with`` and ``async for``. Each twin is a subclass of the
+blocking class: what does no I/O (properties, listeners, pick()) is the same
+method, and every method that waits for etcd is a coroutine here
+(tests/test_api_parity.py keeps them equal).
 
 No thread waits on your behalf: each call is started on the C++ async core, and
 its completion (on the client's executor thread) hands the result to your event
@@ -37,7 +40,8 @@ __all__ = [
     "DistributedSemaphore", "LeaderLatch", "LeaderSelector", "LeaderObserver", "DistributedQueue",
     "DistributedPriorityQueue", "DistributedWorkQueue", "WorkItem", "DistributedAtomicLong", "DistributedBarrier",
     "DistributedBarrierWithCount", "DistributedDoubleBarrier", "TransientKeyValue", "PathChildrenCache",
-    "NodeCache", "ServiceDiscovery", "ServiceProvider", "Recipes", "run",
+    "NodeCache", "ServiceRegistry", "ServiceCache", "ServiceDiscovery", "ServiceProvider", "Recipes", "Session",
+    "run",
 ]
 
 
@@ -93,25 +97,44 @@ async def _wait_armed(arm: Callable[[Callable[[], None]], bool]) -> None:
         await fut
 
 
+def _use_async_with(self: Any, *exc: Any) -> None:
+    raise TypeError(f"etcd_recipes.aio.{type(self).__name__}: use `async with` (its waits are coroutines)")
+
+
+def _use_async_for(self: Any) -> None:
+    raise TypeError(f"etcd_recipes.aio.{type(self).__name__}: use `async for` (its waits are coroutines)")
+
+
 # --- client --------------------------------------------------------------------------
 
 
 class Client(_blocking.Client):
     """etcd_recipes.Client with awaitable calls (``await client.get("k")``)."""
 
-    async def get(self, key: Bytes, *, timeout: Optional[float] = None, **options: Any) -> GetResponse:  # type: ignore[override]
-        return await run(self._c.get(key, **options), timeout)
+    async def get(self, key: Bytes, *, prefix: bool = False, range_end: Bytes = b"",  # type: ignore[override]
+                  limit: int = 0, revision: int = 0, keys_only: bool = False, count_only: bool = False,
+                  serializable: bool = False, sort_order: int = 0, sort_target: int = 0,
+                  timeout: Optional[float] = None) -> GetResponse:
+        return await run(self._c.get(key, prefix=prefix, range_end=range_end, limit=limit, revision=revision,
+                                     keys_only=keys_only, count_only=count_only, serializable=serializable,
+                                     sort_order=sort_order, sort_target=sort_target), timeout)
 
-    async def put(self, key: Bytes, value: Bytes, *, timeout: Optional[float] = None,  # type: ignore[override]
-                  **options: Any) -> PutResponse:
-        return await run(self._c.put(key, value, **options), timeout)
+    async def put(self, key: Bytes, value: Bytes, *, lease: int = 0, prev_kv: bool = False,  # type: ignore[override]
+                  ignore_value: bool = False, ignore_lease: bool = False,
+                  timeout: Optional[float] = None) -> PutResponse:
+        return await run(self._c.put(key, value, lease=lease, prev_kv=prev_kv, ignore_value=ignore_value,
+                                     ignore_lease=ignore_lease), timeout)
 
-    async def delete(self, key: Bytes, *, timeout: Optional[float] = None,  # type: ignore[override]
-                     **options: Any) -> DeleteResponse:
-        return await run(self._c.delete(key, **options), timeout)
+    async def delete(self, key: Bytes, *, prefix: bool = False, range_end: Bytes = b"",  # type: ignore[override]
+                     prev_kv: bool = False, timeout: Optional[float] = None) -> DeleteResponse:
+        return await run(self._c.delete(key, prefix=prefix, range_end=range_end, prev_kv=prev_kv), timeout)
 
     async def txn(self, txn: Txn, *, timeout: Optional[float] = None) -> TxnResponse:  # type: ignore[override]
         return await run(self._c.txn(txn), timeout)
+
+    async def compact(self, revision: int, *, physical: bool = False,  # type: ignore[override]
+                      timeout: Optional[float] = None) -> Any:
+        return await run(self._c.compact(revision, physical=physical), timeout)
 
     async def lease_grant(self, ttl: float, *, id: int = 0, timeout: Optional[float] = None) -> Any:  # type: ignore[override]
         return await run(self._c.lease_grant(ttl, id=id), timeout)
@@ -123,14 +146,19 @@ class Client(_blocking.Client):
                                  timeout: Optional[float] = None) -> Any:
         return await run(self._c.lease_time_to_live(id, keys=keys), timeout)
 
+    async def lease_leases(self, *, timeout: Optional[float] = None) -> List[int]:  # type: ignore[override]
+        return await run(self._c.lease_leases(), timeout)
+
     async def lease(self, ttl: float, *, timeout: Optional[float] = None) -> "Lease":  # type: ignore[override]
         return Lease(await run(self._c.lease(ttl), timeout))
 
-    def watch(self, key: Bytes, **options: Any) -> "Watch":  # type: ignore[override]
-        return Watch(self._c.watch(key, **options))
+    _watch_type: Any = None  # Watch, below
 
     async def status(self, endpoint: str = "", *, timeout: Optional[float] = None) -> Any:  # type: ignore[override]
         return await run(self._c.status(endpoint), timeout)
+
+    async def member_list(self, *, timeout: Optional[float] = None) -> Any:  # type: ignore[override]
+        return await run(self._c.member_list(), timeout)
 
     async def ping(self, *, timeout: Optional[float] = None) -> None:  # type: ignore[override]
         await run(self._c.ping(), timeout)
@@ -147,8 +175,18 @@ class Lease(_blocking.Lease):
         await run(self._c.revoke(), timeout)
 
 
+class Session(_blocking.Session):
+    async def start(self, *, timeout: Optional[float] = None) -> None:  # type: ignore[override]
+        await run(self._c.start(), timeout)
+
+    async def close(self, *, timeout: Optional[float] = None) -> None:  # type: ignore[override]
+        await run(self._c.close(), timeout)
+
+
 class Watch(_blocking.Watch):
     """``async for response in watch``; cancel() ends the iteration."""
+
+    __iter__ = __next__ = _use_async_for  # type: ignore[assignment]
 
     def __aiter__(self) -> "Watch":
         return self
@@ -163,15 +201,37 @@ class Watch(_blocking.Watch):
                 return response
             await _wait_armed(self._c.arm)
 
+    async def get(self, timeout: Optional[float] = None) -> Optional[WatchResponse]:  # type: ignore[override]
+        try:
+            return await asyncio.wait_for(self.__anext__(), timeout)
+        except asyncio.TimeoutError:
+            return None
+        except StopAsyncIteration:
+            raise StopIteration from None
+
+    async def events(self) -> AsyncIterator[Event]:  # type: ignore[override]
+        async for response in self:
+            for event in response.events:
+                yield event
+
+    async def wait_created(self, timeout: float = 5.0) -> bool:  # type: ignore[override]
+        # The C++ wait is a bounded block: on a thread of the default executor, not the loop.
+        return await asyncio.get_running_loop().run_in_executor(None, self._c.wait_created, timeout)
+
+
+Client._watch_type = Watch
+
 
 # --- holds and locks ---------------------------------------------------------------------
 
 
-class Hold(_blocking._HoldBase):
-    async def guarded(self, txn: Txn, *, timeout: Optional[float] = None) -> TxnResponse:
+class Hold(_blocking.Hold):
+    __enter__ = __exit__ = _use_async_with  # type: ignore[assignment]
+
+    async def guarded(self, txn: Txn, *, timeout: Optional[float] = None) -> TxnResponse:  # type: ignore[override]
         return await run(self._c.guarded(txn), timeout)
 
-    async def release(self, *, timeout: Optional[float] = None) -> bool:
+    async def release(self, *, timeout: Optional[float] = None) -> bool:  # type: ignore[override]
         return await run(self._c.release(), timeout)
 
     async def __aenter__(self) -> "Hold":
@@ -187,20 +247,25 @@ def _hold(core: Any) -> Optional[Hold]:
 
 class _AsyncLock:
     _c: Any
+    __enter__ = __exit__ = _use_async_with
 
     @property
     def hold(self) -> Optional[Hold]:
+        """The current hold (an aio Hold), or None."""
         return _hold(self._c.hold)
 
     async def acquire(self, timeout: Optional[float] = None) -> Hold:
+        """Waits for the lock; Timeout when ``timeout`` ran out."""
         return Hold(await run(self._c.acquire(), timeout))
 
     async def try_acquire(self, timeout: Optional[float] = None) -> Optional[Hold]:
+        """The hold if free now (None otherwise); with ``timeout``, waits up to that long."""
         if timeout is None:
             return _hold(await run(self._c.try_acquire()))
         return _hold(await run(self._c.acquire(), timeout, or_none=True))
 
     async def release(self, *, timeout: Optional[float] = None) -> bool:
+        """Releases the current hold; False if there was none."""
         return await run(self._c.release(), timeout)
 
     async def __aenter__(self) -> Hold:
@@ -210,47 +275,33 @@ class _AsyncLock:
         await self.release()
 
 
-class DistributedMutex(_AsyncLock, _blocking._LockBase):  # type: ignore[misc]
-    def __init__(self, client: _blocking.Client, name: str, **options: Any) -> None:
-        self._c = _core.DistributedMutex(client._c, name, **_blocking._opts(**_split(options)))
-
-
-def _split(options: Any) -> Any:
-    """The recipe keyword arguments (client_id, session, session_ttl, metrics); a typo is an error."""
-    unknown = set(options) - set(_blocking._SHARED_OPTIONS)
-    if unknown:
-        raise TypeError(f"unexpected keyword arguments: {sorted(unknown)}")
-    return {k: options.get(k) for k in _blocking._SHARED_OPTIONS}
+class DistributedMutex(_AsyncLock, _blocking.DistributedMutex):  # type: ignore[misc]
+    pass
 
 
 class LockView(_AsyncLock, _blocking.LockView):  # type: ignore[misc]
     pass
 
 
-class DistributedReadWriteLock(_blocking._Recipe):
-    def __init__(self, client: _blocking.Client, name: str, **options: Any) -> None:
-        self._c = _core.DistributedReadWriteLock(client._c, name, **_blocking._opts(**_split(options)))
-        self.read_lock = LockView(self._c.read_lock, self._c)
-        self.write_lock = LockView(self._c.write_lock, self._c)
+class DistributedReadWriteLock(_blocking.DistributedReadWriteLock):
+    _lock_view = LockView
 
-    async def downgrade(self, *, timeout: Optional[float] = None) -> None:
+    async def downgrade(self, *, timeout: Optional[float] = None) -> None:  # type: ignore[override]
         await run(self._c.downgrade(), timeout)
 
 
-class DistributedSemaphore(_blocking._Recipe):
-    def __init__(self, client: _blocking.Client, name: str, permits: int, **options: Any) -> None:
-        self._c = _core.DistributedSemaphore(client._c, name, permits, **_blocking._opts(**_split(options)))
-        self._entered: List[Hold] = []
+class DistributedSemaphore(_blocking.DistributedSemaphore):
+    __enter__ = __exit__ = _use_async_with  # type: ignore[assignment]
 
-    async def acquire(self, timeout: Optional[float] = None) -> Hold:
+    async def acquire(self, timeout: Optional[float] = None) -> Hold:  # type: ignore[override]
         return Hold(await run(self._c.acquire(), timeout))
 
-    async def try_acquire(self, timeout: Optional[float] = None) -> Optional[Hold]:
+    async def try_acquire(self, timeout: Optional[float] = None) -> Optional[Hold]:  # type: ignore[override]
         if timeout is None:
             return _hold(await run(self._c.try_acquire()))
         return _hold(await run(self._c.acquire(), timeout, or_none=True))
 
-    async def available_permits(self, *, timeout: Optional[float] = None) -> int:
+    async def available_permits(self, *, timeout: Optional[float] = None) -> int:  # type: ignore[override]
         return await run(self._c.available_permits(), timeout)
 
     async def __aenter__(self) -> Hold:
@@ -265,22 +316,19 @@ class DistributedSemaphore(_blocking._Recipe):
 # --- elections -----------------------------------------------------------------------------
 
 
-class LeaderTerm(Hold):
-    @property
-    def stop_requested(self) -> bool:
-        return self._c.stop_requested
-
-    @property
-    def end(self) -> Optional[str]:
-        return self._c.end
-
-    async def proclaim(self, value: Bytes, *, timeout: Optional[float] = None) -> None:
+class LeaderTerm(Hold, _blocking.LeaderTerm):  # type: ignore[misc]
+    async def proclaim(self, value: Bytes, *, timeout: Optional[float] = None) -> None:  # type: ignore[override]
         await run(self._c.proclaim(value), timeout)
 
 
 class LeaderLatch(_blocking.LeaderLatch):
     async def await_leadership(self, timeout: Optional[float] = None) -> bool:  # type: ignore[override]
         return bool(await run(self._c.await_leadership(), timeout, or_none=True))
+
+    @property
+    def hold(self) -> Optional[Hold]:  # type: ignore[override]
+        """The leadership's Hold (an aio Hold) while leading, else None."""
+        return _hold(self._c.hold)
 
     async def resign(self, *, timeout: Optional[float] = None) -> bool:  # type: ignore[override]
         return await run(self._c.resign(), timeout)
@@ -337,6 +385,12 @@ class LeaderSelector(_blocking.LeaderSelector):
     def leadership(self, timeout: Optional[float] = None) -> _AsyncLeadership:  # type: ignore[override]
         return _AsyncLeadership(self, timeout)
 
+    async def participants(self, *, timeout: Optional[float] = None) -> List[Participant]:  # type: ignore[override]
+        return await run(self._c.participants(), timeout)
+
+    async def leader(self, *, timeout: Optional[float] = None) -> Optional[LeaderInfo]:  # type: ignore[override]
+        return await run(self._c.leader(), timeout)
+
 
 class LeaderObserver(_blocking.LeaderObserver):
     async def wait_initialized(self, timeout: Optional[float] = None) -> bool:  # type: ignore[override]
@@ -354,20 +408,21 @@ class _AsyncQueue:
     poison item raises DecodeFailed and stays in the queue)."""
 
     _c: Any
+    __iter__ = _use_async_for
 
     async def dequeue(self, timeout: Optional[float] = None) -> Any:
+        """Takes the next value; waits while the queue is empty."""
         return await run(self._c.dequeue(), timeout)
 
     async def try_dequeue(self, timeout: Optional[float] = None) -> Any:
+        """The next value if there is one now (None otherwise); with ``timeout``, waits up to that long."""
         if timeout is None:
             return await run(self._c.try_dequeue())
         return await run(self._c.dequeue(), timeout, or_none=True)
 
     async def size(self, *, timeout: Optional[float] = None) -> int:
+        """How many items there are (advisory: others enqueue and take meanwhile)."""
         return await run(self._c.size(), timeout)
-
-    def on_poison(self, listener: Callable[[str, DecodeFailed], None]) -> Subscription:
-        return _blocking._keep(self, self._c.on_poison(listener))
 
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._items()
@@ -380,35 +435,36 @@ class _AsyncQueue:
                 return
 
 
-class DistributedQueue(_AsyncQueue, _blocking._Recipe):
-    def __init__(self, client: _blocking.Client, name: str, *, codec: Optional[Codec] = None,
-                 **options: Any) -> None:
-        self._c = _blocking._queue_core(client, name, codec, _blocking._opts(**_split(options)))
-
-    async def enqueue(self, value: Any, *, timeout: Optional[float] = None) -> Enqueued:
+class DistributedQueue(_AsyncQueue, _blocking.DistributedQueue):  # type: ignore[misc]
+    async def enqueue(self, value: Any, *, timeout: Optional[float] = None) -> Enqueued:  # type: ignore[override]
         return await run(self._c.enqueue(value), timeout)
 
-    async def enqueue_all(self, values: Sequence[Any], *, timeout: Optional[float] = None) -> Enqueued:
+    async def enqueue_all(self, values: Sequence[Any], *,  # type: ignore[override]
+                          timeout: Optional[float] = None) -> Enqueued:
         return await run(self._c.enqueue_all(list(values)), timeout)
 
 
-class DistributedPriorityQueue(_AsyncQueue, _blocking._Recipe):
-    def __init__(self, client: _blocking.Client, name: str, *, codec: Optional[Codec] = None,
-                 **options: Any) -> None:
-        self._c = _blocking._priority_queue_core(client, name, codec, _blocking._opts(**_split(options)))
-
-    async def enqueue(self, value: Any, priority: int, *, timeout: Optional[float] = None) -> Enqueued:
+class DistributedPriorityQueue(_AsyncQueue, _blocking.DistributedPriorityQueue):  # type: ignore[misc]
+    async def enqueue(self, value: Any, priority: int, *,  # type: ignore[override]
+                      timeout: Optional[float] = None) -> Enqueued:
         return await run(self._c.enqueue(value, priority), timeout)
 
+    async def enqueue_all(self, values: Sequence[Any], priority: int, *,  # type: ignore[override]
+                          timeout: Optional[float] = None) -> Enqueued:
+        return await run(self._c.enqueue_all(list(values), priority), timeout)
 
-class WorkItem(_blocking._WorkItemBase):
+
+class WorkItem(_blocking.WorkItem):
     """``async with item:`` acks on success, requeues on an exception."""
 
-    async def ack(self, *, timeout: Optional[float] = None) -> bool:
+    __enter__ = __exit__ = _use_async_with  # type: ignore[assignment]
+
+    async def ack(self, *, timeout: Optional[float] = None) -> bool:  # type: ignore[override]
         self._settled = True
         return await run(self._c.ack(), timeout)
 
-    async def requeue(self, delay: Optional[float] = None, *, timeout: Optional[float] = None) -> bool:
+    async def requeue(self, delay: Optional[float] = None, *,  # type: ignore[override]
+                      timeout: Optional[float] = None) -> bool:
         self._settled = True
         return await run(self._c.requeue(delay), timeout)
 
@@ -424,32 +480,43 @@ class WorkItem(_blocking._WorkItemBase):
             await self.requeue()
 
 
-class DistributedWorkQueue(_blocking._Recipe):
-    def __init__(self, client: _blocking.Client, name: str, *, visibility_timeout: float = 30.0,
-                 max_deliveries: int = 5, codec: Optional[Codec] = None, **options: Any) -> None:
-        self._c = _blocking._work_queue_core(client, name, codec, visibility_timeout, max_deliveries,
-                                             _blocking._opts(**_split(options)))
+class DistributedWorkQueue(_blocking.DistributedWorkQueue):
+    __iter__ = _use_async_for  # type: ignore[assignment]
 
-    async def enqueue(self, value: Any, *, delay: float = 0.0, timeout: Optional[float] = None) -> Enqueued:
+    async def enqueue(self, value: Any, *, delay: float = 0.0,  # type: ignore[override]
+                      timeout: Optional[float] = None) -> Enqueued:
         return await run(self._c.enqueue(value, delay=delay), timeout)
 
-    async def receive(self, timeout: Optional[float] = None) -> WorkItem:
+    async def enqueue_all(self, values: Sequence[Any], *, delay: float = 0.0,  # type: ignore[override]
+                          timeout: Optional[float] = None) -> Enqueued:
+        return await run(self._c.enqueue_all(list(values), delay=delay), timeout)
+
+    async def receive(self, *, timeout: Optional[float] = None) -> WorkItem:  # type: ignore[override]
         return WorkItem(await run(self._c.receive(), timeout))
 
-    async def try_receive(self, timeout: Optional[float] = None) -> Optional[WorkItem]:
+    async def try_receive(self, *, timeout: Optional[float] = None) -> Optional[WorkItem]:  # type: ignore[override]
         if timeout is None:
             core = await run(self._c.try_receive())
         else:
             core = await run(self._c.receive(), timeout, or_none=True)
         return WorkItem(core) if core is not None else None
 
-    async def size(self, *, timeout: Optional[float] = None) -> int:
+    async def size(self, *, timeout: Optional[float] = None) -> int:  # type: ignore[override]
         return await run(self._c.size(), timeout)
+
+    async def dead_letters(self, *, timeout: Optional[float] = None) -> List[DeadLetter]:  # type: ignore[override]
+        return await run(self._c.dead_letters(), timeout)
+
+    async def requeue_dead(self, id: str, *, timeout: Optional[float] = None) -> bool:  # type: ignore[override]
+        return await run(self._c.requeue_dead(id), timeout)
+
+    async def purge_dead(self, id: str, *, timeout: Optional[float] = None) -> bool:  # type: ignore[override]
+        return await run(self._c.purge_dead(id), timeout)
 
     def __aiter__(self) -> AsyncIterator[WorkItem]:
         return self.items()
 
-    async def items(self) -> AsyncIterator[WorkItem]:
+    async def items(self) -> AsyncIterator[WorkItem]:  # type: ignore[override]
         while True:
             try:
                 yield WorkItem(await run(self._c.receive()))
@@ -460,57 +527,53 @@ class DistributedWorkQueue(_blocking._Recipe):
 # --- counter, barriers, transient keys, caches, discovery -----------------------------------
 
 
-class DistributedAtomicLong(_blocking._Recipe):
-    def __init__(self, client: _blocking.Client, name: str, **options: Any) -> None:
-        self._c = _core.DistributedAtomicLong(client._c, name, **_blocking._opts(**_split(options)))
-
-    async def get(self, *, timeout: Optional[float] = None) -> int:
+class DistributedAtomicLong(_blocking.DistributedAtomicLong):
+    async def get(self, *, timeout: Optional[float] = None) -> int:  # type: ignore[override]
         return await run(self._c.get(), timeout)
 
-    async def set(self, value: int, *, timeout: Optional[float] = None) -> None:
+    async def set(self, value: int, *, timeout: Optional[float] = None) -> None:  # type: ignore[override]
         await run(self._c.set(value), timeout)
 
-    async def add(self, delta: int, *, timeout: Optional[float] = None) -> int:
+    async def add(self, delta: int, *, timeout: Optional[float] = None) -> int:  # type: ignore[override]
         return await run(self._c.add(delta), timeout)
 
-    async def increment(self, *, timeout: Optional[float] = None) -> int:
+    async def increment(self, *, timeout: Optional[float] = None) -> int:  # type: ignore[override]
         return await run(self._c.increment(), timeout)
 
-    async def compare_and_set(self, expected: int, desired: int, *, timeout: Optional[float] = None) -> bool:
+    async def decrement(self, *, timeout: Optional[float] = None) -> int:  # type: ignore[override]
+        return await run(self._c.decrement(), timeout)
+
+    async def compare_and_set(self, expected: int, desired: int, *,  # type: ignore[override]
+                              timeout: Optional[float] = None) -> bool:
         return await run(self._c.compare_and_set(expected, desired), timeout)
 
 
-class DistributedBarrier(_blocking._Recipe):
-    def __init__(self, client: _blocking.Client, name: str, *, wait_until_set: bool = False, **options: Any) -> None:
-        self._c = _core.DistributedBarrier(client._c, name, wait_until_set=wait_until_set,
-                                           **_blocking._opts(**_split(options)))
-
-    async def set(self, *, timeout: Optional[float] = None) -> bool:
+class DistributedBarrier(_blocking.DistributedBarrier):
+    async def set(self, *, timeout: Optional[float] = None) -> bool:  # type: ignore[override]
         return await run(self._c.set(), timeout)
 
-    async def remove(self, *, timeout: Optional[float] = None) -> bool:
+    async def remove(self, *, timeout: Optional[float] = None) -> bool:  # type: ignore[override]
         return await run(self._c.remove(), timeout)
 
-    async def wait(self, timeout: Optional[float] = None) -> bool:
+    async def wait(self, timeout: Optional[float] = None) -> bool:  # type: ignore[override]
         return bool(await run(self._c.wait(), timeout, or_none=True))
 
 
-class DistributedBarrierWithCount(_blocking._Recipe):
-    def __init__(self, client: _blocking.Client, name: str, parties: int, **options: Any) -> None:
-        self._c = _core.DistributedBarrierWithCount(client._c, name, parties, **_blocking._opts(**_split(options)))
-
-    async def wait(self, timeout: Optional[float] = None) -> bool:
+class DistributedBarrierWithCount(_blocking.DistributedBarrierWithCount):
+    async def wait(self, timeout: Optional[float] = None) -> bool:  # type: ignore[override]
         return bool(await run(self._c.wait(), timeout, or_none=True))
 
+    async def waiting(self, *, timeout: Optional[float] = None) -> int:  # type: ignore[override]
+        return await run(self._c.waiting(), timeout)
 
-class DistributedDoubleBarrier(_blocking._Recipe):
-    def __init__(self, client: _blocking.Client, name: str, parties: int, **options: Any) -> None:
-        self._c = _core.DistributedDoubleBarrier(client._c, name, parties, **_blocking._opts(**_split(options)))
 
-    async def enter(self, timeout: Optional[float] = None) -> bool:
+class DistributedDoubleBarrier(_blocking.DistributedDoubleBarrier):
+    __enter__ = __exit__ = _use_async_with  # type: ignore[assignment]
+
+    async def enter(self, timeout: Optional[float] = None) -> bool:  # type: ignore[override]
         return bool(await run(self._c.enter(), timeout, or_none=True))
 
-    async def leave(self, timeout: Optional[float] = None) -> bool:
+    async def leave(self, timeout: Optional[float] = None) -> bool:  # type: ignore[override]
         return bool(await run(self._c.leave(), timeout, or_none=True))
 
     async def __aenter__(self) -> "DistributedDoubleBarrier":
@@ -522,6 +585,11 @@ class DistributedDoubleBarrier(_blocking._Recipe):
 
 
 class TransientKeyValue(_blocking.TransientKeyValue):
+    __enter__ = __exit__ = _use_async_with  # type: ignore[assignment]
+
+    async def set_value(self, value: Any, *, timeout: Optional[float] = None) -> None:  # type: ignore[override]
+        await run(self._c.set_value(value), timeout)
+
     async def create(self, *, timeout: Optional[float] = None) -> None:  # type: ignore[override]
         await run(self._c.create(), timeout)
 
@@ -537,17 +605,29 @@ class TransientKeyValue(_blocking.TransientKeyValue):
         self.close()
 
 
-class PathChildrenCache(_blocking.PathChildrenCache):
-    async def wait_initialized(self, timeout: Optional[float] = None) -> bool:  # type: ignore[override]
+class _AsyncCache:
+    _c: Any
+
+    async def wait_initialized(self, timeout: Optional[float] = None) -> bool:
+        """True once the first read is loaded; False when ``timeout`` ran out."""
         return bool(await run(self._c.wait_initialized(), timeout, or_none=True))
 
 
-class NodeCache(_blocking.NodeCache):
-    async def wait_initialized(self, timeout: Optional[float] = None) -> bool:  # type: ignore[override]
-        return bool(await run(self._c.wait_initialized(), timeout, or_none=True))
+class PathChildrenCache(_AsyncCache, _blocking.PathChildrenCache):  # type: ignore[misc]
+    pass
+
+
+class NodeCache(_AsyncCache, _blocking.NodeCache):  # type: ignore[misc]
+    pass
+
+
+class ServiceCache(_AsyncCache, _blocking.ServiceCache):  # type: ignore[misc]
+    pass
 
 
 class ServiceProvider(_blocking.ServiceProvider):
+    _cache_type = ServiceCache
+
     async def wait_initialized(self, timeout: Optional[float] = None) -> bool:  # type: ignore[override]
         return bool(await run(self._c.wait_initialized(), timeout, or_none=True))
 
@@ -555,21 +635,39 @@ class ServiceProvider(_blocking.ServiceProvider):
         return await run(self._c.get_instance(), timeout)
 
 
-class ServiceDiscovery(_blocking.ServiceDiscovery):
-    async def register_instance(self, instance: ServiceInstance, *,  # type: ignore[override]
-                                timeout: Optional[float] = None) -> None:
+class _AsyncRegistrations:
+    _c: Any
+
+    async def register_instance(self, instance: ServiceInstance, *, timeout: Optional[float] = None) -> None:
+        """Registers ``instance`` under a lease of this object's (AlreadyExists: another owner has the id)."""
         await run(self._c.register_instance(instance), timeout)
 
-    async def unregister(self, service: str, id: str, *,  # type: ignore[override]
-                         timeout: Optional[float] = None) -> bool:
+    async def update(self, instance: ServiceInstance, *, timeout: Optional[float] = None) -> None:
+        """Replaces a registered instance's record in place."""
+        await run(self._c.update(instance), timeout)
+
+    async def unregister(self, service: str, id: str, *, timeout: Optional[float] = None) -> bool:
+        """Deletes this object's registration; False if it had none."""
         return await run(self._c.unregister(service, id), timeout)
+
+
+class ServiceRegistry(_AsyncRegistrations, _blocking.ServiceRegistry):  # type: ignore[misc]
+    pass
+
+
+class ServiceDiscovery(_AsyncRegistrations, _blocking.ServiceDiscovery):  # type: ignore[misc]
+    _provider_type = ServiceProvider
+
+    async def query_names(self, *, timeout: Optional[float] = None) -> List[str]:  # type: ignore[override]
+        return await run(self._c.query_names(), timeout)
 
     async def query_instances(self, service: str, *,  # type: ignore[override]
                               timeout: Optional[float] = None) -> List[ServiceInstance]:
         return await run(self._c.query_instances(service), timeout)
 
-    def provider(self, service: str, *, strategy: str = "round_robin") -> ServiceProvider:
-        return ServiceProvider(None, service, _core_provider=self._c.provider(service, strategy=strategy))
+    async def query_instance(self, service: str, id: str, *,  # type: ignore[override]
+                             timeout: Optional[float] = None) -> Optional[ServiceInstance]:
+        return await run(self._c.query_instance(service, id), timeout)
 
 
 class Recipes(_blocking.Recipes):

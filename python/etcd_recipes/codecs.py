@@ -28,9 +28,13 @@ __all__ = ["Codec", "BytesCodec", "Utf8Codec", "JsonCodec", "BYTES", "UTF8", "JS
 
 
 class Codec(Protocol):
-    def encode(self, value: Any) -> bytes: ...
+    def encode(self, value: Any) -> bytes:
+        """The bytes that stand for ``value``."""
+        ...
 
-    def decode(self, data: bytes) -> Any: ...
+    def decode(self, data: bytes) -> Any:
+        """The value the bytes stand for (raise to refuse them)."""
+        ...
 
 
 class BytesCodec:

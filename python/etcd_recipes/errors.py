@@ -25,6 +25,8 @@ class EtcdError(Exception):
         message: str = "",
         revision: int = 0,
     ) -> None:
+        """``text`` as str() shows it; the gRPC ``code`` name and number; the library's ``reason``
+        (e.g. "outcome_unknown"); etcd's own ``message``; and a ``revision`` where one matters."""
         super().__init__(text)
         self.code = code
         self.code_value = code_value

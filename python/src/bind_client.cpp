@@ -158,11 +158,13 @@ ClientOptions client_options(std::vector<std::string> endpoints, std::optional<d
   return o;
 }
 
-GetOptions get_options(bool prefix, std::string range_end, int64_t limit, int64_t revision, bool keys_only,
+// The options refer to `range_end` (KeyView): the caller keeps it alive
+// until the call or Op it is passed to has copied it.
+GetOptions get_options(bool prefix, const std::string& range_end, int64_t limit, int64_t revision, bool keys_only,
                        bool count_only, bool serializable, int sort_order, int sort_target) {
   GetOptions o;
   o.prefix = prefix;
-  o.range_end = std::move(range_end);
+  o.range_end = range_end;
   o.limit = limit;
   o.revision = revision;
   o.keys_only = keys_only;
@@ -173,10 +175,10 @@ GetOptions get_options(bool prefix, std::string range_end, int64_t limit, int64_
   return o;
 }
 
-DeleteOptions delete_options(bool prefix, std::string range_end, bool prev_kv) {
+DeleteOptions delete_options(bool prefix, const std::string& range_end, bool prev_kv) {
   DeleteOptions o;
   o.prefix = prefix;
-  o.range_end = std::move(range_end);
+  o.range_end = range_end;
   o.prev_kv = prev_kv;
   return o;
 }
@@ -334,7 +336,7 @@ void bind_client(py::module_& m) {
           [](std::string key, bool prefix, std::string range_end, int64_t limit, int64_t revision, bool keys_only,
              bool count_only) {
             return Op::get(std::move(key),
-                           get_options(prefix, std::move(range_end), limit, revision, keys_only, count_only, false, 0, 0));
+                           get_options(prefix, range_end, limit, revision, keys_only, count_only, false, 0, 0));
           },
           py::arg("key"), py::kw_only(), py::arg("prefix") = false, py::arg("range_end") = "", py::arg("limit") = 0,
           py::arg("revision") = 0, py::arg("keys_only") = false, py::arg("count_only") = false)
@@ -347,7 +349,7 @@ void bind_client(py::module_& m) {
       .def_static(
           "delete",
           [](std::string key, bool prefix, std::string range_end, bool prev_kv) {
-            return Op::del(std::move(key), delete_options(prefix, std::move(range_end), prev_kv));
+            return Op::del(std::move(key), delete_options(prefix, range_end, prev_kv));
           },
           py::arg("key"), py::kw_only(), py::arg("prefix") = false, py::arg("range_end") = "",
           py::arg("prev_kv") = false)
@@ -440,7 +442,7 @@ void bind_client(py::module_& m) {
           "get",
           [](Client& c, std::string key, bool prefix, std::string range_end, int64_t limit, int64_t revision,
              bool keys_only, bool count_only, bool serializable, int sort_order, int sort_target) {
-            return pending(c.get(std::move(key), get_options(prefix, std::move(range_end), limit, revision, keys_only,
+            return pending(c.get(std::move(key), get_options(prefix, range_end, limit, revision, keys_only,
                                                              count_only, serializable, sort_order, sort_target)));
           },
           py::arg("key"), py::kw_only(), py::arg("prefix") = false, py::arg("range_end") = "", py::arg("limit") = 0,
@@ -458,7 +460,7 @@ void bind_client(py::module_& m) {
       .def(
           "delete",
           [](Client& c, std::string key, bool prefix, std::string range_end, bool prev_kv) {
-            return pending(c.del(std::move(key), delete_options(prefix, std::move(range_end), prev_kv)));
+            return pending(c.del(std::move(key), delete_options(prefix, range_end, prev_kv)));
           },
           py::arg("key"), py::kw_only(), py::arg("prefix") = false, py::arg("range_end") = "",
           py::arg("prev_kv") = false)
@@ -540,6 +542,8 @@ void bind_client(py::module_& m) {
              d["watch_stream_restarts"] = s.watch_stream_restarts;
              d["watches_open"] = s.watches_open;
              d["leases_kept"] = s.leases_kept;
+             d["lease_streams"] = s.lease_streams;
+             d["lease_stream_restarts"] = s.lease_stream_restarts;
              return d;
            })
       .def("close", &Client::close, py::call_guard<py::gil_scoped_release>())

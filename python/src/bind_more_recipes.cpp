@@ -356,6 +356,9 @@ void bind_more_recipes(py::module_& m) {
       .def("get_instance", [](ServiceProvider& p) { return pending(p.get_instance()); })
       .def("all_instances", &ServiceProvider::all_instances)
       .def("candidates", &ServiceProvider::candidates)
+      // The provider's own cache: alive as long as the provider's Python object.
+      .def(
+          "cache", [](ServiceProvider& p) { return &p.cache(); }, py::return_value_policy::reference_internal)
       .def("note_error", &ServiceProvider::note_error, py::arg("instance"));
   def_recipe(provider);
 

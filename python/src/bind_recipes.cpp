@@ -16,23 +16,7 @@ namespace {
 
 using namespace etcd::recipes;
 
-const char* term_end_name(TermEnd e) {
-  switch (e) {
-    case TermEnd::kReturned:
-      return "returned";
-    case TermEnd::kThrew:
-      return "threw";
-    case TermEnd::kLost:
-      return "lost";
-    case TermEnd::kInterrupted:
-      return "interrupted";
-    case TermEnd::kResigned:
-      return "resigned";
-    case TermEnd::kClosed:
-      return "closed";
-  }
-  return "unknown";
-}
+std::string term_end_name(TermEnd e) { return std::string(to_string(e)); }
 
 // A LeaderSelector for Python. With a callback, the C++ selector runs it (on
 // its own thread, with the GIL) once per term. Without one, leadership is
