@@ -55,6 +55,7 @@ struct Settings {
   Clock::duration warmup = std::chrono::seconds(1);    // before each timed window
   bool go_peer = false;
   bool capacity = false;              // also run the capacity_* metrics
+  bool scale = false;                 // also run the production-scale metrics
   std::filesystem::path go_peer_src;  // empty: look in the usual places
   std::filesystem::path go_workdir;
   std::chrono::milliseconds election_timeout{1000};  // of the cluster the bench started
@@ -182,6 +183,9 @@ struct Metric {
   // recipe objects and counter scrapes answer an operator's question, not a
   // regression's, and would lengthen every ordinary run.
   bool needs_capacity = false;
+  // Only run with --scale (or named in --only): thousands of sessions in
+  // child processes for a minute, each metric against a private member.
+  bool needs_scale = false;
   std::function<double(Context&)> run;
 };
 

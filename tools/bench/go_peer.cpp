@@ -11,10 +11,12 @@
 // persist across runs, so only the first run per release downloads and builds.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -23,7 +25,10 @@
 #include <string>
 #include <vector>
 
+#include <grpcpp/grpcpp.h>
+
 #include "bench.h"
+#include "etcd/etcdserverpb/rpc.grpc.pb.h"
 #include "process.h"
 
 namespace bench {
@@ -225,6 +230,71 @@ Metric go(std::string name, std::string unit, std::string base, int order) {
           .run = [name](Context& ctx) { return go_metric(ctx, name); }};
 }
 
+// put_seq against go_put_seq in alternating short windows (a round: ours,
+// a bare gRPC C++ stub's, then Go's in a fresh peer process with its own
+// warm-up), the median of the per-round ratios: the load of the moment moves
+// the three sides of a round alike, where two long windows minutes apart
+// can differ by a factor. The bare stub (a synchronous KV.Put on a channel
+// of its own, no library code) splits the gap into what our client adds and
+// what gRPC C++ itself costs against Go's transport; the notes give both.
+double put_seq_vs_go_paired(Context& ctx) {
+  const fs::path& binary = go_peer_binary(ctx);
+  const int rounds = ctx.settings.quick ? 5 : 11;
+  const auto window = std::chrono::milliseconds(ctx.settings.quick ? 300 : 500);
+  const auto warmup = std::chrono::milliseconds(100);
+  const std::string key = put_seq_key();
+  const auto rate_for = [](Clock::duration d, const std::function<void()>& op) {
+    const auto start = Clock::now();
+    uint64_t n = 0;
+    for (; Clock::now() < start + d; ++n) op();
+    return static_cast<double>(n) / std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  const auto ours = [&] { ctx.client.put(key, kValue).wait().value(); };
+  auto channel = grpc::CreateChannel(ctx.client.options().endpoints.front(), grpc::InsecureChannelCredentials());
+  auto stub = etcdserverpb::KV::NewStub(channel);
+  etcdserverpb::PutRequest request;
+  request.set_key(Context::key_prefix("put_seq_raw") + "k");
+  request.set_value(kValue);
+  const auto raw = [&] {
+    grpc::ClientContext call;
+    call.set_deadline(std::chrono::system_clock::now() + kCallBound);
+    etcdserverpb::PutResponse response;
+    if (const auto st = stub->Put(&call, request, &response); !st.ok()) {
+      throw std::runtime_error("bare gRPC put: " + st.error_message());
+    }
+  };
+  std::vector<double> vs_go, vs_raw, raw_vs_go;
+  std::string detail;
+  for (int i = 0; i < rounds; ++i) {
+    rate_for(warmup, ours);
+    const double a = rate_for(window, ours);
+    rate_for(warmup, raw);
+    const double b = rate_for(window, raw);
+    const auto go = run_go(binary,
+                           {"-mode", "put", "-endpoints", ctx.endpoints_csv(), "-duration", millis_flag(window),
+                            "-warmup", millis_flag(warmup)},
+                           std::chrono::seconds(60));
+    const double c = go.at("go_put_seq");
+    vs_go.push_back(a / c);
+    vs_raw.push_back(a / b);
+    raw_vs_go.push_back(b / c);
+    char round[96];
+    std::snprintf(round, sizeof round, "%s%.0f/%.0f/%.0f", detail.empty() ? "" : ", ", a, b, c);
+    detail += round;
+  }
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  char summary[160];
+  std::snprintf(summary, sizeof summary, "median ours / bare gRPC C++ %.2f, bare gRPC C++ / Go %.2f", median(vs_raw),
+                median(raw_vs_go));
+  ctx.note("put_seq_vs_go_paired: " + std::to_string(rounds) + " rounds of " +
+           std::to_string(duration_cast<milliseconds>(window).count()) + " ms; " + summary +
+           "; puts/s ours/bare/Go: " + detail);
+  return median(vs_go);
+}
+
 // Right after put_seq (order 100): both see the cluster in the same state.
 [[maybe_unused]] const bool kRegistered = add_metrics({
     go("go_put_seq", "puts/s", "put_seq", 110),
@@ -233,6 +303,13 @@ Metric go(std::string name, std::string unit, std::string base, int order) {
     go("go_mutex_cycle_many", "cycles/s", "put_pipelined", 113),
     go("go_elect_cycle_seq", "cycles/s", "put_seq", 114),
     go("go_queue_cycle_seq", "cycles/s", "put_seq", 115),
+    {.name = "put_seq_vs_go_paired",
+     .unit = "ratio",
+     .kind = Kind::kCost,  // two decimals, no ratio
+     .base = "",
+     .order = 116,
+     .needs_go_peer = true,
+     .run = put_seq_vs_go_paired},
 });
 [[maybe_unused]] const bool kComparisons =
     add_comparison({"put_seq_vs_go", "put_seq", "go_put_seq"}) &&

@@ -41,12 +41,7 @@ using std::chrono::milliseconds;
 constexpr auto kRunBound = std::chrono::minutes(15);
 
 fs::path find_source(const KotlinPeerOptions& options) {
-#ifdef ETCD_BENCH_KOTLIN_PEER_SRC
-  const fs::path built_in = ETCD_BENCH_KOTLIN_PEER_SRC;
-#else
-  // In the source tree: tools/bench/ -> tools/peers/kotlin.
-  const fs::path built_in = fs::path(__FILE__).parent_path().parent_path() / "peers/kotlin";
-#endif
+  const fs::path built_in = ETCD_BENCH_KOTLIN_PEER_SRC;  // set by tools/bench/CMakeLists.txt
   if (auto dir = find_peer_source(options.src, built_in, "share/etcd-recipes/peers/kotlin",
                                   {"pom.xml", "src/main/kotlin"})) {
     return *dir;
@@ -78,12 +73,9 @@ std::string unresolved(const std::string& output) {
   return {};
 }
 
-struct KotlinPeer {
-  fs::path java;
-  fs::path jar;
-};
+}  // namespace
 
-KotlinPeer build(Context& ctx) {
+KotlinPeer build_kotlin_peer(const std::function<void(const std::string&)>& note) {
   const auto java = find_on_path("java");
   const auto mvn = find_on_path("mvn");
   if (!java || !mvn) throw Skipped("`java` or `mvn` not found on PATH; install a JDK 17+ and Maven");
@@ -105,7 +97,7 @@ KotlinPeer build(Context& ctx) {
   }
   std::error_code ec;
   if (fs::exists(jar, ec) && fs::last_write_time(jar) >= newest_source(source) && built_for == version_tag) {
-    ctx.note("kotlin peer: " + jar.string() + " (cached; built from " + source.string() + ")");
+    note("kotlin peer: " + jar.string() + " (cached; built from " + source.string() + ")");
     return {*java, jar};
   }
 
@@ -134,10 +126,12 @@ KotlinPeer build(Context& ctx) {
   }
   char took[64];
   std::snprintf(took, sizeof took, "%.1f", std::chrono::duration<double>(Clock::now() - start).count());
-  ctx.note("kotlin peer: " + source.string() + " built in " + took + " s (into " + workdir.string() + ")" +
+  note("kotlin peer: " + source.string() + " built in " + took + " s (into " + workdir.string() + ")" +
            (version_tag.empty() ? "" : ", etcd-recipes-core " + version_tag));
   return {*java, jar};
 }
+
+namespace {
 
 struct KotlinResults {
   std::map<std::string, double> values;
@@ -145,7 +139,9 @@ struct KotlinResults {
 };
 
 KotlinResults run_peer(Context& ctx) {
-  const auto& peer = ctx.memo<KotlinPeer>("kotlin-peer-build", [&] { return build(ctx); });
+  const auto& peer = ctx.memo<KotlinPeer>("kotlin-peer-build", [&] {
+    return build_kotlin_peer([&](const std::string& line) { ctx.note(line); });
+  });
   const auto& s = ctx.settings;
   std::string endpoints;
   for (const auto& ep : ctx.client.options().endpoints) {

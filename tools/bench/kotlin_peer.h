@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,17 @@ struct KotlinPeerOptions {
 
 // Set by main() from the command line before any metric runs.
 KotlinPeerOptions& kotlin_peer_options();
+
+struct KotlinPeer {
+  std::filesystem::path java;
+  std::filesystem::path jar;
+};
+
+// Builds tools/peers/kotlin into its work dir unless the jar there is newer
+// than its sources (offline first, then online); says what it did through
+// `note`. Throws Skipped when java/mvn are missing or the library does not
+// resolve from the Maven repositories this machine reaches.
+KotlinPeer build_kotlin_peer(const std::function<void(const std::string&)>& note);
 
 // The metrics the Kotlin peer reports (named kt_*).
 inline bool is_kotlin_peer_metric(std::string_view name) { return name.starts_with("kt_"); }

@@ -134,9 +134,10 @@ std::string format_value(const Outcome& o) {
   return {};
 }
 
-// Selects the metrics to run: all (minus Go ones without --go-peer and
-// capacity ones without --capacity) or --only's (plus the capacity ones with
-// --capacity), plus the base metrics their ratios need.
+// Selects the metrics to run: all (minus Go ones without --go-peer, capacity
+// ones without --capacity and scale ones without --scale) or --only's (plus
+// the capacity ones with --capacity and the scale ones with --scale), plus
+// the base metrics their ratios need.
 std::vector<Metric> select(const std::vector<std::string>& only, Settings& settings) {
   const auto all = metrics();
   const auto find = [&](const std::string& name) { return std::ranges::find(all, name, &Metric::name); };
@@ -144,13 +145,13 @@ std::vector<Metric> select(const std::vector<std::string>& only, Settings& setti
   if (only.empty()) {
     for (const auto& m : all) {
       if ((!m.needs_go_peer || settings.go_peer) && (!m.needs_capacity || settings.capacity) &&
-          (!is_kotlin_peer_metric(m.name) || kotlin_peer_options().enabled)) {
+          (!m.needs_scale || settings.scale) && (!is_kotlin_peer_metric(m.name) || kotlin_peer_options().enabled)) {
         wanted.insert(m.name);
       }
     }
   } else {
     for (const auto& m : all) {
-      if (m.needs_capacity && settings.capacity) wanted.insert(m.name);
+      if ((m.needs_capacity && settings.capacity) || (m.needs_scale && settings.scale)) wanted.insert(m.name);
     }
     for (const auto& name : only) {
       const auto it = find(name);
@@ -312,6 +313,7 @@ nlohmann::json to_json(const RunInfo& info, const Context& ctx, const std::vecto
       {"go_peer", s.go_peer},
       {"kotlin_peer", kotlin_peer_options().enabled},
       {"capacity", s.capacity},
+      {"scale", s.scale},
       {"notes", notes},
   };
   return out;
@@ -353,6 +355,9 @@ int run(int argc, char** argv) {
   app.add_flag("--capacity", s.capacity,
                "also run the capacity_* metrics: etcd writes, reads, watchers and keys per recipe operation and per "
                "parked waiter, counted from etcd's /metrics (slow; see docs/capacity.md)");
+  app.add_flag("--scale", s.scale,
+               "production-scale metrics, slow; each in its own private etcd member (sessions_lost_2500, "
+               "sessions_lost_10k: sessions in 4 child processes kept for 60 s)");
   app.add_option("--go-peer-src", s.go_peer_src, "directory holding go-peer/main.go")->check(CLI::ExistingDirectory);
   app.add_option("--go-workdir", s.go_workdir, "where the Go peer is built (default: a per-user temp dir)");
   app.add_flag("--kotlin-peer", kotlin_peer_options().enabled,
@@ -362,6 +367,10 @@ int run(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
   app.add_option("--kotlin-workdir", kotlin_peer_options().workdir,
                  "where the Kotlin peer is built (default: a per-user temp dir)");
+  bool kotlin_peer_jar = false;
+  app.add_flag("--kotlin-peer-jar", kotlin_peer_jar,
+               "build the Kotlin peer if needed, print its jar's path and exit (77, the reason on stderr, when it "
+               "cannot be built here); for tests that run it beside this library");
   app.add_option("--heartbeat", heartbeat_ms, "etcd --heartbeat-interval in ms")->capture_default_str();
   app.add_option("--election", election_ms, "etcd --election-timeout in ms")->capture_default_str();
   app.add_flag("--list", list, "list the metrics and exit");
@@ -382,12 +391,26 @@ int run(int argc, char** argv) {
   endpoints_option->excludes(etcd_option);
   CLI11_PARSE(app, argc, argv);
 
+  if (kotlin_peer_jar) {
+    try {
+      const auto peer = build_kotlin_peer([](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
+      std::printf("%s\n", peer.jar.c_str());
+      return 0;
+    } catch (const Skipped& e) {
+      std::fprintf(stderr, "skipped: %s\n", e.what());
+      return 77;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+      return 1;
+    }
+  }
   if (list) {
     for (const auto& m : metrics()) {
       std::printf("%-24s %-9s%s\n", m.name.c_str(), m.unit.c_str(),
                   m.needs_go_peer                    ? " (--go-peer)"
                   : is_kotlin_peer_metric(m.name) ? " (--kotlin-peer)"
                   : m.needs_capacity              ? " (--capacity)"
+                  : m.needs_scale                 ? " (--scale)"
                                                   : "");
     }
     return 0;

@@ -1,4 +1,4 @@
-// Barrier metrics (issue 11): 16 waiting objects — each on its own client,
+// Barrier metrics: 16 waiting objects — each on its own client,
 // as 16 processes would be — released by a gate's removal, or by the 16th
 // party of a count barrier; and how many times each waiting object is woken
 // per round (each wake-up is one watch response it has to look at).

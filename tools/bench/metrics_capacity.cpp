@@ -1,4 +1,4 @@
-// Capacity metrics (issue 13): what one recipe operation, and one parked
+// Capacity metrics: what one recipe operation, and one parked
 // waiter, costs etcd — raft writes, keys written and deleted, RPCs by kind,
 // watch requests, leases, watchers and keys — counted by etcd itself (its
 // /metrics, server_metrics.h), not estimated from the client's side. An

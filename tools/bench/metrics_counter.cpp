@@ -1,4 +1,4 @@
-// DistributedAtomicLong metrics (issue 11): uncontended adds one at a time,
+// DistributedAtomicLong metrics: uncontended adds one at a time,
 // paired with txn_seq's guarded Txn (the floor of an add: the same Txn
 // shape with no recipe code), and 16 objects contending for one counter.
 #include <algorithm>

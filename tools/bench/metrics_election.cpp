@@ -1,4 +1,4 @@
-// Election metrics (issue 8): LeaderLatch's uncontended campaign + resign,
+// Election metrics: LeaderLatch's uncontended campaign + resign,
 // and a contended turnover between 8 candidates (latency, and watch
 // wake-ups per leadership change). Only LeaderLatch's public API is used
 // (start, await_leadership, resign, close).

@@ -1,4 +1,4 @@
-// DistributedQueue metrics (issue 10): an enqueue + dequeue cycle one at a
+// DistributedQueue metrics: an enqueue + dequeue cycle one at a
 // time (against etcd's Go contrib/recipes Queue: go_queue_cycle_seq), and
 // the throughput of 2 producers and 8 consumer objects racing for items.
 #include <atomic>

@@ -1,4 +1,4 @@
-// DistributedWorkQueue metrics (issue 10 item 8): an enqueue + receive + ack
+// DistributedWorkQueue metrics: an enqueue + receive + ack
 // cycle one at a time (against the same Txns sent by the raw client), the
 // throughput of 2 producers and 8 consumer objects racing for items, and
 // how long an item held by a consumer that was SIGKILLed stays hidden.
@@ -257,7 +257,7 @@ double workqueue_throughput_8c(Context& ctx) {
 // A consumer in another process receives an item and is SIGKILLed while it
 // holds it; the figure is the time from the kill to the moment a consumer
 // in the bench process (its receive parked before the kill) gets the item.
-// The bar (issue 10): the visibility timeout + 1 s.
+// The bar: the visibility timeout + 1 s.
 constexpr std::chrono::seconds kVisibility{2};
 constexpr auto kWorkerFlag = "--workqueue-worker";
 constexpr auto kChildTimeout = std::chrono::seconds(30);

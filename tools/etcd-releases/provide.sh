@@ -13,6 +13,8 @@
 # Other modes:
 #   provide.sh --list           the pinned releases: "minor version source"
 #   provide.sh --resolve VER    the exact version VER stands for
+#   provide.sh --cached VER     the etcd binary's path if VER needs no build
+#                               or install now (exit 1, nothing printed, if it does)
 #   provide.sh --go-client VER  the go.etcd.io/etcd/client/v3 version for VER
 set -euo pipefail
 
@@ -125,6 +127,19 @@ case "${1:-}" in
     ;;
   --resolve)
     resolve "${2:-}" | awk '{ print $1 }'
+    ;;
+  --cached)
+    read -r version source < <(resolve "${2:-}")
+    case "$source" in
+      debian) dir=/usr/bin ;;
+      *) dir="$(cache_root)/etcd/$version" ;;
+    esac
+    [ -x "$dir/etcd" ] && [ -x "$dir/etcdctl" ] || exit 1
+    if [ "$source" = debian ]; then
+      got="$("$dir/etcd" --version 2>/dev/null | awk '/^etcd Version:/ { print $3 }')"
+      [ "${got%.*}" = "${version%.*}" ] || exit 1
+    fi
+    echo "$dir/etcd"
     ;;
   --go-client)
     read -r version source < <(resolve "${2:-}")

@@ -102,6 +102,25 @@ func workersFor(d time.Duration, workers int, fn func(worker int) error) (float6
 	return float64(n) / d.Seconds(), firstErr
 }
 
+// putOnly measures go_put_seq alone: one round of the bench's paired
+// put_seq_vs_go_paired, which alternates short windows of both clients.
+func putOnly(endpoints []string, d time.Duration) (map[string]float64, error) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	defer cli.Close()
+	ctx := context.Background()
+	rate, err := sequential(d, func() error {
+		_, err := cli.Put(ctx, keyPrefix+"put", value)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("go_put_seq: %w", err)
+	}
+	return map[string]float64{"go_put_seq": rate}, nil
+}
+
 func run(endpoints []string, d time.Duration) (map[string]float64, error) {
 	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second})
 	if err != nil {
@@ -233,13 +252,16 @@ func main() {
 	endpoints := flag.String("endpoints", "127.0.0.1:2379", "comma-separated host:port list")
 	duration := flag.Duration("duration", 5*time.Second, "timed window per metric")
 	flag.DurationVar(&warmupFor, "warmup", time.Second, "untimed run before each timed window")
-	mode := flag.String("mode", "metrics", "metrics: every workload in turn; failover: see func failover")
+	mode := flag.String("mode", "metrics",
+		"metrics: every workload in turn; put: go_put_seq alone (one round of a paired comparison); failover: see func failover")
 	flag.Parse()
 
 	var out map[string]float64
 	var err error
 	if *mode == "failover" {
 		out, err = failover(strings.Split(*endpoints, ","), *duration)
+	} else if *mode == "put" {
+		out, err = putOnly(strings.Split(*endpoints, ","), *duration)
 	} else {
 		out, err = run(strings.Split(*endpoints, ","), *duration)
 	}

@@ -620,13 +620,77 @@ fun json(p: Peer): String =
 
 const val USAGE =
   "usage: java -jar kotlin-peer.jar --endpoints http://H:P[,...] --prefix fresh/prefix " +
-    "[--quick] [--only kt_a,kt_b] [--duration-ms N] [--warmup-ms N] [--jvm-warmup-ms N] [--waiters N] [--deadline-s N]"
+    "[--quick] [--only kt_a,kt_b] [--duration-ms N] [--warmup-ms N] [--jvm-warmup-ms N] [--waiters N] [--deadline-s N]\n" +
+    "       java -jar kotlin-peer.jar lock --endpoints http://H:P[,...] --name NAME --log FILE --tag TAG " +
+    "[--hold-ms N] [--release-file F] [--timeout-ms N]"
+
+// `lock` mode, for the interoperability tests: one DistributedMutex
+// acquisition on NAME (etcd's Lock RPC), with "start TAG" and "end TAG"
+// appended to FILE around a hold of --hold-ms, and "held" on stdout once it
+// holds (with --release-file, the hold ends as soon as F exists, or after
+// --hold-ms at the latest). Exit 0 after a clean release, 3 when the lock was not granted
+// within --timeout-ms, 1 when the hold was lost, 2 on bad usage.
+fun lockMode(args: List<String>, stdout: java.io.PrintStream): Int {
+  var endpoints = listOf<String>()
+  var name = ""
+  var log = ""
+  var tag = ""
+  var holdMs = 0L
+  var releaseFile = ""
+  var timeoutMs = 30_000L
+  var i = 0
+  fun next(): String = if (i + 1 < args.size) args[++i] else ""
+  while (i < args.size) {
+    when (args[i]) {
+      "--endpoints" -> endpoints = next().split(",").filter { it.isNotBlank() }.map { if ("://" in it) it else "http://$it" }
+      "--name" -> name = next()
+      "--log" -> log = next()
+      "--tag" -> tag = next()
+      "--hold-ms" -> holdMs = next().toLongOrNull() ?: -1
+      "--release-file" -> releaseFile = next()
+      "--timeout-ms" -> timeoutMs = next().toLongOrNull() ?: -1
+      else -> { System.err.println("unknown argument ${args[i]}\n$USAGE"); return 2 }
+    }
+    i++
+  }
+  if (endpoints.isEmpty() || name.isEmpty() || log.isEmpty() || tag.isEmpty() || holdMs < 0 || timeoutMs <= 0) {
+    System.err.println(USAGE)
+    return 2
+  }
+  val client = connectToEtcd(endpoints)
+  try {
+    DistributedMutex(client, name).use { mutex ->
+      if (!mutex.tryLock(timeoutMs.milliseconds)) {
+        log("lock: $name not granted within $timeoutMs ms")
+        return 3
+      }
+      val out = File(log)
+      out.appendText("start $tag\n")
+      stdout.println("held")
+      stdout.flush()
+      val until = TimeSource.Monotonic.markNow() + holdMs.milliseconds
+      while (!until.hasPassedNow() && !(releaseFile.isNotEmpty() && File(releaseFile).exists())) Thread.sleep(5)
+      out.appendText("end $tag\n")
+      if (!mutex.unlock()) {
+        log("lock: the hold on $name was lost")
+        return 1
+      }
+      return 0
+    }
+  } finally {
+    runCatching { client.close() }
+  }
+}
 
 fun main(args: Array<String>) {
   // stdout carries the JSON alone: anything else printing there (kotlin-logging
   // announces itself on stdout) goes to stderr.
   val stdout = System.out
   System.setOut(System.err)
+  if (args.firstOrNull() == "lock") {
+    // Recipes leave non-daemon executor threads behind; exit explicitly.
+    Runtime.getRuntime().halt(lockMode(args.drop(1), stdout))
+  }
   var endpoints = listOf<String>()
   var prefix = ""
   var quick = false

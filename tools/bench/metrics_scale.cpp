@@ -1,0 +1,271 @@
+// Production-scale metrics (--scale): many sessions (one lease each, the
+// default 10 s TTL) spread over 4 processes, kept for 60 s against one
+// private etcd member. The figure is the number of sessions lost, which
+// must be 0; the notes say what etcd received and spent meanwhile.
+#include <pthread.h>
+#include <sys/prctl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <ctime>
+#include <functional>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench.h"
+#include "etcd/session.h"
+#include "process.h"
+#include "server_metrics.h"
+
+namespace bench {
+namespace {
+
+using Seconds = std::chrono::duration<double>;
+
+std::string fmt(const char* format, auto... args) {
+  char buf[768];
+  std::snprintf(buf, sizeof buf, format, args...);
+  return buf;
+}
+
+constexpr auto kWorkerFlag = "--scale-sessions-worker";
+constexpr int kProcesses = 4;
+constexpr auto kTtl = std::chrono::seconds(10);
+constexpr auto kHold = std::chrono::seconds(60);
+// Sessions a worker starts at once (each start is one LeaseGrant).
+constexpr int kStartWave = 250;
+// How long a worker may take to start its sessions; how long it waits for
+// the bench's signals (the end of the hold, then the go-ahead to close).
+constexpr auto kStartBound = std::chrono::seconds(120);
+constexpr auto kSignalBound = kStartBound + kHold + std::chrono::seconds(120);
+// The bench tells its workers with this signal: the hold is over (report),
+// then: close.
+constexpr int kSignal = SIGUSR1;
+
+// Waits for kSignal (blocked in every thread of the worker) until
+// `deadline`, running `each` every 0.5 s meanwhile; false if it never came.
+bool await_signal(Clock::time_point deadline, const std::function<void()>& each) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, kSignal);
+  while (Clock::now() < deadline) {
+    const timespec half{0, 500'000'000};
+    if (::sigtimedwait(&set, nullptr, &half) == kSignal) return true;
+    each();
+  }
+  return false;
+}
+
+// etcd-recipes-bench --scale-sessions-worker ENDPOINTS COUNT TTL_S: starts
+// COUNT sessions and prints "ready"; keeps them until the bench signals the
+// end of the hold, then prints "done LOST RESTARTS STREAMS MIN_MARGIN_MS";
+// closes them at the bench's second signal, and exits. A session counts as
+// lost when its loss is reported (on_lost, for any reason but its own
+// close) or it is not alive at the end of the hold.
+int sessions_worker(const std::vector<std::string>& args) {
+  // Never outlives the bench, even one that crashed before killing it.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // Blocked before the client starts its threads, so only await_signal
+  // takes it.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, kSignal);
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  if (args.size() != 3) {
+    std::printf("error: usage: %s ENDPOINTS COUNT TTL_S\n", kWorkerFlag);
+    return 2;
+  }
+  try {
+    etcd::ClientOptions client_options;
+    std::istringstream endpoints(args[0]);
+    for (std::string ep; std::getline(endpoints, ep, ',');) client_options.endpoints.push_back(ep);
+    etcd::Client client(std::move(client_options));
+    const int count = std::stoi(args[1]);
+    const auto ttl = std::chrono::seconds(std::stoi(args[2]));
+
+    std::vector<std::shared_ptr<etcd::Session>> sessions;
+    std::vector<etcd::Subscription> subs;
+    auto lost = std::make_shared<std::atomic<int>>(0);
+    sessions.reserve(static_cast<std::size_t>(count));
+    Completions started;
+    const auto start_deadline = Clock::now() + kStartBound;
+    for (int i = 0; i < count; ++i) {
+      auto session = etcd::Session::create(client, etcd::SessionOptions{.ttl = ttl});
+      subs.push_back(session->on_lost([lost](const etcd::Status& why) {
+        if (!why.is(etcd::Errc::kClosed)) lost->fetch_add(1);
+      }));
+      started.add(session->start().timeout(kCallBound));
+      sessions.push_back(std::move(session));
+      if ((i + 1) % kStartWave == 0 || i + 1 == count) started.wait_all(start_deadline, "session starts");
+    }
+    std::printf("ready %d\n", count);
+    std::fflush(stdout);
+
+    // The closest any session came to its expiry, sampled every 0.5 s.
+    auto min_margin = Clock::duration::max();
+    const auto deadline = Clock::now() + kSignalBound;
+    if (!await_signal(deadline, [&] {
+          const auto now = Clock::now();
+          for (const auto& s : sessions) {
+            if (s->alive()) min_margin = std::min(min_margin, s->safe_until() - now);
+          }
+        })) {
+      throw std::runtime_error("the bench never ended the hold");
+    }
+    int not_alive = 0;
+    for (const auto& s : sessions) not_alive += s->alive() ? 0 : 1;
+    const auto stats = client.stats();
+    std::printf("done %d %llu %llu %lld\n", std::max(lost->load(), not_alive),
+                static_cast<unsigned long long>(stats.lease_stream_restarts),
+                static_cast<unsigned long long>(stats.lease_streams),
+                static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(min_margin).count()));
+    std::fflush(stdout);
+    // Still kept while the bench reads etcd's counters: closing now would
+    // count as revokes.
+    (void)await_signal(deadline, [] {});
+    Completions closed;
+    for (const auto& s : sessions) closed.add(s->close().timeout(kCallBound));
+    closed.wait_all(Clock::now() + kCallBound + std::chrono::seconds(5), "session closes");
+    return 0;
+  } catch (const std::exception& e) {
+    std::printf("error: %s\n", e.what());
+    std::fflush(stdout);
+    return 1;
+  }
+}
+
+struct Scrape {
+  double keepalives = 0;    // LeaseKeepAlive requests etcd received
+  double cpu_seconds = 0;   // etcd's process CPU time
+  double revoked = 0;       // leases etcd revoked (an expiry is a revoke)
+  Clock::time_point at{};
+};
+
+Scrape scrape(const std::string& metrics_endpoint) {
+  const auto samples = scrape_metrics(metrics_endpoint, std::chrono::seconds(10));
+  Scrape s;
+  s.keepalives = sum_series(samples, "grpc_server_msg_received_total", "grpc_method=\"LeaseKeepAlive\"");
+  s.cpu_seconds = sum_series(samples, "process_cpu_seconds_total");
+  s.revoked = sum_series(samples, "etcd_debugging_lease_revoked_total");
+  s.at = Clock::now();
+  return s;
+}
+
+std::string expect_line(ChildProcess& child, const std::string& word, Clock::time_point deadline, int index) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  const auto line = child.read_line(std::max(left, std::chrono::milliseconds(1)));
+  if (!line || !line->starts_with(word + " ")) {
+    throw std::runtime_error(fmt("worker %d said '%s' (expected '%s ...')", index, line.value_or("(nothing)").c_str(),
+                                 word.c_str()));
+  }
+  return line->substr(word.size() + 1);
+}
+
+// `total` sessions in kProcesses workers against a private member of the
+// bench's etcd release, kept for kHold.
+double sessions_lost(Context& ctx, int total) {
+  const auto& bench_cluster = ctx.cluster();  // Skipped with --endpoints
+  etcd::testing::EtcdClusterOptions options;
+  options.members = 1;
+  options.etcd_binary = bench_cluster.binary();
+  options.heartbeat = bench_cluster.options().heartbeat;
+  options.election_timeout = bench_cluster.options().election_timeout;
+  auto cluster = etcd::testing::EtcdCluster::start(std::move(options));
+  cluster->wait_for_leader(std::chrono::seconds(30));
+  const std::string metrics_endpoint = "127.0.0.1:" + std::to_string(cluster->metrics_port(0));
+
+  std::vector<std::unique_ptr<ChildProcess>> workers;
+  for (int i = 0; i < kProcesses; ++i) {
+    const int n = total / kProcesses + (i < total % kProcesses ? 1 : 0);
+    workers.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{
+        self_path().string(), kWorkerFlag, cluster->endpoints_csv(), std::to_string(n), std::to_string(kTtl.count())}));
+  }
+  const auto signal_all = [&] {
+    for (auto& w : workers) ::kill(w->pid(), kSignal);
+  };
+  const auto started_at = Clock::now();
+  const auto ready_deadline = started_at + kStartBound + std::chrono::seconds(10);
+  for (int i = 0; i < kProcesses; ++i) {
+    (void)expect_line(*workers[static_cast<std::size_t>(i)], "ready", ready_deadline, i);
+  }
+  const double start_s = Seconds(Clock::now() - started_at).count();
+  // Every worker holds its sessions over the same window.
+  const Scrape before = scrape(metrics_endpoint);
+  std::this_thread::sleep_for(kHold);
+  const Scrape after = scrape(metrics_endpoint);
+  signal_all();
+  const auto report_deadline = Clock::now() + std::chrono::seconds(30);
+  int lost = 0;
+  unsigned long long restarts = 0, streams = 0;
+  long long min_margin_ms = -1;
+  for (int i = 0; i < kProcesses; ++i) {
+    const auto line = expect_line(*workers[static_cast<std::size_t>(i)], "done", report_deadline, i);
+    std::istringstream in(line);
+    int l = 0;
+    unsigned long long r = 0, s = 0;
+    long long m = 0;
+    if (!(in >> l >> r >> s >> m)) {
+      throw std::runtime_error("worker " + std::to_string(i) + " said 'done " + line + "'");
+    }
+    lost += l;
+    restarts += r;
+    streams += s;
+    min_margin_ms = min_margin_ms < 0 ? m : std::min(min_margin_ms, m);
+  }
+  // Now they may close their sessions; they exit when done (bounded; then
+  // they are killed), so the member is not killed in the middle of the
+  // revokes.
+  signal_all();
+  const auto closed_deadline = Clock::now() + kCallBound + std::chrono::seconds(10);
+  for (auto& w : workers) {
+    while (Clock::now() < closed_deadline &&
+           w->read_line(std::chrono::duration_cast<std::chrono::milliseconds>(closed_deadline - Clock::now()))) {
+    }
+  }
+  const double window_s = Seconds(after.at - before.at).count();
+  const double keepalives_per_s = (after.keepalives - before.keepalives) / window_s;
+  const double cpu_pct = 100.0 * (after.cpu_seconds - before.cpu_seconds) / window_s;
+  const double revoked = after.revoked - before.revoked;
+  const double needed_per_s = total * 3.0 / static_cast<double>(kTtl.count());
+  const std::string name = ctx.metric();
+  ctx.set_detail(name, {{"keepalives_per_s", keepalives_per_s},
+                        {"keepalives_needed_per_s", needed_per_s},
+                        {"etcd_cpu_pct", cpu_pct},
+                        {"stream_restarts", static_cast<double>(restarts)},
+                        {"lease_streams", static_cast<double>(streams)},
+                        {"leases_revoked_by_etcd", revoked},
+                        {"min_margin_ms", static_cast<double>(min_margin_ms)},
+                        {"start_s", start_s}});
+  ctx.note(fmt("%s: etcd %s, %d sessions (TTL %lld s) in %d processes for %.0f s: %d lost, %.0f revoked by etcd; "
+               "etcd received %.0f keep-alives/s (%.0f needed at TTL/3), etcd CPU %.0f%%; %llu keep-alive streams, "
+               "%llu stream restarts; closest margin %lld ms; started in %.1f s",
+               name.c_str(), cluster->version().text.c_str(), total, static_cast<long long>(kTtl.count()),
+               kProcesses, window_s, lost, revoked, keepalives_per_s, needed_per_s, cpu_pct, streams, restarts,
+               min_margin_ms, start_s));
+  // An expiry etcd saw is a loss whatever the workers believe.
+  return std::max<double>(lost, revoked);
+}
+
+Metric scale(std::string name, int order, int total) {
+  return {.name = std::move(name),
+          .unit = "sessions",
+          .kind = Kind::kCount,
+          .base = "",
+          .order = order,
+          .needs_scale = true,
+          .run = [total](Context& ctx) { return sessions_lost(ctx, total); }};
+}
+
+[[maybe_unused]] const bool kRegistered = add_metrics({
+                                              scale("sessions_lost_2500", 4000, 2500),
+                                              scale("sessions_lost_10k", 4001, 10000),
+                                          }) &&
+                                          add_helper_mode({.flag = kWorkerFlag, .run = sessions_worker});
+
+}  // namespace
+}  // namespace bench
