@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # One entry point for newcomers and CI:
-#   ./dev.sh demo        install what is missing, build, run `etcd-recipes demo`
+#   ./dev.sh demo        install what is missing, build the tool alone, run
+#                        `etcd-recipes demo` (with Debian's etcd while the
+#                        default release is not built yet)
 #   ./dev.sh test        install what is missing, build, run the whole test suite
 #   ./dev.sh test-asan   the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   ./dev.sh test-tsan   the same under ThreadSanitizer
 #   ./dev.sh bench [ARGS...]   build (Release) and run etcd-recipes-bench
+#   ./dev.sh chaos [--minutes N] [--seed S] [ARGS...]  the nemesis campaign
+#                              (tests/chaos): faults against a 3-member
+#                              cluster while every recipe family runs, each
+#                              with a checker; report in build/chaos-report.txt
 #   ./dev.sh etcd [VERSION]    provide etcd + etcdctl of a pinned release (3.4,
 #                              3.5, 3.6, 3.7 or an exact x.y.z from
 #                              tools/etcd-releases/versions.txt; default: the
 #                              default release) and print the etcd binary's path
-#   ./dev.sh test-matrix [VERSION...] [-- CTEST_ARGS...]  the recipes, fault,
-#                              cli and python labels on every pinned release
+#   ./dev.sh test-matrix [VERSION...] [-- CTEST_ARGS...]  the recipes, fault
+#                              and python labels on every pinned release
 #                              (or the ones named; --others: all but the
 #                              default), a summary per release
 # Idempotent: packages are installed only when missing; builds are incremental.
@@ -28,6 +34,7 @@ PACKAGES=(
   libasio-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   etcd-server etcd-client openssl procps
+  nftables # partitions between members (etcd/testing/private_network.h)
   file strace # cpack -G DEB runs file(1); tests/packaging traces the consumer build
   pybind11-dev python3-dev python3-pytest python3-etcd3
 )
@@ -47,9 +54,15 @@ install_packages() {
   # never uses it (every test and the demo start private members).
 }
 
-build() {  # $1 = preset
-  cmake --preset "$1" >/dev/null
-  cmake --build --preset "$1"
+build() {  # $1 = preset, then optional targets (default: everything)
+  local preset="$1"
+  shift
+  cmake --preset "$preset" >/dev/null
+  if [ $# -gt 0 ]; then
+    cmake --build --preset "$preset" --target "$@"
+  else
+    cmake --build --preset "$preset"
+  fi
 }
 
 etcd_release() { tools/etcd-releases/provide.sh "$@"; }
@@ -64,8 +77,32 @@ use_default_etcd() {
   echo "==> etcd: $ETCD_RECIPES_ETCD ($("$ETCD_RECIPES_ETCD" --version | sed -n 's/^etcd Version: //p'))"
 }
 
-# The recipes, fault, cli and python labels on each release; a summary per
-# release at the end. $@: versions (default: every pinned release).
+# For the demo: the default release if it is built already, else Debian's
+# etcd (installed with the packages) at once, rather than minutes of
+# building the default release first; one line says which and why.
+use_demo_etcd() {
+  if [ -n "${ETCD_RECIPES_ETCD:-}" ]; then
+    use_default_etcd
+    return
+  fi
+  local cached
+  if cached="$(etcd_release --cached default)"; then
+    ETCD_RECIPES_ETCD="$cached"
+    export ETCD_RECIPES_ETCD
+    use_default_etcd
+    return
+  fi
+  ETCD_RECIPES_ETCD=/usr/bin/etcd
+  export ETCD_RECIPES_ETCD
+  echo "==> etcd: Debian's $ETCD_RECIPES_ETCD ($("$ETCD_RECIPES_ETCD" --version | sed -n 's/^etcd Version: //p')) for the demo; the default release $(etcd_release --resolve default) is not built yet (./dev.sh etcd builds it once, in a few minutes; ./dev.sh test does too)"
+}
+
+# The labels whose tests talk to etcd through the library on each release:
+# the recipes, the faults and the Python package. The CLI is a thin tool
+# over the same library; its tests run with the whole suite on the default
+# release. A summary per release at the end. $@: versions (default: every
+# pinned release).
+MATRIX_LABELS='recipes|fault|python'
 test_matrix() {
   local versions=("$@") v etcd log rc summary=() failed=0
   if [ ${#versions[@]} -eq 0 ] || [ "${versions[0]}" = --others ]; then
@@ -82,11 +119,11 @@ test_matrix() {
     local exact
     exact="$(etcd_release --resolve "$v")"
     log="build/test-matrix/etcd-$exact.log"
-    echo "==> etcd $exact ($etcd): ctest -L 'recipes|fault|cli|python' (log: $log)"
+    echo "==> etcd $exact ($etcd): ctest -L '$MATRIX_LABELS' (log: $log)"
     rc=0
     # ETCD_RECIPES_ETCDCTL is left to default to the etcdctl beside $etcd.
     env -u ETCD_RECIPES_ETCDCTL ETCD_RECIPES_ETCD="$etcd" \
-      ctest --preset default -L 'recipes|fault|cli|python' --output-on-failure "${CTEST_ARGS[@]}" >"$log" 2>&1 || rc=$?
+      ctest --preset default -L "$MATRIX_LABELS" --output-on-failure "${CTEST_ARGS[@]}" >"$log" 2>&1 || rc=$?
     local line
     line="$(grep -E '^[0-9]+% tests passed' "$log" | tail -1)"
     [ -n "$line" ] || line="ctest exited $rc (see $log)"
@@ -111,8 +148,9 @@ case "$cmd" in
 esac
 case "$cmd" in
   demo)
-    build default
-    use_default_etcd
+    # Only what the demo runs: the tests and the rest build with ./dev.sh test.
+    build default etcd-recipes
+    use_demo_etcd
     exec ./build/tools/etcd-recipes/etcd-recipes demo "$@"
     ;;
   test)
@@ -140,6 +178,12 @@ case "$cmd" in
     # internal synchronisation is invisible to it (tests/tsan.supp).
     TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp ${TSAN_OPTIONS:-}" ctest --preset tsan "$@"
     ;;
+  chaos)
+    cmake --preset default >/dev/null
+    cmake --build --preset default --target etcd-recipes-chaos
+    use_default_etcd
+    exec ./build/tests/etcd-recipes-chaos --report build/chaos-report.txt "$@"
+    ;;
   bench)
     cmake --preset release >/dev/null
     cmake --build --preset release --target etcd-recipes-bench
@@ -147,7 +191,7 @@ case "$cmd" in
     exec ./build-release/tools/bench/etcd-recipes-bench "$@"
     ;;
   *)
-    echo "usage: $0 demo|test|test-matrix|test-asan|test-tsan|bench|etcd [args]" >&2
+    echo "usage: $0 demo|test|test-matrix|test-asan|test-tsan|bench|chaos|etcd [args]" >&2
     exit 2
     ;;
 esac

@@ -1,6 +1,7 @@
 // The client's calls and the Txn builder in the co_await style, exactly in
-// the forms docs/client.md shows. GCC 12 miscompiled some of them when a
-// function had defaulted class-type parameters; ASan checks them here.
+// the forms docs/client.md shows, named and braced. GCC 12 miscompiled some
+// of them (defaulted class-type parameters, options owning memory); ASan
+// checks them here.
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -35,6 +36,8 @@ ETCD_TOUR_TASK(coawait_kv) {
   tour::expect(got.ok() && got->first()->value == "v2", "get");
   etcd::GetOptions all{.prefix = true};
   auto listed = co_await client.get(prefix, all);
+  auto braced = co_await client.get(prefix, {.prefix = true, .keys_only = true});
+  tour::expect(braced.ok() && braced->kvs.size() == 1, "get by prefix, braced");
   tour::expect(listed.ok() && listed->kvs.size() == 1, "get by prefix");
   auto timed = co_await client.get(k).timeout(2s);
   tour::expect(timed.ok(), "get with a timeout");

@@ -1,7 +1,7 @@
 // Service discovery as a service and its callers use it: register, query,
 // a provider's picks with error ejection, unregister — blocking and with
-// co_await (named option variables: GCC 12 mishandles a braced temporary
-// inside a co_await expression).
+// co_await (a named ServiceInstance: GCC 12 destroys a braced aggregate that
+// owns memory twice inside a co_await expression, docs/client.md).
 #include "etcd/recipes/service_discovery.h"
 #include "tour.h"
 

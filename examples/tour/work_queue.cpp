@@ -58,9 +58,7 @@ ETCD_TOUR_TASK(work_queue_coawait) {
   auto none = co_await work.try_receive();
   tour::expect(none.ok() && !none->has_value(), "nothing left");
   work.close();
-  // A named options variable, not a braced temporary, inside co_await (GCC
-  // 12: docs/client.md).
-  etcd::DeleteOptions all{.prefix = true};
-  (co_await client.del(prefix, all)).value();
+  // Braced options inside co_await: they own no memory (docs/client.md).
+  (co_await client.del(prefix, {.prefix = true})).value();
   co_return;
 }

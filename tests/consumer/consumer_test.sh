@@ -63,6 +63,7 @@ run_program() {
 
 run_program quick_start "$WORK/build/quick_start" "$EP"
 run_program lock_example "$WORK/build/lock_example" "$EP"
+run_program braced_options "$WORK/build/braced_options" "$EP"
 run_program tour "$WORK/build/tour" "$EP"
 sed 's/^/      /' "$WORK/tour.out"
 # The JSON codec's section is built only when the package's json component
@@ -71,6 +72,21 @@ if grep -q "^ok   typed_values$" "$WORK/tour.out"; then
   pass "tour: typed values with etcd_recipes::json"
 else
   fail "tour: typed values with etcd_recipes::json" "section missing or failed (is nlohmann-json3-dev installed?)"
+fi
+
+# The documentation's C++ examples (tests/docs as a project of its own),
+# each as written and in its co_await form, against the installed package.
+step "the documentation's examples against the installed package"
+if cmake -S "$SRC/tests/docs" -B "$WORK/docs" "${generator[@]}" \
+  -DCMAKE_PREFIX_PATH="$WORK/prefix" -DCMAKE_CXX_COMPILER="$CXX" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS="-fsanitize=address -fno-omit-frame-pointer" \
+  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address" >"$WORK/docs-configure.log" 2>&1 &&
+  cmake --build "$WORK/docs" -j2 >"$WORK/docs-build.log" 2>&1; then
+  pass "docs: build"
+  run_program doc_examples "$WORK/docs/doc_examples"
+  grep -c "^ok .*(co_await)" "$WORK/doc_examples.out" | sed 's/^/      co_await forms run: /'
+else
+  fail "docs: build" "$(grep -E "error|Error" -A3 "$WORK/docs-configure.log" "$WORK/docs-build.log" | head -40)"
 fi
 
 step "pkg-config"

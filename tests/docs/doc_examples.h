@@ -12,6 +12,7 @@ namespace doc_examples {
 struct Example {
   const char* page;  // docs/recipes/NAME.md
   int line;          // the block's first code line
+  const char* form;  // "" as written, "co_await": its waits written as co_await
   void (*run)(etcd::Client& client);
 };
 

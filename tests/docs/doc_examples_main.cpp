@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
   for (const auto& example : doc_examples::all()) {
     const std::string page = file_name(example.page);
     if (!only.empty() && !only.contains(page)) continue;
-    const std::string where = std::string(example.page) + ":" + std::to_string(example.line);
+    std::string where = std::string(example.page) + ":" + std::to_string(example.line);
+    if (*example.form != '\0') where += std::string(" (") + example.form + ")";
     // Printed before the run: if an example hangs, ctest's timeout output
     // ends with the one that did.
     std::cout << "run  " << where << std::endl;
@@ -63,7 +64,7 @@ int main(int argc, char** argv) {
     try {
       etcd::ClientOptions options;
       options.endpoints = cluster->endpoints();
-      options.namespace_prefix = "docs/" + page + "/" + std::to_string(example.line);
+      options.namespace_prefix = "docs/" + page + "/" + std::to_string(example.line) + "/" + example.form;
       etcd::Client client(options);
       example.run(client);
       client.close();

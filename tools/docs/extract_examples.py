@@ -14,7 +14,10 @@ page (one TU: including all the recipe headers costs about 40 s of compile
 time, which one file pays once). Each block becomes the body of a function
 ``void example_<line>(etcd::Client& client)`` in a namespace of its page,
 with ``std::chrono_literals`` in scope; a block that uses ``co_await``
-becomes an ``etcd::Task<void>`` run under ``etcd::sync_wait``. ``#include``
+becomes an ``etcd::Task<void>`` run under ``etcd::sync_wait``. A block
+that waits for calls (``EXPR.wait()``) is also compiled and run in the
+co_await form, each such wait written as ``(co_await EXPR)``
+(``co_await_form``), so that both styles of every example are tested. ``#include``
 lines are moved to the top of the file. ``#line`` directives point compiler
 errors and failed ``assert``s at the Markdown line. The harness
 (tests/docs/doc_examples_main.cpp) runs them against a private etcd.
@@ -91,6 +94,145 @@ def blocks(path: str) -> List[Block]:
     return out
 
 
+_WAIT = re.compile(r"\s*\.\s*wait\s*\(\s*\)")
+_LAMBDA = re.compile(r"\]\s*(\((?:[^()]|\([^()]*\))*\))?\s*(mutable\s*)?(->\s*[\w:<>, ]+?\s*)?\{")
+_OPEN = {")": "(", "]": "[", "}": "{", ">": "<"}
+
+
+def _literal_spans(text: str) -> List[range]:
+    """Where the string and character literals are (their quotes included),
+    so that brackets inside them are not counted."""
+    spans: List[range] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "/" and text.startswith("//", i):
+            end = text.find("\n", i)
+            end = len(text) if end < 0 else end
+            spans.append(range(i, end))
+            i = end
+        elif c in "\"'" and not (c == "'" and i > 0 and text[i - 1].isalnum()):  # 1'000 is a digit separator
+            j = i + 1
+            while j < len(text) and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            spans.append(range(i, j + 1))
+            i = j + 1
+        else:
+            i += 1
+    return spans
+
+
+def _without_comments(code: List[str]) -> str:
+    """The code with its // comments blanked (a comment may say co_await)."""
+    text = "\n".join(code)
+    for span in reversed(_literal_spans(text)):
+        if text.startswith("//", span.start):
+            text = text[:span.start] + text[span.stop:]
+    return text
+
+
+def _matching_open(text: str, close: int, inside: List[bool]) -> int:
+    """The index of the bracket that `text[close]` closes, or -1."""
+    depth = 0
+    for i in range(close, -1, -1):
+        if inside[i]:
+            continue
+        if text[i] in _OPEN:
+            depth += 1
+        elif text[i] in "([{":
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+def _expression_start(text: str, end: int, inside: List[bool]) -> int:
+    """The start of the postfix expression that ends at text[end - 1] (a
+    closing parenthesis): calls, member access and qualified names, across
+    lines, as in `client.get(k)\n    .timeout(2s)`."""
+    i = end - 1
+    while True:
+        if i >= 0 and text[i] in ")]" and not inside[i]:
+            i = _matching_open(text, i, inside) - 1
+            if i < -1:
+                return -1
+            continue
+        j = i
+        while j >= 0 and (text[j].isalnum() or text[j] == "_"):
+            j -= 1
+        if j < i:  # a name: it may be qualified or a member
+            i = j
+        k = i
+        while k >= 0 and text[k] in " \t\n":
+            k -= 1
+        if k >= 1 and text[k - 1:k + 1] in ("::", "->"):
+            i = k - 2
+        elif k >= 0 and text[k] == "." and not (k >= 1 and text[k - 1].isdigit()):
+            i = k - 1
+        else:
+            return i + 1
+        while i >= 0 and text[i] in " \t\n":
+            i -= 1
+
+
+def _lambda_bodies(text: str, inside: List[bool]) -> List[range]:
+    """Where the bodies of the lambdas are (their braces included)."""
+    lambdas: List[range] = []
+    for m in _LAMBDA.finditer(text):
+        if inside[m.start()]:
+            continue
+        open_brace = m.end() - 1
+        depth = 0
+        for i in range(open_brace, len(text)):
+            if inside[i]:
+                continue
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            if depth == 0:
+                lambdas.append(range(open_brace, i + 1))
+                break
+    return lambdas
+
+
+def co_await_form(code: List[str]) -> List[str]:
+    """The block with every `EXPR.wait()` on a call's result written as
+    `(co_await EXPR)`, line for line (the line count does not change, so
+    #line still points at the page). `.wait()` inside a lambda's body, or
+    applied to a name rather than a call (`barrier.wait()` is itself a
+    call), is left alone. Returns the lines unchanged when there is no
+    such wait."""
+    text = "\n".join(code)
+    inside = [False] * len(text)
+    for span in _literal_spans(text):
+        for i in span:
+            if i < len(text):
+                inside[i] = True
+    lambdas = _lambda_bodies(text, inside)
+    changed = False
+    waits = [m for m in _WAIT.finditer(text)
+             if not inside[m.start()] and not any(m.start() in r for r in lambdas)]
+    for m in reversed(waits):
+        before = m.start() - 1
+        if before < 0 or text[before] != ")":
+            continue
+        start = _expression_start(text, m.start(), inside)
+        if start < 0:
+            continue
+        text = text[:start] + "(co_await " + text[start:m.start()] + ")" + text[m.end():]
+        changed = True
+    if changed:
+        # The block is a coroutine now: its own returns (not its lambdas') are co_returns.
+        inside = [False] * len(text)
+        for span in _literal_spans(text):
+            for i in span:
+                if i < len(text):
+                    inside[i] = True
+        lambda_ranges = _lambda_bodies(text, inside)
+        for m in reversed(list(re.finditer(r"\breturn\s*;", text))):
+            if not inside[m.start()] and not any(m.start() in r for r in lambda_ranges):
+                text = text[:m.start()] + "co_return;" + text[m.end():]
+    return text.split("\n")
+
+
 def _page_id(path: str) -> str:
     """A C++ identifier for a page: docs/recipes/work_queue.md -> work_queue."""
     stem = os.path.splitext(os.path.basename(path))[0]
@@ -130,6 +272,11 @@ def generate_cpp(pages: List[str], root: str, out_name: str) -> str:
     w.add("// Generated by tools/docs/extract_examples.py from docs/recipes/*.md: do not edit.",
           "// The examples state what they show with assert(): keep it on whatever the build type.",
           "#undef NDEBUG",
+          "// A block's local struct lives in the co_await form's coroutine frame; GCC",
+          "// warns about a frame member of a type without linkage, harmless here.",
+          "#if defined(__GNUC__) && !defined(__clang__)",
+          "#pragma GCC diagnostic ignored \"-Wsubobject-linkage\"",
+          "#endif",
           "#include <cassert>",
           "#include <chrono>",
           "",
@@ -148,19 +295,24 @@ def generate_cpp(pages: List[str], root: str, out_name: str) -> str:
         ns = "doc_" + _page_id(page)
         w.add(f"namespace {ns} {{", "using namespace std::chrono_literals;", "")
         for b in page_blocks:
-            name = f"example_{b.line}"
             body = ["" if _INCLUDE.match(line) else line for line in b.code]
-            coroutine = any(_COROUTINE.search(line) for line in body)
-            signature = (f"etcd::Task<void> {name}_task([[maybe_unused]] etcd::Client& client) {{" if coroutine
-                         else f"void {name}([[maybe_unused]] etcd::Client& client) {{")
-            w.add(signature, f"#line {b.line} {_c_string(rel)}")
-            w.add(*body)
-            w.back_to_self()
-            w.add("}")
-            if coroutine:
-                w.add(f"void {name}(etcd::Client& client) {{ etcd::sync_wait({name}_task(client)); }}")
-            w.add("")
-            registry.append(f"    {{{_c_string(rel)}, {b.line}, &{ns}::{name}}},")
+            forms = [("example", body, "")]
+            twin = co_await_form(body)
+            if twin != body:
+                forms.append(("co_await", twin, "co_await"))
+            for kind, code, form in forms:
+                name = f"{kind}_{b.line}"
+                coroutine = _COROUTINE.search(_without_comments(code)) is not None
+                signature = (f"etcd::Task<void> {name}_task([[maybe_unused]] etcd::Client& client) {{" if coroutine
+                             else f"void {name}([[maybe_unused]] etcd::Client& client) {{")
+                w.add(signature, f"#line {b.line} {_c_string(rel)}")
+                w.add(*code)
+                w.back_to_self()
+                w.add("}")
+                if coroutine:
+                    w.add(f"void {name}(etcd::Client& client) {{ etcd::sync_wait({name}_task(client)); }}")
+                w.add("")
+                registry.append(f"    {{{_c_string(rel)}, {b.line}, {_c_string(form)}, &{ns}::{name}}},")
         w.add(f"}}  // namespace {ns}", "")
 
     w.add("namespace doc_examples {",
@@ -170,7 +322,7 @@ def generate_cpp(pages: List[str], root: str, out_name: str) -> str:
     w.add(*registry)
     if not registry:
         # A zero-length array is not C++; the harness fails on an empty list.
-        w.add('    {"(none)", 0, nullptr},')
+        w.add('    {"(none)", 0, "", nullptr},')
     w.add("  };",
           f"  return std::span<const Example>(examples, {len(registry)});",
           "}",
