@@ -375,6 +375,45 @@ TEST_F(ElectionTest, ResignAndStartAtOnceGiveAFreshTermWithoutASpuriousLoss) {
   EXPECT_TRUE(ends[0].ok()) << ends[0].to_string();  // the resign, and no loss
 }
 
+TEST_F(ElectionTest, ResignAndStartAtOnceWhileWaitingKeepCampaigning) {
+  LeaderLatch holder(client(), key("rejoin"), "h");
+  holder.start();
+  ASSERT_TRUE(holder.await_for(5s));
+  LeaderLatch waiter(client(), key("rejoin"), "w");
+  waiter.start();
+  // The waiter's queue entry: its create revision, once it has one.
+  auto waiting_since = [&]() -> int64_t {
+    auto parts = waiter.participants().wait();
+    if (!parts.ok()) return 0;
+    for (const auto& p : *parts) {
+      if (p.value == "w") return p.term;
+    }
+    return 0;
+  };
+  int64_t since = 0;
+  ASSERT_TRUE(eventually([&] { return (since = waiting_since()) != 0; }, 5s));
+  for (int round = 0; round < 5; ++round) {
+    // The resign cancels the campaign (its key is deleted); the start asked
+    // for meanwhile joins the queue again, with a new key, once that is over.
+    Mailbox<Result<bool>> resigned;
+    waiter.resign().then([&](Result<bool> r) { resigned.put(std::move(r)); });
+    waiter.start();
+    auto r = resigned.take(5s);
+    ASSERT_TRUE(r.has_value() && r->ok());
+    EXPECT_FALSE(**r);  // it was not leading
+    const int64_t before = since;
+    ASSERT_TRUE(eventually(
+        [&] {
+          since = waiting_since();
+          return since > before;
+        },
+        5s))
+        << "round " << round << ": not queued again";
+  }
+  ASSERT_TRUE(holder.resign().wait().ok());
+  EXPECT_TRUE(waiter.await_for(5s));
+}
+
 TEST_F(ElectionTest, AwaitingInEveryFlavourWithDeadlinesStopTokensAndClose) {
   LeaderLatch holder(client(), key("await"), "h");
   LeaderLatch waiter(client(), key("await"), "w");

@@ -37,7 +37,13 @@ void Candidate::campaign(bool caller_waits) {
   std::stop_token stop;
   {
     std::lock_guard lock(mu_);
-    if (core->closed() || campaigning_) return;
+    if (core->closed()) return;
+    if (campaigning_) {
+      // A campaign being cancelled (a resign) cannot be joined: campaign
+      // again once it has wound down.
+      if (campaign_stop_.stop_requested()) campaign_wanted_ = true;
+      return;
+    }
     const auto phase = slot->phase();
     if (releasing_ || phase == HolderSlot::Phase::kReleasing) {
       campaign_wanted_ = true;  // once the last term's key is gone
@@ -67,10 +73,23 @@ void Candidate::on_campaign_done(uint64_t id, Result<std::optional<Hold>> r) {
     cancelled = campaign_stop_.stop_requested();
   }
   if (r.ok() && *r && cancelled) {
-    // Elected just as we resigned: leave at once.
+    // Elected just as we resigned: leave at once; a campaign asked for
+    // meanwhile joins once the key is gone.
+    {
+      std::lock_guard lock(mu_);
+      releasing_ = true;
+    }
     Hold hold = **r;
-    return (void)hold.release().then([resigned](Result<bool>) {
+    std::weak_ptr<Candidate> weak = weak_from_this();
+    return (void)hold.release().then([weak, resigned](Result<bool>) {
       for (auto& done : resigned) done(ResignOutcome{});
+      if (auto self = weak.lock()) {
+        {
+          std::lock_guard lock(self->mu_);
+          self->releasing_ = false;
+        }
+        self->wound_down();
+      }
     });
   }
   for (auto& done : resigned) done(ResignOutcome{});
@@ -158,6 +177,9 @@ void Candidate::resign(std::function<void(ResignOutcome)> done, bool caller_wait
   if (was_leader) core->metrics().set("etcd_recipes_election_leader", driver_->labels(), 0);
   std::weak_ptr<Candidate> weak = weak_from_this();
   state->release(caller_waits, [weak, was_leader, done = std::move(done)](Result<bool> r) {
+    // The resign is reported before a campaign asked for meanwhile starts:
+    // its end of term must not land after the next term's start.
+    done(ResignOutcome{.was_leader = was_leader, .intact = was_leader && r.ok() && *r});
     if (auto self = weak.lock()) {
       {
         std::lock_guard lock(self->mu_);
@@ -165,7 +187,6 @@ void Candidate::resign(std::function<void(ResignOutcome)> done, bool caller_wait
       }
       self->wound_down();
     }
-    done(ResignOutcome{.was_leader = was_leader, .intact = was_leader && r.ok() && *r});
   });
 }
 
