@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "etcd/recipes/metrics.h"
 #include "etcd/recipes/work_queue.h"
 #include "etcd/testing/fault_proxy.h"
 #include "support/etcd_fixture.h"
@@ -125,6 +126,40 @@ TEST_F(WorkQueueTest, AStaleAckFailsAfterARedelivery) {
   EXPECT_FALSE(first.requeue().wait().value());
   EXPECT_TRUE(get(second.key()).has_value()) << "the stale ack deleted nothing";
   EXPECT_TRUE(second.ack().wait().value());
+}
+
+TEST_F(WorkQueueTest, AClaimUnderTheConsumersLeaseThatItNeverGotIsGivenBack) {
+  // What a take leaves behind when it applied but its consumer never
+  // learned so (the outcome unknown twice): a claim under the consumer's
+  // lease, which lives as long as the consumer does. Written here by hand,
+  // exactly as the take writes it.
+  const std::string name = key("orphan");
+  auto metrics = std::make_shared<recipes::PrometheusMetrics>();
+  WorkQueueOptions with_metrics = visibility(30s);
+  with_metrics.recipe.metrics = metrics;
+  DistributedWorkQueue a(client(), name, with_metrics);
+  DistributedWorkQueue b(client(), name, visibility(30s));
+  (void)a.enqueue("warm-up").wait().value();
+  WorkItem warm = a.receive().timeout(10s).wait().value();
+  const int64_t lease = get(name + "/claims/" + warm.id())->lease;
+  ASSERT_TRUE(warm.ack().wait().value());
+
+  const std::string job = a.enqueue("job").wait().value().keys.at(0);
+  const std::string id = job.substr((name + "/items/").size());
+  Txn claim;
+  claim.when(Compare::create_revision(name + "/claims/" + id) == 0)
+      .then(Op::put(name + "/claims/" + id, "orphan", PutOptions{.lease = lease}),
+            Op::put(job, "", PutOptions{.ignore_value = true}));
+  ASSERT_TRUE(client().txn(std::move(claim)).wait()->succeeded);
+
+  // `a` sees a claim under its lease that no take of its was given, and
+  // deletes it: the item is delivered again, here to `b`, while `a` lives.
+  WorkItem again = b.receive().timeout(10s).wait().value();
+  EXPECT_EQ(again.value(), "job");
+  EXPECT_EQ(again.attempt(), 2) << "the orphaned claim counted as a delivery";
+  EXPECT_NE(get(name + "/claims/" + id)->lease, lease);
+  EXPECT_TRUE(again.ack().wait().value());
+  EXPECT_EQ(metrics->value("etcd_recipes_workqueue_orphaned_claims_released_total", {{"queue", name}}), 1);
 }
 
 TEST_F(WorkQueueTest, CloseGivesUnackedItemsBackAtOnce) {

@@ -43,6 +43,15 @@
 //   requeue:  If create_revision(claims/<id>) == C Then Delete(claims/<id>)
 //             (with a delay, also Put(items/<id>, the record with the new time))
 //
+// A claim whose outcome stayed unknown (sent again after an unknown
+// outcome, and that failed too) may have applied: it would hold its item
+// under the consumer's lease for as long as the consumer lives. So a
+// consumer that sees, in its view, a claim under its own lease that none of
+// its takes was given (and none of them is in flight for that item)
+// deletes it:
+//   release:  If create_revision(claims/<id>) == C Then Delete(claims/<id>)
+// The item is ready again at once; the claim counted as one delivery.
+//
 // Visibility timeout: a consumer's claims are bound to its presence lease
 // (TTL = WorkQueueOptions::visibility_timeout), which it renews in the
 // background while it lives. The timeout is how long a dead (or cut off)
@@ -94,7 +103,7 @@
 // claims are gone (the lease was revoked): their ack() and requeue() fail
 // with Errc::kClosed. Metrics (label `queue`): etcd_recipes_workqueue_
 // {received,acked,requeued,dead_lettered,poison,stale_acks,
-// take_conflicts}_total, _wait_seconds, and the gauge
+// take_conflicts,orphaned_claims_released}_total, _wait_seconds, and the gauge
 // etcd_recipes_workqueue_depth (items the consumer's view knows of, claimed
 // ones included); enqueues count in etcd_recipes_queue_enqueued_total.
 #pragma once

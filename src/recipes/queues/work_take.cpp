@@ -137,8 +137,10 @@ std::string ClaimTake::note(const ViewEvent& ev, int64_t revision) {
     std::string item = keys_.items + ev.key.substr(keys_.claims.size());
     if (ev.type == ViewEvent::Type::kRemoved) {
       claimed_.erase(item);
+      held_.erase(ev.entry.create_revision);
     } else {
-      claimed_.insert(item);
+      claimed_[item] = SeenClaim{ev.entry.lease, ev.entry.create_revision};
+      release_if_orphaned(item);
     }
     return item;
   }
@@ -185,7 +187,20 @@ void ClaimTake::take(const std::shared_ptr<ClientLink>& link, const std::string&
   a->record = parse_work_record(entry.value);
   a->deliveries = a->record.deliveries(entry.version);
   a->decoded = std::move(decoded);
-  a->done = std::move(done);
+  ++taking_[key];
+  a->done = [self = std::static_pointer_cast<ClaimTake>(shared_from_this()), key,
+             done = std::move(done)](Outcome out) {
+    if (out.kind == Outcome::Kind::kTaken) {
+      if (auto* delivery = static_cast<Delivery*>(out.item.decoded.get())) {
+        self->held_.insert(delivery->claim->fields().claim);
+      }
+    }
+    if (auto it = self->taking_.find(key); it != self->taking_.end() && --it->second <= 0) {
+      self->taking_.erase(it);
+      self->release_if_orphaned(key);
+    }
+    done(std::move(out));
+  };
   if (a->deliveries >= max_deliveries_) {
     return send_dead_letter(a, "delivered " + std::to_string(a->deliveries) + " times (max_deliveries " +
                                    std::to_string(max_deliveries_) + ")");
@@ -214,6 +229,45 @@ void ClaimTake::take(const std::shared_ptr<ClientLink>& link, const std::string&
     a->lease = *lease;
     self->send_claim(a);
   });
+}
+
+void ClaimTake::release_if_orphaned(const std::string& item) {
+  auto seen = claimed_.find(item);
+  if (seen == claimed_.end() || taking_.count(item) || held_.count(seen->second.revision) ||
+      releasing_.count(seen->second.revision)) {
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (closed_ || !presence_ || presence_->lease_id() != seen->second.lease) return;
+  }
+  auto link = core_->link();
+  if (!link) return;
+  const int64_t revision = seen->second.revision;
+  const std::string claim_key = keys_.claims + item.substr(keys_.items.size());
+  releasing_.insert(revision);
+  Txn txn;
+  txn.when(Compare::create_revision(claim_key) == revision).then(Op::del(claim_key));
+  run_on_strand(link->strand(), link->client().txn(std::move(txn)),
+                [self = std::static_pointer_cast<ClaimTake>(shared_from_this()), link, item,
+                 revision](Result<TxnResponse> r) {
+                  self->releasing_.erase(revision);
+                  if (r.ok()) {
+                    if (r->succeeded) {
+                      self->core_->metrics().add("etcd_recipes_workqueue_orphaned_claims_released_total",
+                                                 self->labels_, 1);
+                    }
+                    return;
+                  }
+                  // Safe to repeat (guarded by the claim's revision): again
+                  // after a pause, if it is still there and still ours.
+                  self->core_->record_error(self->core_->named(Status(
+                      r.status().code(), "releasing a claim whose take's outcome was unknown: " + r.status().message(),
+                      r.status().reason())));
+                  run_after(link->strand(), kStepBackoff.delay(1), [weak = std::weak_ptr<ClaimTake>(self), item] {
+                    if (auto again = weak.lock()) again->release_if_orphaned(item);
+                  });
+                });
 }
 
 void ClaimTake::with_lease(const std::shared_ptr<ClientLink>& link, std::function<void(Result<int64_t>)> then) {

@@ -112,6 +112,13 @@ class ClaimTake : public TakeDriver {
 
  private:
   struct Attempt;
+  // A claim of ours whose outcome we never learned (a take that was
+  // unknown twice, or whose retry failed): it holds its item under our
+  // lease, which lives as long as we do, so nobody would deliver it again.
+  // Once no take of the item is in flight, a claim under our lease that is
+  // not one we were given is deleted (guarded by its create revision): the
+  // item is ready again. Called on the strand.
+  void release_if_orphaned(const std::string& item);
   void with_lease(const std::shared_ptr<ClientLink>& link, std::function<void(Result<int64_t>)> then);
   void send_claim(const std::shared_ptr<Attempt>& a);
   void send_dead_letter(const std::shared_ptr<Attempt>& a, std::string reason);
@@ -126,7 +133,14 @@ class ClaimTake : public TakeDriver {
   ListenerSet<const DeadLetter&> dead_listeners_;
 
   // --- on the strand
-  std::set<std::string> claimed_;              // item keys with a claim in the view
+  struct SeenClaim {
+    int64_t lease = 0;
+    int64_t revision = 0;  // its create revision
+  };
+  std::map<std::string, SeenClaim> claimed_;   // item key -> its claim in the view
+  std::set<int64_t> held_;                     // revisions of the claims our takes were given, until the view removes them
+  std::map<std::string, int> taking_;          // item key -> our takes of it in flight
+  std::set<int64_t> releasing_;                // orphaned claims being deleted
   std::map<std::string, int64_t> own_claims_;  // our claims (item key -> revision) the view has not shown yet
   int64_t own_writes_ = 0;                     // the newest revision of our requeues
   int64_t view_revision_ = 0;                  // the newest revision the view showed
