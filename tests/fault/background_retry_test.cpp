@@ -33,6 +33,16 @@ class BackgroundRetryTest : public ProxiedSingleMemberTest {
     proxied_client();  // connected before the test cuts anything
   }
 
+  // Another client through the proxy, connected, whose calls' default
+  // deadline is 300 ms: a link held for seconds fails many of them.
+  Client short_deadline_client() {
+    ClientOptions o = proxied();
+    o.default_timeout = 300ms;
+    Client c(o);
+    EXPECT_TRUE(c.put(key("warm"), "up").wait().ok());
+    return c;
+  }
+
   static RecipeOptions options() {
     RecipeOptions o;
     o.session_ttl = 3s;
@@ -122,10 +132,7 @@ TEST_F(BackgroundRetryTest, UnboundedMutexAcquireWaitsThroughALeaseGrantThatMetA
 // A link held for longer than many calls' deadlines: every campaign fails
 // (each failure recorded) until the link is back.
 TEST_F(BackgroundRetryTest, LatchKeepsContendingWhileTheLinkIsHeldPastManyDeadlines) {
-  ClientOptions o = proxied();
-  o.default_timeout = 300ms;
-  Client short_calls(o);
-  ASSERT_TRUE(short_calls.put(key("warm"), "up").wait().ok());
+  Client short_calls = short_deadline_client();
   LeaderLatch latch(short_calls, key("latch"), "a", options());
   proxy_->blackhole_then_reset();
   latch.start();
@@ -141,10 +148,7 @@ TEST_F(BackgroundRetryTest, LatchKeepsContendingWhileTheLinkIsHeldPastManyDeadli
 // The presence lease tries a first grant a few times only; a transient key
 // started in the background goes on trying after that.
 TEST_F(BackgroundRetryTest, TransientKeyStartedInTheBackgroundIsCreatedOnceTheLinkIsBack) {
-  ClientOptions o = proxied();
-  o.default_timeout = 300ms;
-  Client short_calls(o);
-  ASSERT_TRUE(short_calls.put(key("warm"), "up").wait().ok());
+  Client short_calls = short_deadline_client();
   TransientKeyValue member(short_calls, key("member"), "me", options());
   proxy_->blackhole_then_reset();
   member.start();
