@@ -12,9 +12,11 @@
 //   * duplicates only after a loss: an item is never delivered again after
 //     an ack of it succeeded, and never acked successfully twice.
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 
+#include "etcd/recipes/metrics.h"
 #include "etcd/recipes/work_queue.h"
 #include "workload.h"
 
@@ -76,6 +78,10 @@ class WorkQueueWorkload : public Workload {
     std::lock_guard lk(mu_);
     counts_["dead-letters"] = static_cast<int64_t>(dead.size());
     counts_["left-in-queue"] = static_cast<int64_t>(queued.size());
+    // Claims of a take whose outcome stayed unknown, given back by their
+    // consumer (the item would wait for the consumer's end otherwise).
+    counts_["orphans-released"] = static_cast<int64_t>(
+        metrics_->value("etcd_recipes_workqueue_orphaned_claims_released_total", {{"queue", kName}}));
     for (const auto& [item, at] : enqueued_ok_) {
       if (acked_.count(item) || dead.count(item)) continue;
       if (queued.count(item)) {
@@ -171,6 +177,7 @@ class WorkQueueWorkload : public Workload {
     options.recipe.client_id = proc;
     options.visibility_timeout = 2s;
     options.max_deliveries = 1000;
+    options.recipe.metrics = metrics_;
     etcd::recipes::DistributedWorkQueue wq(ctx.clients[static_cast<size_t>(c) % ctx.clients.size()], kName, options);
     while (!stop.stop_requested() && Clock::now() < until) {
       if (draining && all_acked()) break;
@@ -212,6 +219,8 @@ class WorkQueueWorkload : public Workload {
   }
 
   mutable std::mutex mu_;
+  const std::shared_ptr<etcd::recipes::PrometheusMetrics> metrics_ =
+      std::make_shared<etcd::recipes::PrometheusMetrics>();
   std::map<std::string, int64_t> enqueued_ok_;
   std::set<std::string> enqueued_unknown_;
   std::map<std::string, std::vector<Delivery>> deliveries_;
