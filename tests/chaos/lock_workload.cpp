@@ -293,15 +293,25 @@ class LockWorkload : public Workload {
     remove_marker(hold, marker, client);
   }
 
-  // The marker must be gone before the permit is released (or with its
-  // lease): a marker left behind would count as a holder.
-  static void remove_marker(const Hold& hold, const std::string& marker, etcd::Client& client) {
+  // The marker must be gone before the permit is released: a marker left
+  // behind would count as a holder. A hold reported lost does not mean
+  // its lease is gone (a hold is given up when its renewals go unanswered
+  // for too long, while etcd may still keep the lease), so the marker is
+  // then deleted unguarded.
+  void remove_marker(const Hold& hold, const std::string& marker, etcd::Client& client) {
     auto d = hold.guarded(etcd::Txn().then(etcd::Op::del(marker))).timeout(3s).wait();
-    if (d.ok() || d.status().is(etcd::Errc::kHoldLost)) return;
+    if (d.ok()) return;
+    const bool lost = d.status().is(etcd::Errc::kHoldLost);
     const auto until = Clock::now() + 30s;
     while (Clock::now() < until) {
-      if (client.del(marker).timeout(3s).wait().ok()) return;
+      auto del = client.del(marker).timeout(3s).wait();
+      if (del.ok()) {
+        // A marker still there after its hold was lost: its lease lived on.
+        if (lost && del->deleted > 0) count("marker-outlived-its-hold");
+        return;
+      }
     }
+    count("marker-left-behind");
   }
 
   const Kind kind_;
