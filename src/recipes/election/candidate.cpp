@@ -83,13 +83,7 @@ void Candidate::on_campaign_done(uint64_t id, Result<std::optional<Hold>> r) {
     std::weak_ptr<Candidate> weak = weak_from_this();
     return (void)hold.release().then([weak, resigned](Result<bool>) {
       for (auto& done : resigned) done(ResignOutcome{});
-      if (auto self = weak.lock()) {
-        {
-          std::lock_guard lock(self->mu_);
-          self->releasing_ = false;
-        }
-        self->wound_down();
-      }
+      if (auto self = weak.lock()) self->released();
     });
   }
   for (auto& done : resigned) done(ResignOutcome{});
@@ -136,13 +130,7 @@ void Candidate::on_lost(const std::shared_ptr<HoldState>& hold, const Status& wh
   // deleted); after a loss seen only here it must not outlive us.
   std::weak_ptr<Candidate> weak = weak_from_this();
   slot->release(false, [weak](Result<bool>) {
-    if (auto self = weak.lock()) {
-      {
-        std::lock_guard lock(self->mu_);
-        self->releasing_ = false;
-      }
-      self->wound_down();
-    }
+    if (auto self = weak.lock()) self->released();
   });
   if (hooks.lost) hooks.lost(why);
 }
@@ -180,13 +168,7 @@ void Candidate::resign(std::function<void(ResignOutcome)> done, bool caller_wait
     // The resign is reported before a campaign asked for meanwhile starts:
     // its end of term must not land after the next term's start.
     done(ResignOutcome{.was_leader = was_leader, .intact = was_leader && r.ok() && *r});
-    if (auto self = weak.lock()) {
-      {
-        std::lock_guard lock(self->mu_);
-        self->releasing_ = false;
-      }
-      self->wound_down();
-    }
+    if (auto self = weak.lock()) self->released();
   });
 }
 
@@ -199,6 +181,15 @@ void Candidate::retry_later() {
   retry_timer_ = run_after(link->executor(), kStepBackoff.delay(++failures_), [weak = weak_from_this()] {
     if (auto self = weak.lock()) self->campaign();
   });
+}
+
+// A release (a resign or a loss's clean-up) is over.
+void Candidate::released() {
+  {
+    std::lock_guard lock(mu_);
+    releasing_ = false;
+  }
+  wound_down();
 }
 
 // A campaign or a release ended: join now if that was asked for meanwhile.

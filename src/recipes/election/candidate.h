@@ -71,6 +71,7 @@ class Candidate : public std::enable_shared_from_this<Candidate> {
   void on_campaign_done(uint64_t campaign, Result<std::optional<Hold>> r);
   void on_lost(const std::shared_ptr<HoldState>& hold, const Status& why);
   void retry_later();
+  void released();
   void wound_down();
 
   const std::shared_ptr<Proposal> proposal_;
