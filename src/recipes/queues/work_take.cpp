@@ -253,6 +253,7 @@ void ClaimTake::release_if_orphaned(const std::string& item) {
                  revision](Result<TxnResponse> r) {
                   self->releasing_.erase(revision);
                   if (r.ok()) {
+                    self->release_failures_ = 0;
                     if (r->succeeded) {
                       self->core_->metrics().add("etcd_recipes_workqueue_orphaned_claims_released_total",
                                                  self->labels_, 1);
@@ -264,9 +265,13 @@ void ClaimTake::release_if_orphaned(const std::string& item) {
                   self->core_->record_error(self->core_->named(Status(
                       r.status().code(), "releasing a claim whose take's outcome was unknown: " + r.status().message(),
                       r.status().reason())));
-                  run_after(link->strand(), kStepBackoff.delay(1), [weak = std::weak_ptr<ClaimTake>(self), item] {
-                    if (auto again = weak.lock()) again->release_if_orphaned(item);
-                  });
+                  std::weak_ptr<ClaimTake> weak = self;
+                  retry_on_strand(
+                      link->strand(), self->release_failures_, self->release_retry_, 5000,
+                      [weak] { return weak.expired(); },
+                      [weak, item] {
+                        if (auto again = weak.lock()) again->release_if_orphaned(item);
+                      });
                 });
 }
 

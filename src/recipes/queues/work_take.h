@@ -3,6 +3,7 @@
 // requeue). The design and every Txn: include/etcd/recipes/work_queue.h.
 #pragma once
 
+#include <asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -141,6 +142,8 @@ class ClaimTake : public TakeDriver {
   std::set<int64_t> held_;                     // revisions of the claims our takes were given, until the view removes them
   std::map<std::string, int> taking_;          // item key -> our takes of it in flight
   std::set<int64_t> releasing_;                // orphaned claims being deleted
+  int release_failures_ = 0;                   // failed deletes of orphaned claims in a row
+  std::shared_ptr<asio::steady_timer> release_retry_;
   std::map<std::string, int64_t> own_claims_;  // our claims (item key -> revision) the view has not shown yet
   int64_t own_writes_ = 0;                     // the newest revision of our requeues
   int64_t view_revision_ = 0;                  // the newest revision the view showed
