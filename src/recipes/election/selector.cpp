@@ -94,24 +94,6 @@ Status check_input(const Client& client, const std::string& name, const std::str
   return check_proposal(client, name, value);
 }
 
-const char* describe(TermEnd end) {
-  switch (end) {
-    case TermEnd::kReturned:
-      return "returned";
-    case TermEnd::kThrew:
-      return "threw";
-    case TermEnd::kLost:
-      return "lost";
-    case TermEnd::kInterrupted:
-      return "interrupted";
-    case TermEnd::kResigned:
-      return "resigned";
-    case TermEnd::kClosed:
-      return "closed";
-  }
-  return "ended";
-}
-
 }  // namespace
 
 class SelectorState : public std::enable_shared_from_this<SelectorState> {
@@ -244,7 +226,7 @@ class SelectorState : public std::enable_shared_from_this<SelectorState> {
     // The term's hold (work in flight) keeps the link until it is released,
     // below.
     if (auto link = core->link(); ran && link) term_end.notify(link->executor(), core->throw_sink(), how, why);
-    core->metrics().add("etcd_recipes_election_terms_total", {{"election", core->name()}, {"end", describe(how)}}, 1);
+    core->metrics().add("etcd_recipes_election_terms_total", {{"election", core->name()}, {"end", std::string(to_string(how))}}, 1);
     auto self = shared_from_this();
     candidate->resign([self](Candidate::ResignOutcome) {
       self->running.store(false);
