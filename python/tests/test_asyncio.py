@@ -76,7 +76,7 @@ def test_async_queue_iteration_and_watch(cluster, name):
         async with aio.Client(cluster.endpoints) as c:
             q = aio.DistributedQueue(c, f"{name}/q")
             w = c.watch(f"{name}/q/items/", prefix=True)  # the items only: not the queue's own records
-            assert w.wait_created(10)  # a put before the watch exists is not in it
+            assert await w.wait_created(10)  # a put before the watch exists is not in it
             await q.enqueue("1")
             await q.enqueue("2")
             got = []
