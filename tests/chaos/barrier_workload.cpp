@@ -26,13 +26,12 @@ class BarrierWorkload : public Workload {
 
   void start(Context& ctx) override {
     for (int p = 0; p < kParties; ++p) {
-      threads_.emplace_back([this, &ctx, p](std::stop_token stop) { party(ctx, p, stop); });
+      threads_.spawn([this, &ctx, p](std::stop_token stop) { party(ctx, p, stop); });
     }
   }
 
   void stop() override {
-    for (auto& t : threads_) t.request_stop();
-    threads_.clear();
+    threads_.stop();
   }
 
   std::vector<Violation> check(Context&) override {
@@ -92,7 +91,7 @@ class BarrierWorkload : public Workload {
   mutable std::mutex mu_;
   std::map<int, Round> rounds_;
   std::map<std::string, int64_t> counts_;
-  std::vector<std::jthread> threads_;
+  Threads threads_;  // last: joined first
 };
 
 }  // namespace

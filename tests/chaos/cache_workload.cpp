@@ -60,12 +60,11 @@ class CacheWorkload : public Workload {
       }
     });
     cache_->start();
-    threads_.emplace_back([this, &ctx](std::stop_token stop) { writer(ctx, stop); });
+    threads_.spawn([this, &ctx](std::stop_token stop) { writer(ctx, stop); });
   }
 
   void stop() override {
-    for (auto& t : threads_) t.request_stop();
-    threads_.clear();
+    threads_.stop();
   }
 
   void settle(Context& ctx) override {
@@ -154,7 +153,7 @@ class CacheWorkload : public Workload {
   int64_t last_revision_ = 0;
   std::map<std::string, int64_t> counts_;
   std::vector<Violation> found_;
-  std::vector<std::jthread> threads_;
+  Threads threads_;  // last: joined first
 };
 
 }  // namespace

@@ -30,13 +30,12 @@ class CounterWorkload : public Workload {
 
   void start(Context& ctx) override {
     for (int p = 0; p < 3; ++p) {
-      threads_.emplace_back([this, &ctx, p](std::stop_token stop) { party(ctx, p, stop); });
+      threads_.spawn([this, &ctx, p](std::stop_token stop) { party(ctx, p, stop); });
     }
   }
 
   void stop() override {
-    for (auto& t : threads_) t.request_stop();
-    threads_.clear();
+    threads_.stop();
   }
 
   std::vector<Violation> check(Context& ctx) override {
@@ -133,7 +132,7 @@ class CounterWorkload : public Workload {
   mutable std::mutex mu_;
   std::vector<Add> adds_;
   std::map<std::string, int64_t> counts_;
-  std::vector<std::jthread> threads_;
+  Threads threads_;  // last: joined first
 };
 
 }  // namespace

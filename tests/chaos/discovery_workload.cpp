@@ -48,13 +48,12 @@ class DiscoveryWorkload : public Workload {
       ++counts_[e.type == T::kAdded ? "cache-added" : "cache-removed"];
     });
     provider_->start();
-    threads_.emplace_back([this, &ctx](std::stop_token stop) { registrar(ctx, stop); });
-    threads_.emplace_back([this, &ctx](std::stop_token stop) { picker(ctx, stop); });
+    threads_.spawn([this, &ctx](std::stop_token stop) { registrar(ctx, stop); });
+    threads_.spawn([this, &ctx](std::stop_token stop) { picker(ctx, stop); });
   }
 
   void stop() override {
-    for (auto& t : threads_) t.request_stop();
-    threads_.clear();
+    threads_.stop();
     sub_.reset();
     if (provider_) provider_->close();
   }
@@ -144,7 +143,7 @@ class DiscoveryWorkload : public Workload {
   int64_t events_ = 0;
   std::map<std::string, int64_t> counts_;
   std::vector<Violation> found_;
-  std::vector<std::jthread> threads_;
+  Threads threads_;  // last: joined first
 };
 
 }  // namespace

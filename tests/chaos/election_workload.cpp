@@ -50,13 +50,12 @@ class ElectionWorkload : public Workload {
     }));
     observer_->start();
     for (int p = 0; p < 3; ++p) {
-      threads_.emplace_back([this, &ctx, p](std::stop_token stop) { candidate(ctx, p, stop); });
+      threads_.spawn([this, &ctx, p](std::stop_token stop) { candidate(ctx, p, stop); });
     }
   }
 
   void stop() override {
-    for (auto& t : threads_) t.request_stop();
-    threads_.clear();
+    threads_.stop();
     observer_subs_.clear();
     if (observer_) observer_->close();
   }
@@ -187,7 +186,7 @@ class ElectionWorkload : public Workload {
   double last_write_ = -1;
   std::map<std::string, int64_t> counts_;
   std::vector<Violation> found_;
-  std::vector<std::jthread> threads_;
+  Threads threads_;  // last: joined first
 };
 
 }  // namespace

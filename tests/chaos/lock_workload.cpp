@@ -69,14 +69,13 @@ class LockWorkload : public Workload {
       if (kind_ == Kind::kRwLock && p >= 3) role = Role::kReader;
       if (kind_ == Kind::kSemaphore) role = Role::kOccupant;
       const uint64_t seed = ctx.seed * 1000003 + static_cast<uint64_t>(p) * 7919 + std::hash<std::string>()(name_);
-      threads_.emplace_back([this, &ctx, p, role, seed](std::stop_token stop) { party(ctx, p, role, seed, stop); });
+      threads_.spawn([this, &ctx, p, role, seed](std::stop_token stop) { party(ctx, p, role, seed, stop); });
     }
-    threads_.emplace_back([this, &ctx](std::stop_token stop) { watch_keys(ctx, stop); });
+    threads_.spawn([this, &ctx](std::stop_token stop) { watch_keys(ctx, stop); });
   }
 
   void stop() override {
-    for (auto& t : threads_) t.request_stop();
-    threads_.clear();  // joins
+    threads_.stop();
   }
 
   std::vector<Violation> check(Context& ctx) override {
@@ -322,7 +321,7 @@ class LockWorkload : public Workload {
   std::vector<WriteRecord> writes_;
   double last_acquired_ = -1;
   std::vector<Violation> found_;
-  std::vector<std::jthread> threads_;
+  Threads threads_;  // last: joined first
 };
 
 }  // namespace

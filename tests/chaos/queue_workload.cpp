@@ -45,16 +45,15 @@ class QueueWorkload : public Workload {
 
   void start(Context& ctx) override {
     for (int p = 0; p < 2; ++p) {
-      threads_.emplace_back([this, &ctx, p](std::stop_token stop) { producer(ctx, p, stop); });
+      threads_.spawn([this, &ctx, p](std::stop_token stop) { producer(ctx, p, stop); });
     }
     for (int c = 0; c < 3; ++c) {
-      threads_.emplace_back([this, &ctx, c](std::stop_token stop) { consumer(ctx, c, stop); });
+      threads_.spawn([this, &ctx, c](std::stop_token stop) { consumer(ctx, c, stop); });
     }
   }
 
   void stop() override {
-    for (auto& t : threads_) t.request_stop();
-    threads_.clear();
+    threads_.stop();
   }
 
   void settle(Context& ctx) override {
@@ -177,7 +176,7 @@ class QueueWorkload : public Workload {
   std::set<std::string> enqueued_unknown_;
   std::map<std::string, std::vector<int64_t>> delivered_;
   std::map<std::string, int64_t> counts_;
-  std::vector<std::jthread> threads_;
+  Threads threads_;  // last: joined first
 };
 
 }  // namespace

@@ -35,16 +35,15 @@ class WorkQueueWorkload : public Workload {
 
   void start(Context& ctx) override {
     for (int p = 0; p < 2; ++p) {
-      threads_.emplace_back([this, &ctx, p](std::stop_token stop) { producer(ctx, p, stop); });
+      threads_.spawn([this, &ctx, p](std::stop_token stop) { producer(ctx, p, stop); });
     }
     for (int c = 0; c < 3; ++c) {
-      threads_.emplace_back([this, &ctx, c](std::stop_token stop) { consumer(ctx, c, stop, false); });
+      threads_.spawn([this, &ctx, c](std::stop_token stop) { consumer(ctx, c, stop, false); });
     }
   }
 
   void stop() override {
-    for (auto& t : threads_) t.request_stop();
-    threads_.clear();
+    threads_.stop();
   }
 
   // One consumer takes what is left, until every acknowledged item was
@@ -227,7 +226,7 @@ class WorkQueueWorkload : public Workload {
   std::set<std::string> acked_;
   std::set<std::string> ack_unknown_;  // an ack of unknown outcome: it may have deleted the item
   std::map<std::string, int64_t> counts_;
-  std::vector<std::jthread> threads_;
+  Threads threads_;  // last: joined first
 };
 
 }  // namespace

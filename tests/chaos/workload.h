@@ -9,6 +9,7 @@
 #include <stop_token>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "etcd/client.h"
@@ -42,6 +43,25 @@ struct Context {
 // Deletes everything under `prefix` through ctx.admin (a workload's setup:
 // each run starts from nothing); throws etcd::Error if etcd refuses.
 void clear_prefix(Context& ctx, const std::string& prefix);
+
+// The threads of a workload. Declare it as the workload's last member, so
+// that they are joined before the members they use are destroyed.
+class Threads {
+ public:
+  // Runs f(std::stop_token) on a thread of its own until stop().
+  template <class F>
+  void spawn(F&& f) {
+    threads_.emplace_back(std::forward<F>(f));
+  }
+  // Asks every thread to end and joins them.
+  void stop() {
+    for (auto& t : threads_) t.request_stop();
+    threads_.clear();
+  }
+
+ private:
+  std::vector<std::jthread> threads_;
+};
 
 class Workload {
  public:
