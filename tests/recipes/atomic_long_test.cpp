@@ -3,6 +3,7 @@
 // concurrent incrementers with and without faults.
 #include <algorithm>
 #include <atomic>
+#include <future>
 #include <limits>
 #include <mutex>
 #include <set>
@@ -181,6 +182,66 @@ IncrementRun increment_concurrently(std::vector<Client*> clients, const std::str
   }
   for (auto& t : ts) t.join();
   return run;
+}
+
+// The adds of one client to one name are combined: while one is in
+// flight, those that come (from any object of that client and name) wait,
+// then go out in one Txn, each told the value its own increment reached in
+// the order they came; one whose increment would overflow fails alone,
+// before anything is written for it.
+TEST_F(AtomicLongTest, AddsThatComeWhileOneIsInFlightGoOutTogetherInOneTxn) {
+  const std::string name = key("combined");
+  auto proxy = etcd::testing::FaultProxy::start(cluster().endpoint(0));
+  auto metrics = std::make_shared<recipes::PrometheusMetrics>();
+  AtomicLongOptions o;
+  o.recipe.metrics = metrics;
+  ClientOptions via = options();
+  via.endpoints = {proxy->endpoint()};
+  Client c(via);
+  DistributedAtomicLong a(c, name, o);
+  DistributedAtomicLong b(c, name, o);
+  DistributedAtomicLong d(c, name, o);
+  const int64_t top = std::numeric_limits<int64_t>::max();
+  a.set(top - 10).wait().value();
+  const recipes::Labels labels{{"counter", name}};
+  auto txns = [&] { return metrics->value("etcd_recipes_counter_txns_total", labels); };
+  proxy->set_delay(std::chrono::milliseconds(300));
+  std::promise<Result<int64_t>> first, second, third, fourth;
+  a.add(1).timeout(10s).then([&](Result<int64_t> r) { first.set_value(std::move(r)); });
+  ASSERT_TRUE(eventually([&] { return txns() == 1; }, 5s)) << "the first add was not sent";
+  b.add(5).timeout(10s).then([&](Result<int64_t> r) { second.set_value(std::move(r)); });
+  d.add(100).timeout(10s).then([&](Result<int64_t> r) { third.set_value(std::move(r)); });  // overflows
+  a.add(-3).timeout(10s).then([&](Result<int64_t> r) { fourth.set_value(std::move(r)); });
+  EXPECT_EQ(first.get_future().get().value(), top - 9);
+  EXPECT_EQ(second.get_future().get().value(), top - 4);
+  auto overflow = third.get_future().get();
+  EXPECT_EQ(overflow.status().code(), StatusCode::kOutOfRange) << overflow.status().to_string();
+  EXPECT_EQ(fourth.get_future().get().value(), top - 7);
+  EXPECT_EQ(txns(), 2) << "the three adds that waited went out in one Txn";
+  EXPECT_EQ(metrics->value("etcd_recipes_counter_adds_total", labels), 3);
+  proxy->pass();
+  EXPECT_EQ(raw(name), std::to_string(top - 7));
+}
+
+// Sixteen objects of one client adding at once: far fewer Txns than adds,
+// no conflicts (nobody else writes), every value distinct, the sum exact.
+TEST_F(AtomicLongTest, SixteenObjectsOfOneClientShareTheirTxns) {
+  const std::string name = key("shared");
+  auto metrics = std::make_shared<recipes::PrometheusMetrics>();
+  AtomicLongOptions o;
+  o.recipe.metrics = metrics;
+  IncrementRun run = increment_concurrently({&client()}, name, 16, 100, o);
+  EXPECT_EQ(run.other_failures, 0) << run.first_failure;
+  ASSERT_EQ(run.committed.size(), 1600u);
+  std::set<int64_t> distinct(run.committed.begin(), run.committed.end());
+  EXPECT_EQ(distinct.size(), 1600u);
+  EXPECT_EQ(*distinct.rbegin(), 1600);
+  EXPECT_EQ(raw(name), "1600");
+  const recipes::Labels labels{{"counter", name}};
+  const double txns = metrics->value("etcd_recipes_counter_txns_total", labels);
+  std::cout << "[ counter  ] 1600 adds in " << txns << " Txns\n";
+  EXPECT_LT(txns, 1600 / 2) << "the adds were not combined";
+  EXPECT_LE(metrics->value("etcd_recipes_counter_conflicts_total", labels), 1) << "only a stale first guard";
 }
 
 TEST_F(AtomicLongTest, SixteenIncrementersEndAtExactly3200WithDistinctValues) {

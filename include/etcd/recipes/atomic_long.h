@@ -10,36 +10,44 @@
 //
 // Key layout: the value lives in the key NAME itself, as canonical decimal
 // text (IntegerCodec<int64_t>, codec.h), so `etcdctl get NAME` shows it and
-// `etcdctl put NAME 41` sets it. An absent key reads as 0. Each object that
-// adds also keeps one receipt key, NAME/receipts/<client id>-<random> (its
-// last add's number, a few bytes), deleted by close() (one Delete, not
-// waited for; a process that dies without closing, or a delete that does
-// not get through, leaves that one receipt behind).
+// `etcdctl put NAME 41` sets it. An absent key reads as 0. A client that
+// adds to the counter also keeps one receipt key,
+// NAME/receipts/<client id>-<random> (the number of its last batch of adds,
+// a few bytes), shared by its objects of that name and deleted when the
+// last of them closes (one Delete, not waited for; a process that dies
+// without closing, or a delete that does not get through, leaves that one
+// receipt behind).
 //
 // add(n) / increment() / decrement() — read-modify-write without a lost
-// update. Each attempt is one guarded Txn:
-//   If mod_revision(NAME) == R Then Put(NAME, v + n), Put(receipt, op)
+// update. The adds of one client to one name (from one object or several,
+// from any thread) are combined: at most one guarded Txn of them is in
+// flight, the adds that arrive meanwhile wait for it, and the next Txn
+// carries all of them (a lone add goes out at once):
+//   If mod_revision(NAME) == R Then Put(NAME, v + n1 + ... + nk), Put(receipt, op)
 //                              Else Get(NAME), Get(receipt)
-// where (v, R) is the value and mod revision the object last saw (R = 0,
-// v = 0 for an absent key; an object that has seen nothing yet assumes the
-// key is absent, which costs nothing when it is not: the failed guard
-// returns the value). A failed guard returns the current value, and the next
-// attempt uses it (no extra read), after a jittered back-off that grows with
-// the conflicts of the call (scaled by the last round trip, at most
-// AtomicLongOptions::max_backoff). After max_attempts guarded Txns the call
-// fails with ABORTED ("gave up after N attempts under contention"); nothing
-// was written by it. Each add returns the value its own Txn committed, so
-// concurrent increments return distinct values (usable as ids).
+// where (v, R) is the value and mod revision the client last saw (R = 0,
+// v = 0 for an absent key; nothing seen yet assumes the key is absent,
+// which costs nothing when it is not: the failed guard returns the value).
+// Each add returns the value its own increment reached, in the order the
+// adds arrived (v + n1, v + n1 + n2, ...), so concurrent increments return
+// distinct values (usable as ids), as if each had committed alone. A
+// failed guard (another client wrote) returns the current value, and the
+// batch goes again with it (no extra read), joined by the adds that arrived
+// meanwhile, after a jittered back-off that grows with the conflicts of its
+// adds (scaled by the last round trip, at most
+// AtomicLongOptions::max_backoff). An add that was in max_attempts guarded
+// Txns that failed fails with ABORTED ("gave up after N attempts under
+// contention"); nothing was written by it.
 //
 // Unknown outcomes. A Txn whose answer was lost (Errc::kOutcomeUnknown from
 // the client: a connection reset, a stranded member, a leader change) may
-// or may not have applied. The add sends the very same Txn again (guard R):
-// at most one of the two can apply, since R can never be the key's mod
-// revision again once anything was written. If the resent Txn applies, the
-// add committed exactly once. If its guard fails, the receipt it reads in
-// the same answer tells: it holds this add's number exactly when one of its
-// attempts applied — then the add returns v + n, which that attempt
-// committed; otherwise the add goes on as after any conflict. So an add
+// or may not have applied. The batch sends the very same Txn again (guard
+// R): at most one of the two can apply, since R can never be the key's mod
+// revision again once anything was written. If the resent Txn applies, its
+// adds committed exactly once. If its guard fails, the receipt it reads in
+// the same answer tells: it holds this batch's number exactly when one of
+// its attempts applied — then each add returns the value it reached, which
+// that attempt committed; otherwise the adds go on as after any conflict. So an add
 // resolves exactly as soon as etcd answers again, and 16 incrementers under
 // connection resets or a leader kill end exactly at the sum of their
 // increments. Only an add whose deadline passes (or that runs out of
@@ -71,22 +79,26 @@
 //     Errc::kClosed, both before any I/O.
 //
 // Costs (round trips = etcd writes, except reads):
-//   add, uncontended, the object's cache current (it wrote or read the
-//     value last): one Txn (two puts: the value and the receipt). The first add of an object when the key exists,
-//     or after another writer: two (the failed guard brings the value).
-//   add under contention: one more Txn per conflict, plus back-off; a
-//     failed guard is a write request etcd passes through raft (no revision).
+//   add, uncontended, the client's cache current (it wrote or read the
+//     value last): one Txn (two puts: the value and the receipt). The first
+//     add of a client when the key exists, or after another writer: two
+//     (the failed guard brings the value).
+//   k adds of one client at once: one Txn for all of them (each waits for
+//     at most the Txn in flight when it came, then its own); adds per
+//     second grow with the adds in flight, up to one batch per round trip.
+//   adds of several clients at once: one more Txn per conflict, plus
+//     back-off; a failed guard is a write request etcd passes through raft
+//     (no revision).
 //   compare_and_set, set, get: one round trip each.
 //
-// Concurrent calls on one object are independent (each its own Txns, the
-// object's cache shared): they contend like calls of separate objects.
 // The object is a counter, not a waiter: no watch, no session, no lease.
-// close() deletes its receipt (one Delete, not waited for).
 //
 // Metrics (label `counter`): etcd_recipes_counter_adds_total (committed
-// adds), _conflicts_total (failed guards), _gave_up_total (max_attempts
+// adds), _txns_total (guarded Txns sent: fewer than the adds when adds were
+// combined), _conflicts_total (failed guards), _gave_up_total (max_attempts
 // reached), _outcome_unknown_total (adds that ended unknown),
-// _unknown_resolved_total (an unknown attempt resolved by the receipt).
+// _unknown_resolved_total (an add of an unknown attempt resolved by the
+// receipt).
 #pragma once
 
 #include <chrono>
@@ -102,7 +114,7 @@ namespace etcd::recipes {
 
 struct AtomicLongOptions {
   RecipeOptions recipe{};
-  // Guarded Txns one add may send (the first and its retries after
+  // Guarded Txns that may carry one add (the first and the retries after
   // conflicts or unknown outcomes); at least 1. Also bounded by the call's
   // deadline.
   int max_attempts = 1000;
