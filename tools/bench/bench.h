@@ -83,6 +83,20 @@ class Context {
     return *cluster_;
   }
   bool has_cluster() const { return cluster_ != nullptr; }
+  // A new one-member cluster of the bench's etcd release and timing, ready
+  // (it has a leader), for a metric that must not share its member (the
+  // scale metrics); throws Skipped with --endpoints.
+  std::unique_ptr<etcd::testing::EtcdCluster> private_member() const {
+    const auto& bench_cluster = cluster();
+    etcd::testing::EtcdClusterOptions options;
+    options.members = 1;
+    options.etcd_binary = bench_cluster.binary();
+    options.heartbeat = bench_cluster.options().heartbeat;
+    options.election_timeout = bench_cluster.options().election_timeout;
+    auto member = etcd::testing::EtcdCluster::start(std::move(options));
+    member->wait_for_leader(std::chrono::seconds(30));
+    return member;
+  }
   // The client's endpoints, comma-separated (for other clients, e.g. Go's).
   std::string endpoints_csv() const {
     std::string csv;

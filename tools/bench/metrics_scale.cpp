@@ -169,14 +169,7 @@ std::string expect_line(ChildProcess& child, const std::string& word, Clock::tim
 // `total` sessions in kProcesses workers against a private member of the
 // bench's etcd release, kept for kHold.
 double sessions_lost(Context& ctx, int total) {
-  const auto& bench_cluster = ctx.cluster();  // Skipped with --endpoints
-  etcd::testing::EtcdClusterOptions options;
-  options.members = 1;
-  options.etcd_binary = bench_cluster.binary();
-  options.heartbeat = bench_cluster.options().heartbeat;
-  options.election_timeout = bench_cluster.options().election_timeout;
-  auto cluster = etcd::testing::EtcdCluster::start(std::move(options));
-  cluster->wait_for_leader(std::chrono::seconds(30));
+  auto cluster = ctx.private_member();  // Skipped with --endpoints
   const std::string metrics_endpoint = "127.0.0.1:" + std::to_string(cluster->metrics_port(0));
 
   std::vector<std::unique_ptr<ChildProcess>> workers;
