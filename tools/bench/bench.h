@@ -263,6 +263,8 @@ double measure_cycle_paired(Context& ctx, const std::function<void()>& cycle);
 std::map<std::string, int> thread_names();
 int total(const std::map<std::string, int>& counts);
 std::string describe(const std::map<std::string, int>& counts);
+// This process's resident set (VmRSS of /proc/self/status), in MB.
+double rss_mb();
 
 namespace detail {
 

@@ -216,11 +216,20 @@ constexpr int kParkNames = 200;
 constexpr int kWaitersPerName = kParkedWaiters / kParkNames;  // 50: one session each
 constexpr int kParkBatch = 5;  // waiters per name issued at once: 1,000 acquisitions in flight
 
+// What this process held with the waiters parked.
+struct Parked {
+  int threads = 0;
+  double rss_mb = 0;       // with the waiters parked
+  double idle_rss_mb = 0;  // before the first session
+};
+
 // 10,000 DistributedMutex objects parked behind 200 held locks. A name's
 // contenders need distinct sessions (one session = one key per name), so
 // waiter j of every name shares session j with the other names' waiter j:
 // 51 sessions (leases) in all.
-double waiters_threads(Context& ctx) {
+Parked park_waiters(Context& ctx) {
+  Parked parked;
+  parked.idle_rss_mb = rss_mb();
   const std::string prefix = Context::key_prefix("waiters_threads");
   const auto started = Clock::now();
   std::vector<std::shared_ptr<etcd::Session>> sessions;
@@ -275,8 +284,8 @@ double waiters_threads(Context& ctx) {
   std::vector<std::shared_ptr<DistributedMutex>> waiters;
   waiters.reserve(kParkedWaiters);
   const auto park_deadline = Clock::now() + std::chrono::seconds(120);
-  const auto park = [&](uint64_t parked) {
-    while (ctx.client.stats().watches_open < watches_before + parked) {
+  const auto park = [&](uint64_t n_parked) {
+    while (ctx.client.stats().watches_open < watches_before + n_parked) {
       std::unique_lock lock(completions->mu);
       if (completions->unexpected || Clock::now() > park_deadline) {
         throw std::runtime_error(fmt("%llu of %d waiters parked (%d acquisitions ended)",
@@ -307,10 +316,13 @@ double waiters_threads(Context& ctx) {
   const double park_s = std::chrono::duration<double>(Clock::now() - started).count();
 
   const auto threads = thread_names();
-  ctx.note(fmt("waiters_threads: %d threads with %d parked waiters (%lld lock keys, %llu watches, %zu sessions, "
-               "parked in %.1f s): ",
-               total(threads), kParkedWaiters, static_cast<long long>(keys),
-               static_cast<unsigned long long>(ctx.client.stats().watches_open), sessions.size(), park_s) +
+  parked.threads = total(threads);
+  parked.rss_mb = rss_mb();
+  ctx.note(fmt("%s: %d threads and %.0f MB resident (%.0f MB before) with %d parked waiters (%lld lock keys, %llu "
+               "watches, %zu sessions, parked in %.1f s): ",
+               ctx.metric().c_str(), parked.threads, parked.rss_mb, parked.idle_rss_mb, kParkedWaiters,
+               static_cast<long long>(keys), static_cast<unsigned long long>(ctx.client.stats().watches_open),
+               sessions.size(), park_s) +
            describe(threads));
 
   // Close them: parked waiters end with kClosed; sessions revoke the keys.
@@ -322,7 +334,14 @@ double waiters_threads(Context& ctx) {
   holders.clear();
   wait_for([&] { return count_keys(ctx, prefix) == 0; }, std::chrono::seconds(30), "lock keys left behind");
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let the clean-up RPCs drain
-  return total(threads);
+  return parked;
+}
+
+// Both figures come from one parking per run.
+Parked parked_once(Context& ctx) {
+  static std::optional<Parked> parked;
+  if (!parked) parked = park_waiters(ctx);
+  return *parked;
 }
 
 [[maybe_unused]] const bool kRegistered = add_metrics({
@@ -348,7 +367,13 @@ double waiters_threads(Context& ctx) {
      .kind = Kind::kCount,
      .base = "",
      .order = 910,
-     .run = waiters_threads},
+     .run = [](Context& ctx) { return static_cast<double>(parked_once(ctx).threads); }},
+    {.name = "waiters_rss_mb",
+     .unit = "MB",
+     .kind = Kind::kCount,
+     .base = "",
+     .order = 911,
+     .run = [](Context& ctx) { return parked_once(ctx).rss_mb; }},
 });
 
 }  // namespace

@@ -143,6 +143,14 @@ double measure_cycle_paired(Context& ctx, const std::function<void()>& cycle) {
   return run.rate;
 }
 
+double rss_mb() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.starts_with("VmRSS:")) return std::stod(line.substr(6)) / 1024.0;  // "VmRSS:   12345 kB"
+  }
+  return 0;
+}
+
 std::map<std::string, int> thread_names() {
   std::map<std::string, int> counts;
   std::error_code ec;
