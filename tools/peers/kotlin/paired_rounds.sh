@@ -4,9 +4,11 @@
 # followed at once by the Kotlin peer's twin (kotlin-peer.jar --only kt_M),
 # so that each pair meets the same load of the machine. Prints each round's
 # ratio (ours / theirs for rates, theirs / ours for latencies) and their
-# median; the medians are what the bars compare.
-#   paired_rounds.sh [--rounds N] [--seconds S] METRIC...
-#   e.g. paired_rounds.sh --rounds 5 queue_cycle_seq workqueue_cycle_seq counter_add_seq
+# median; the medians are what the bars compare. METRIC:FLOOR,... also
+# runs our FLOOR metrics in each round (in the same bench run as METRIC) and
+# reports each against the same twin: the ratio no recipe of ours can beat.
+#   paired_rounds.sh [--rounds N] [--seconds S] METRIC[:FLOOR,...]...
+#   e.g. paired_rounds.sh --rounds 5 queue_cycle_seq:queue_rpcs_seq workqueue_cycle_seq counter_add_seq
 # Needs: etcd-recipes-bench in BUILD (default build/), the Kotlin peer's jar
 # (etcd-recipes-bench --kotlin-peer-jar builds it), java, python3, and etcd
 # from $ETCD_RECIPES_ETCD (else etcd on PATH).
@@ -54,23 +56,28 @@ done
 curl -fs "http://$ep/health" >/dev/null || { tail "$work/etcd.log" >&2; exit 1; }
 echo "etcd $("$ETCD" --version | head -1 | awk '{print $3}') at $ep; $rounds rounds of ${seconds} s per metric"
 
-for m in "${metrics[@]}"; do
+for spec in "${metrics[@]}"; do
+  m=${spec%%:*}
+  floors=""
+  [[ $spec == *:* ]] && floors=${spec#*:}
   for r in $(seq "$rounds"); do
-    "$BENCH" --endpoints "$ep" --only "$m" --duration-per-metric "$seconds" --json "$work/ours-$m-$r.json" \
+    "$BENCH" --endpoints "$ep" --only "$m${floors:+,$floors}" --duration-per-metric "$seconds" --json "$work/ours-$m-$r.json" \
       >"$work/ours-$m-$r.log" 2>&1 || { tail -20 "$work/ours-$m-$r.log" >&2; exit 1; }
     timeout 300 java -jar "$jar" --endpoints "$ep" --prefix "/bench/paired/$m/$r" --duration-ms "$((seconds * 1000))" \
       --only "kt_$m" >"$work/kt-$m-$r.json" 2>"$work/kt-$m-$r.err" || { tail -20 "$work/kt-$m-$r.err" >&2; exit 1; }
   done
-  python3 - "$work" "$m" "$rounds" <<'EOF'
+  python3 - "$work" "$m" "$rounds" "$floors" <<'EOF'
 import json, statistics, sys
-work, m, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
-ratios, pairs = [], []
+work, m, rounds, floors = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 latency = m.endswith("_ms") or m.endswith("_ns")
-for r in range(1, rounds + 1):
-    ours = json.load(open(f"{work}/ours-{m}-{r}.json"))[m]["value"]
-    theirs = json.load(open(f"{work}/kt-{m}-{r}.json"))[f"kt_{m}"]
-    ratios.append(theirs / ours if latency else ours / theirs)
-    pairs.append(f"{ours:.1f}/{theirs:.1f}")
-print(f"{m}: median x Kotlin {statistics.median(ratios):.2f} (rounds {', '.join(f'{x:.2f}' for x in ratios)}; ours/theirs {', '.join(pairs)})")
+for ours_m in [m] + [f for f in floors.split(",") if f]:
+    ratios, pairs = [], []
+    for r in range(1, rounds + 1):
+        ours = json.load(open(f"{work}/ours-{m}-{r}.json"))[ours_m]["value"]
+        theirs = json.load(open(f"{work}/kt-{m}-{r}.json"))[f"kt_{m}"]
+        ratios.append(theirs / ours if latency else ours / theirs)
+        pairs.append(f"{ours:.1f}/{theirs:.1f}")
+    print(f"{ours_m} vs kt_{m}: median x Kotlin {statistics.median(ratios):.2f} "
+          f"(rounds {', '.join(f'{x:.2f}' for x in ratios)}; ours/theirs {', '.join(pairs)})")
 EOF
 done
