@@ -23,6 +23,12 @@ using recipes::DistributedAtomicLong;
 
 class AtomicLongTest : public SingleMemberTest {
  protected:
+  // The options of a client that reaches the member through `proxy`.
+  ClientOptions through(const etcd::testing::FaultProxy& proxy) {
+    ClientOptions via = options();
+    via.endpoints = {proxy.endpoint()};
+    return via;
+  }
   std::string raw(const std::string& k) {
     auto r = client().get(k).wait().value();
     return r.kvs.empty() ? std::string("<absent>") : r.kvs[0].value;
@@ -195,9 +201,7 @@ TEST_F(AtomicLongTest, AddsThatComeWhileOneIsInFlightGoOutTogetherInOneTxn) {
   auto metrics = std::make_shared<recipes::PrometheusMetrics>();
   AtomicLongOptions o;
   o.recipe.metrics = metrics;
-  ClientOptions via = options();
-  via.endpoints = {proxy->endpoint()};
-  Client c(via);
+  Client c(through(*proxy));
   DistributedAtomicLong a(c, name, o);
   DistributedAtomicLong b(c, name, o);
   DistributedAtomicLong d(c, name, o);
@@ -276,10 +280,8 @@ TEST_F(AtomicLongTest, SixteenIncrementersUnderLinkResetsEndAtExactly3200) {
   auto metrics = std::make_shared<recipes::PrometheusMetrics>();
   AtomicLongOptions o;
   o.recipe.metrics = metrics;
-  ClientOptions via = options();
-  via.endpoints = {proxy->endpoint()};
-  Client a(via);
-  Client b(via);
+  Client a(through(*proxy));
+  Client b(through(*proxy));
   std::atomic<bool> stop{false};
   std::thread chaos([&] {
     int i = 0;

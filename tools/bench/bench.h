@@ -263,6 +263,19 @@ double measure_cycle_paired(Context& ctx, const std::function<void()>& cycle);
 std::map<std::string, int> thread_names();
 int total(const std::map<std::string, int>& counts);
 std::string describe(const std::map<std::string, int>& counts);
+// A helper mode's client: its endpoints, as the bench passes them
+// (comma-separated).
+inline etcd::ClientOptions worker_client_options(const std::string& endpoints_csv) {
+  etcd::ClientOptions options;
+  std::string::size_type from = 0;
+  while (from <= endpoints_csv.size()) {
+    const auto comma = std::min(endpoints_csv.find(',', from), endpoints_csv.size());
+    if (comma > from) options.endpoints.push_back(endpoints_csv.substr(from, comma - from));
+    from = comma + 1;
+  }
+  return options;
+}
+
 // This process's resident set (VmRSS of /proc/self/status), in MB.
 double rss_mb();
 

@@ -191,10 +191,7 @@ int adders_worker(const std::vector<std::string>& args) {
     return 2;
   }
   try {
-    etcd::ClientOptions client_options;
-    std::istringstream endpoints(args[0]);
-    for (std::string ep; std::getline(endpoints, ep, ',');) client_options.endpoints.push_back(ep);
-    etcd::Client client(std::move(client_options));
+    etcd::Client client(worker_client_options(args[0]));
     const std::chrono::system_clock::time_point start{std::chrono::milliseconds(std::stoll(args[3]))};
     if (start - std::chrono::system_clock::now() > std::chrono::seconds(60)) throw std::runtime_error("start too far");
     std::this_thread::sleep_until(start);

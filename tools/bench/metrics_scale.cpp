@@ -81,10 +81,7 @@ int sessions_worker(const std::vector<std::string>& args) {
     return 2;
   }
   try {
-    etcd::ClientOptions client_options;
-    std::istringstream endpoints(args[0]);
-    for (std::string ep; std::getline(endpoints, ep, ',');) client_options.endpoints.push_back(ep);
-    etcd::Client client(std::move(client_options));
+    etcd::Client client(worker_client_options(args[0]));
     const int count = std::stoi(args[1]);
     const auto ttl = std::chrono::seconds(std::stoi(args[2]));
 

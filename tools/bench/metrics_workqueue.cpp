@@ -274,10 +274,7 @@ int workqueue_worker(const std::vector<std::string>& args) {
     return 2;
   }
   try {
-    etcd::ClientOptions client_options;
-    std::istringstream endpoints(args[1]);
-    for (std::string ep; std::getline(endpoints, ep, ',');) client_options.endpoints.push_back(ep);
-    etcd::Client client(std::move(client_options));
+    etcd::Client client(worker_client_options(args[1]));
     WorkQueueOptions options;
     options.visibility_timeout = std::chrono::seconds(std::stoi(args[2]));
     DistributedWorkQueue wq(client, args[0], options);
