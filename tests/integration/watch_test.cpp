@@ -28,6 +28,14 @@ struct Recorder {
   std::atomic<int> in_handler{0};
   std::atomic<bool> overlapped{false};
 
+  // A Watcher's cancel() lets a handler call that is already running finish
+  // (watch.h): the watchers of a test die first, and a call of theirs still
+  // running must not outlive this (bounded: a handler returns at once).
+  ~Recorder() {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (in_handler.load() != 0 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  }
+
   WatchHandler handler() {
     return [this](Result<WatchResponse> r) {
       if (in_handler.fetch_add(1) != 0) overlapped = true;

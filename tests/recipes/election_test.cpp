@@ -665,7 +665,8 @@ TEST_F(ElectionTest, SelectorRelinquishesWhenItsCallbackThrows) {
 TEST_F(ElectionTest, SelectorReportsHowEachTermEndedAndBacksOffAfterThrows) {
   Mailbox<recipes::TermEnd> seen_inside;
   LeaderSelector s(client(), key("ends"), "s", [&](std::stop_token stop, LeaderTerm& term) {
-    EXPECT_FALSE(term.end().has_value()) << "no end while the term goes on";
+    EXPECT_FALSE(term.end().has_value())
+        << "no end while the term goes on; it says " << recipes::to_string(*term.end());
     hold_until_stopped(stop);
     if (auto end = term.end()) seen_inside.put(*end);
   });
