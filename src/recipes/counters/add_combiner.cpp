@@ -41,9 +41,9 @@ bool out_of_time(const CounterAdd& add, Clock::time_point at) {
 // Tells `add` its result (named after its object), once.
 void finish(CounterAdd& add, Result<int64_t> r, bool may_have_applied = false) {
   if (may_have_applied && !r.ok() && r.status().is(Errc::kOutcomeUnknown)) {
-    add.core->metrics().add("etcd_recipes_counter_outcome_unknown_total", add.labels, 1);
+    add.adder->core->metrics().add("etcd_recipes_counter_outcome_unknown_total", add.adder->labels, 1);
   }
-  if (!r.ok()) r = add.core->named(std::move(r).status());
+  if (!r.ok()) r = add.adder->core->named(std::move(r).status());
   auto done = std::move(add.done);
   done(std::move(r));
 }
@@ -101,7 +101,7 @@ class AddCombiner::Batch : public std::enable_shared_from_this<Batch> {
       }
     }
     const auto& first = *adds_.front();
-    first.core->metrics().add("etcd_recipes_counter_txns_total", first.labels, 1);
+    first.adder->core->metrics().add("etcd_recipes_counter_txns_total", first.adder->labels, 1);
     sent_at_ = Clock::now();
     CallAccess::start_inherited(link_->client().txn(std::move(txn)), options,
                                 [self = shared_from_this()](Result<TxnResponse> r) { self->on_result(std::move(r)); });
@@ -135,7 +135,7 @@ class AddCombiner::Batch : public std::enable_shared_from_this<Batch> {
     // out of time or of attempts leaves it (unknown, if it may have applied).
     const auto now = Clock::now();
     std::erase_if(adds_, [&](std::unique_ptr<CounterAdd>& add) {
-      if (!out_of_time(*add, now) && add->attempts < add->max_attempts) return false;
+      if (!out_of_time(*add, now) && add->attempts < add->adder->max_attempts) return false;
       if (maybe_applied_) {
         finish(*add, outcome_unknown(what(*add) + " (" + st.message() + ")"), true);
       } else {
@@ -146,7 +146,7 @@ class AddCombiner::Batch : public std::enable_shared_from_this<Batch> {
     // Nobody left: the next batch starts from the value seen before this
     // one, so if this one applied, the next one's guard fails and shows it.
     if (adds_.empty()) return combiner_->send_next();
-    run_after(link_->executor(), std::min<Clock::duration>(rtt_, adds_.front()->max_backoff),
+    run_after(link_->executor(), std::min<Clock::duration>(rtt_, adds_.front()->adder->max_backoff),
               [self = shared_from_this()] { self->send(); });
   }
 
@@ -165,17 +165,17 @@ class AddCombiner::Batch : public std::enable_shared_from_this<Batch> {
     }
     combiner_->remember(*fresh);
     const auto& first = *adds_.front();
-    first.core->metrics().add("etcd_recipes_counter_conflicts_total", first.labels, 1);
+    first.adder->core->metrics().add("etcd_recipes_counter_conflicts_total", first.adder->labels, 1);
     // Another writer won. The adds go back to the head of the line, in
     // their order, and the next batch (with whatever arrived meanwhile)
     // goes after a back-off that widens with their conflicts.
     int conflicts = 0;
     std::vector<std::unique_ptr<CounterAdd>> back;
     for (auto& add : adds_) {
-      if (maybe_applied_) add->core->metrics().add("etcd_recipes_counter_unknown_resolved_total", add->labels, 1);
+      if (maybe_applied_) add->adder->core->metrics().add("etcd_recipes_counter_unknown_resolved_total", add->adder->labels, 1);
       ++add->conflicts;
-      if (add->attempts >= add->max_attempts) {
-        add->core->metrics().add("etcd_recipes_counter_gave_up_total", add->labels, 1);
+      if (add->attempts >= add->adder->max_attempts) {
+        add->adder->core->metrics().add("etcd_recipes_counter_gave_up_total", add->adder->labels, 1);
         finish(*add, Status(StatusCode::kAborted, what(*add) + ": gave up after " + std::to_string(add->attempts) +
                                                       " attempts under contention (nothing written)"));
         continue;
@@ -184,7 +184,7 @@ class AddCombiner::Batch : public std::enable_shared_from_this<Batch> {
       back.push_back(std::move(add));
     }
     if (back.empty()) return combiner_->send_next();
-    const auto delay = backoff(conflicts, back.front()->max_backoff);
+    const auto delay = backoff(conflicts, back.front()->adder->max_backoff);
     {
       std::lock_guard lock(combiner_->mu_);
       for (auto it = back.rbegin(); it != back.rend(); ++it) combiner_->waiting_.push_front(std::move(*it));
@@ -200,8 +200,8 @@ class AddCombiner::Batch : public std::enable_shared_from_this<Batch> {
     int64_t value = from_.value;
     for (auto& add : adds_) {
       value += add->delta;  // checked when the batch was formed
-      if (maybe_applied_) add->core->metrics().add("etcd_recipes_counter_unknown_resolved_total", add->labels, 1);
-      add->core->metrics().add("etcd_recipes_counter_adds_total", add->labels, 1);
+      if (maybe_applied_) add->adder->core->metrics().add("etcd_recipes_counter_unknown_resolved_total", add->adder->labels, 1);
+      add->adder->core->metrics().add("etcd_recipes_counter_adds_total", add->adder->labels, 1);
       finish(*add, value);
     }
   }

@@ -61,16 +61,22 @@ struct CounterSeen {
 // DATA_LOSS [decode_failed] naming the key.
 Result<CounterSeen> counter_seen(const KeyValue* kv, int64_t header_revision);
 
+// What an object's adds share: where they report, and its limits (made
+// once per object).
+struct AdderOptions {
+  std::shared_ptr<RecipeCore> core;  // its object's: metrics, the name in errors
+  Labels labels;
+  int max_attempts = 1;
+  std::chrono::milliseconds max_backoff{50};
+};
+
 // One add, as its object hands it to the combiner.
 struct CounterAdd {
   int64_t delta = 0;
   CallOptions options;
   Callback<int64_t> done;
-  std::shared_ptr<RecipeCore> core;  // its object's: metrics, the name in errors
+  std::shared_ptr<const AdderOptions> adder;
   std::shared_ptr<ClientLink> link;  // keeps the client while the add lasts
-  Labels labels;
-  int max_attempts = 1;
-  std::chrono::milliseconds max_backoff{50};
 
   // The combiner's.
   int attempts = 0;    // guarded Txns that carried it

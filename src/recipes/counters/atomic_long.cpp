@@ -47,16 +47,13 @@ class AtomicLongState {
       : core(std::make_shared<RecipeCore>(client, "DistributedAtomicLong", name, std::move(options.recipe),
                                           check_options(options))),
         key(std::move(name)),
-        labels{{"counter", key}},
-        max_attempts(options.max_attempts),
-        max_backoff(options.max_backoff),
+        adder(std::make_shared<const AdderOptions>(
+            AdderOptions{core, {{"counter", key}}, options.max_attempts, options.max_backoff})),
         combiner(AddCombiner::join(client, key, core->client_id())) {}
 
   const std::shared_ptr<RecipeCore> core;
   const std::string key;
-  const Labels labels;
-  const int max_attempts;
-  const std::chrono::milliseconds max_backoff;
+  const std::shared_ptr<const AdderOptions> adder;  // every add of this object carries it
   // Shared with the client's other objects of this name: their adds go out
   // together, and they share what was last seen of the value.
   const std::shared_ptr<AddCombiner> combiner;
@@ -135,11 +132,8 @@ Call<int64_t> DistributedAtomicLong::add(int64_t delta) {
     add->options = std::move(options);
     add->options.caller_waits = false;  // a batch's Txn goes out from whichever add started it
     add->done = std::move(done);
-    add->core = core;
+    add->adder = state->adder;
     add->link = std::move(link);
-    add->labels = state->labels;
-    add->max_attempts = state->max_attempts;
-    add->max_backoff = state->max_backoff;
     state->combiner->submit(std::move(add));
   });
 }
