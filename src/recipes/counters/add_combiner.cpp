@@ -69,6 +69,9 @@ namespace {
 struct Combiners {
   std::mutex mu;
   std::map<std::string, std::weak_ptr<AddCombiner>> by_key;
+  // The names whose combiners are gone are dropped once the map doubled:
+  // joining costs O(1) amortised, however many names the client used.
+  std::size_t prune_at = 64;
 };
 
 }  // namespace
@@ -234,10 +237,13 @@ std::shared_ptr<AddCombiner> AddCombiner::join(const Client& client, const std::
   std::lock_guard lock(all->mu);
   auto& slot = all->by_key[key];
   if (auto c = slot.lock(); c && c->try_join()) return c;
-  std::erase_if(all->by_key, [](const auto& kv) { return kv.second.expired(); });
   auto c = std::make_shared<AddCombiner>(key, key + "/receipts/" + client_id + "-" + random_id());
   c->try_join();
-  all->by_key[key] = c;
+  slot = c;
+  if (all->by_key.size() >= all->prune_at) {
+    std::erase_if(all->by_key, [](const auto& kv) { return kv.second.expired(); });
+    all->prune_at = std::max<std::size_t>(64, 2 * all->by_key.size());
+  }
   return c;
 }
 
