@@ -131,6 +131,29 @@ d = json.loads(sys.argv[1]); assert d[\"recipes\"] == [] and d[\"revision\"] > 0
 " "$OUT"'
 fi
 
+# --- a summary: many items counted, the head listed -----------------------------------------
+
+# In pushes of 100 (one push is one transaction, within etcd's 128 operations).
+for first in $(seq 1 100 1101); do
+  # shellcheck disable=SC2046
+  run queue push /big $(seq -f 'i%04g' "$first" $((first + 99)))
+done
+run inspect /big
+check "a summary of a 1200-item queue: its exact depth and head in a few lines" \
+  eval '((RC == 0)) && [[ $OUT == *"queue /big: 1200 items, oldest created at revision "* ]] &&
+        [[ $OUT == *"item "*" \"i0001\" "* ]] && [[ $OUT == *"... and 1190 more (inspect --all lists every key)"* ]] &&
+        (($(wc -l <<<"$OUT") <= 13))'
+run inspect /big --all
+check "--all lists every item" eval '((RC == 0)) && (($(grep -c "^  item " <<<"$OUT") == 1200))'
+if command -v python3 >/dev/null; then
+  run inspect /big -w json
+  check "-w json of a summary: exact counts, the keys read, complete false" eval '((RC == 0)) && python3 -c "
+import json, sys
+d = json.loads(sys.argv[1]); q = d[\"recipes\"][0]
+assert d[\"complete\"] is False and q[\"counts\"][\"item\"] == 1200 and len(q[\"entries\"]) < 1200, q[\"counts\"]
+" "$OUT"'
+fi
+
 # --- an etcd failure -----------------------------------------------------------------------
 
 "$BIN" --endpoints 127.0.0.1:1 --timeout 2s inspect /locks >"$WORK/out" 2>"$WORK/err"

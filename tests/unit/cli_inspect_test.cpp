@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -231,6 +232,96 @@ TEST(CliInspect, ServicesGroupByBaseAndService) {
   EXPECT_NE(find(r, Kind::kTransient, "/services/db/d2"), nullptr);
   EXPECT_NE(text(r).find("services /services: api: 2 instances; db: 1 instance"), std::string::npos) << text(r);
   EXPECT_NE(text(r).find("  api a1 10.0.0.1:8080 (lease"), std::string::npos) << text(r);
+}
+
+// --- summaries: collections counted, their head read ---------------------------
+
+TEST(CliInspect, CollectionsAreTheRecipesManyKeys) {
+  using Head = Collection::Head;
+  const auto c = [](etcd::KeyValue k) { return collection_of(k); };
+  ASSERT_TRUE(c(kv("/q/items/00000000000000aa-0000000000000001", "a", 5)));
+  EXPECT_EQ(c(kv("/q/items/x", "a", 5))->dir, "/q/items/");
+  EXPECT_EQ(c(kv("/q/items/x", "a", 5))->head, Head::kPerGroup);
+  EXPECT_EQ(c(kv("/wq/dead/x", "a", 5))->head, Head::kByKey);
+  EXPECT_EQ(c(kv("/locks/a/694d", "h", 5, 0x694d))->dir, "/locks/a/");
+  EXPECT_EQ(c(kv("/locks/a/694d", "h", 5, 0x694d))->head, Head::kByCreation);
+  EXPECT_EQ(c(kv("/s/holders/694d-1", "h", 5, 0x694d))->head, Head::kByCreation);
+  EXPECT_EQ(c(kv("/rw/write/694d", "h", 5, 0x694d))->dir, "/rw/write/");
+  EXPECT_FALSE(c(kv("/locks/a/694d", "h", 5, 0x1234))) << "not on its own lease: a transient key";
+  EXPECT_FALSE(c(kv("/plain", "v", 5)));
+  EXPECT_FALSE(c(kv("/c/hits", "42", 5)));
+}
+
+TEST(CliInspect, ASummarisedLockCountsEveryWaiterAndListsTheHead) {
+  std::vector<etcd::KeyValue> head;
+  for (int i = 0; i < 20; ++i) {
+    char name[16];
+    std::snprintf(name, sizeof name, "%x", 0x100 + i);  // a contender's key names its lease
+    head.push_back(kv(std::string("/l/") + name, "h" + std::to_string(i), 10 + i, 0x100 + i));
+  }
+  const Report r = build_report(head, 5000, {{"/l/", 1000}});
+  const Recipe& lock = only(r);
+  EXPECT_EQ(total(lock, Role::kHolder), 1);
+  EXPECT_EQ(total(lock, Role::kWaiting), 999);
+  const auto lines = render_text(r, {}, 0, {.lines_per_recipe = 10, .recipes = 40});
+  ASSERT_EQ(lines.size(), 12u);
+  EXPECT_NE(lines[0].find("held by \"h0\""), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("; 999 waiting"), std::string::npos) << lines[0];
+  EXPECT_EQ(lines[11], "  ... and 990 more (inspect --all lists every key)");
+}
+
+TEST(CliInspect, ASummarisedSemaphoreHoldsNOfItsTotal) {
+  std::vector<etcd::KeyValue> keys = {kv("/s/permits", "50", 1)};
+  for (int i = 0; i < 20; ++i) keys.push_back(kv("/s/holders/" + std::to_string(100 + i) + "-1", "h", 10 + i, 0x100 + i));
+  const Report r = build_report(keys, 9000, {{"/s/holders/", 5000}});
+  const Recipe& sem = only(r);
+  EXPECT_EQ(total(sem, Role::kHolder), 50);
+  EXPECT_EQ(total(sem, Role::kWaiting), 4950);
+  EXPECT_NE(render_text(r, {}, 0)[0].find("50 of 50 permits held; 4950 waiting"), std::string::npos)
+      << render_text(r, {}, 0)[0];
+}
+
+TEST(CliInspect, ASummarisedQueueStatesItsDepthAndHeadInFewLines) {
+  std::vector<etcd::KeyValue> keys;
+  // The page read: producer aa's first keys; the per-producer heads: bb's oldest is the queue's head.
+  for (int i = 1; i <= 30; ++i) keys.push_back(kv("/q/items/00000000000000aa-" + std::string(14, '0') + (i < 10 ? "0" : "") + std::to_string(i), "a", 100 + 2 * i));
+  keys.push_back(kv("/q/items/00000000000000bb-0000000000000001", "first", 50));
+  const Report r = build_report(keys, 600000, {{"/q/items/", 500000}});
+  const Recipe& q = only(r);
+  EXPECT_EQ(total(q, Role::kItem), 500000);
+  const auto lines = render_text(r, {}, 0, {.lines_per_recipe = 10, .recipes = 40});
+  EXPECT_LE(lines.size(), 12u);
+  EXPECT_NE(lines[0].find("queue /q: 500000 items, oldest created at revision 50"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("\"first\""), std::string::npos) << lines[1];
+  EXPECT_EQ(lines.back(), "  ... and 499990 more (inspect --all lists every key)");
+}
+
+TEST(CliInspect, ASummarisedWorkQueueCountsInFlightAndDeadLettersWhole) {
+  namespace wr = etcd::recipes::detail;
+  const Report r = build_report(
+      {
+          kv("/wq/items/a", wr::encode_work_record("ready"), 10),
+          kv("/wq/claims/z", "worker:7", 20, 0x77),  // its item is beyond the keys read
+          kv("/wq/dead/d", wr::encode_dead_record("bad", 5, 0, "exit 3"), 13),
+      },
+      22, {{"/wq/items/", 100000}, {"/wq/claims/", 600}, {"/wq/dead/", 42}});
+  const Recipe& q = only(r);
+  EXPECT_EQ(total(q, Role::kClaimed), 600);
+  EXPECT_EQ(total(q, Role::kItem), 100000 - 600);
+  EXPECT_EQ(total(q, Role::kDead), 42);
+  const std::string t = text(r);
+  EXPECT_NE(t.find("work queue /wq: 99400 waiting (of the 1 read: 1 ready, 0 delayed), 600 in flight, 42 dead letters"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("claim z (its item not read), by \"worker:7\""), std::string::npos) << t;
+}
+
+TEST(CliInspect, ASummaryListsAtMostSoManyRecipes) {
+  std::vector<etcd::KeyValue> keys;
+  for (int i = 0; i < 50; ++i) keys.push_back(kv("/k/" + std::to_string(100 + i), "v", 10 + i));
+  const auto lines = render_text(build_report(keys, 100), {}, 0, {.lines_per_recipe = 10, .recipes = 40});
+  ASSERT_EQ(lines.size(), 41u);
+  EXPECT_EQ(lines.back(), "... and 10 more recipes (inspect --all lists every key)");
 }
 
 TEST(CliInspect, Excerpts) {

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <functional>
@@ -174,6 +175,17 @@ class Context {
 // of its own): a call that never completes fails its metric, and the run
 // goes on. Generous: a loaded 2-core machine answers far sooner.
 inline constexpr auto kCallBound = std::chrono::seconds(30);
+
+// printf into a std::string of whatever length the text needs (notes, errors).
+template <class... Args>
+std::string fmt(const char* format, Args... args) {
+  const int n = std::snprintf(nullptr, 0, format, args...);
+  if (n <= 0) return {};
+  std::string out(static_cast<size_t>(n) + 1, '\0');
+  std::snprintf(out.data(), out.size(), format, args...);
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
 
 // Latencies in milliseconds, sorted.
 struct Samples {

@@ -24,12 +24,6 @@ using Millis = std::chrono::duration<double, std::milli>;
 
 constexpr int kParties = 16;
 
-std::string fmt(const char* format, auto... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, format, args...);
-  return buf;
-}
-
 struct BarrierSamples {
   Samples release;  // the gate removed → the last of 16 waiters released
   Samples count;    // the 16th party arrives → the last party released

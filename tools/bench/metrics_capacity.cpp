@@ -42,12 +42,6 @@ using etcd::recipes::DistributedMutex;
 int ops(const Context& ctx) { return ctx.settings.quick ? 50 : 200; }
 constexpr int kParked = 100;
 
-std::string fmt(const char* format, auto... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, format, args...);
-  return buf;
-}
-
 ServerCounters scrape(const Context& ctx) {
   try {
     return read_server_counters(ctx.client.options().endpoints);

@@ -29,12 +29,6 @@ namespace {
 using etcd::recipes::AtomicLongOptions;
 using etcd::recipes::DistributedAtomicLong;
 
-std::string fmt(const char* format, auto... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, format, args...);
-  return buf;
-}
-
 // Slices of uncontended adds alternate with slices of txn_seq's Txn (its
 // own key, guarded by the revision of its previous write), as
 // measure_sequential_paired alternates with puts: the ratio of the two is

@@ -18,12 +18,6 @@ namespace {
 using etcd::recipes::LeaderLatch;
 using etcd::recipes::RecipeOptions;
 
-std::string fmt(const char* format, auto... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, format, args...);
-  return buf;
-}
-
 // --- elect_cycle_seq -----------------------------------------------------------
 
 // Campaign until leading, then resign: uncontended, one at a time.

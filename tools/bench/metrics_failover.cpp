@@ -32,12 +32,6 @@ namespace {
 
 using Millis = std::chrono::duration<double, std::milli>;
 
-std::string fmt(const char* format, auto... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, format, args...);
-  return buf;
-}
-
 // The registry hands metrics a const cluster; killing and restarting members
 // needs the mutable one. The object itself is not const (main() owns it
 // through a unique_ptr<EtcdCluster>), so casting the reference is defined.

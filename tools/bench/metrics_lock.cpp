@@ -26,12 +26,6 @@ namespace {
 using etcd::recipes::DistributedMutex;
 using etcd::recipes::RecipeOptions;
 
-std::string fmt(const char* format, auto... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, format, args...);
-  return buf;
-}
-
 // Polls `pred` until it holds; throws after `bound`.
 void wait_for(const std::function<bool()>& pred, Clock::duration bound, const std::string& what) {
   const auto give_up = Clock::now() + bound;

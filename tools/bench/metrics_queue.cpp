@@ -20,12 +20,6 @@ namespace {
 using etcd::recipes::DistributedQueue;
 using etcd::recipes::RecipeOptions;
 
-std::string fmt(const char* format, auto... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, format, args...);
-  return buf;
-}
-
 // One object enqueues an item and dequeues it: two etcd writes (the
 // enqueue Txn, the guarded delete); the consumer learns of the item from
 // its own watch, so no read.

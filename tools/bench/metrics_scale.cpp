@@ -27,12 +27,6 @@ namespace {
 
 using Seconds = std::chrono::duration<double>;
 
-std::string fmt(const char* format, auto... args) {
-  char buf[768];
-  std::snprintf(buf, sizeof buf, format, args...);
-  return buf;
-}
-
 constexpr auto kWorkerFlag = "--scale-sessions-worker";
 constexpr int kProcesses = 4;
 constexpr auto kTtl = std::chrono::seconds(10);

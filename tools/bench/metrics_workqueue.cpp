@@ -32,12 +32,6 @@ using etcd::recipes::WorkItem;
 using etcd::recipes::WorkQueueOptions;
 using Millis = std::chrono::duration<double, std::milli>;
 
-std::string fmt(const char* format, auto... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, format, args...);
-  return buf;
-}
-
 // One object enqueues an item, receives it and acks it: three etcd writes
 // (the enqueue Txn, the claim Txn, the ack Txn); the consumer learns of
 // the item from its own watch, so no read. The first cycle (before the

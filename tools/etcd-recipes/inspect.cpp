@@ -242,7 +242,87 @@ void sort_entries(Recipe& r) {
   });
 }
 
+// Where a family's summarised collections are, by Recipe::totals's keys.
+std::string collection_dir(const std::string& name, const std::string& key) {
+  return key.empty() ? name + "/" : name + "/" + key + "/";
+}
+
+// The collections a kind of recipe has (services: one per service name).
+std::vector<std::string> collection_keys(Kind kind) {
+  switch (kind) {
+    case Kind::kLockOrElection:
+      return {""};
+    case Kind::kRwLock:
+      return {"read", "write"};
+    case Kind::kSemaphore:
+      return {"holders"};
+    case Kind::kQueue:
+    case Kind::kPriorityQueue:
+      return {"items"};
+    case Kind::kWorkQueue:
+      return {"items", "claims", "dead"};
+    case Kind::kCountBarrier:
+    case Kind::kDoubleBarrier:
+    case Kind::kBarrier:
+      return {"parties"};
+    case Kind::kCounter:
+      return {"receipts"};
+    default:
+      return {};
+  }
+}
+
+void attach_totals(Recipe& r, const std::map<std::string, int64_t>& totals) {
+  if (totals.empty()) return;
+  std::vector<std::string> keys = collection_keys(r.kind);
+  if (r.kind == Kind::kServices) {
+    for (const Entry& e : r.entries) keys.push_back(e.instance->name);
+  }
+  for (const auto& key : keys) {
+    if (auto it = totals.find(collection_dir(r.name, key)); it != totals.end()) r.totals[key] = it->second;
+  }
+}
+
+std::optional<int64_t> total_of(const Recipe& r, const std::string& key) {
+  const auto it = r.totals.find(key);
+  return it == r.totals.end() ? std::nullopt : std::optional<int64_t>(it->second);
+}
+
+// The keys of summarised collections that were not read.
+int64_t unread(const Recipe& r) {
+  int64_t n = 0;
+  for (const auto& [key, size] : r.totals) {
+    const std::string dir = collection_dir(r.name, key);
+    n += size - std::count_if(r.entries.begin(), r.entries.end(), [&](const Entry& e) {
+           return e.kv.key.starts_with(dir) && e.kv.key.find('/', dir.size()) == std::string::npos;
+         });
+  }
+  return std::max<int64_t>(n, 0);
+}
+
 }  // namespace
+
+std::optional<Collection> collection_of(const etcd::KeyValue& kv) {
+  const Path p = split(kv.key);
+  const std::string dir = std::string(p.parent) + "/";
+  using Head = Collection::Head;
+  if (p.has_mid && (p.mid == "read" || p.mid == "write") && is_hex(p.last, 1, 16)) {
+    return Collection{dir, Head::kByCreation};
+  }
+  if (p.has_mid && p.mid == "holders" && p.last.find('-') != std::string_view::npos &&
+      is_hex(p.last.substr(0, p.last.find('-')), 1, 16) && is_digits(p.last.substr(p.last.find('-') + 1))) {
+    return Collection{dir, Head::kByCreation};
+  }
+  if (p.has_mid && p.mid == "items") return Collection{dir, Head::kPerGroup};
+  if (p.has_mid && (p.mid == "claims" || p.mid == "dead" || p.mid == "receipts")) return Collection{dir, Head::kByKey};
+  if (p.has_mid && p.mid == "parties") return Collection{dir, Head::kByCreation};
+  if (kv.lease != 0 && !p.parent.empty() && p.last == go_lease_hex(kv.lease)) return Collection{dir, Head::kByCreation};
+  if (p.has_mid && !p.grand.empty()) {
+    auto i = etcd::recipes::ServiceInstanceCodec::decode(kv.value, kv.key);
+    if (i.ok() && i->name == p.mid && i->id == p.last) return Collection{dir, Head::kByKey};
+  }
+  return std::nullopt;
+}
 
 const char* kind_id(Kind kind) {
   switch (kind) {
@@ -356,7 +436,62 @@ int64_t count(const Recipe& recipe, Role role) {
   return std::count_if(recipe.entries.begin(), recipe.entries.end(), [&](const Entry& e) { return e.role == role; });
 }
 
-Report build_report(std::vector<etcd::KeyValue> kvs, int64_t revision) {
+int64_t total(const Recipe& r, Role role) {
+  if (r.totals.empty()) return count(r, role);
+  switch (r.kind) {
+    case Kind::kLockOrElection:
+    case Kind::kRwLock: {
+      int64_t all = 0;
+      for (const auto& key : collection_keys(r.kind)) {
+        const std::string dir = collection_dir(r.name, key);
+        all += total_of(r, key).value_or(std::count_if(r.entries.begin(), r.entries.end(), [&](const Entry& e) {
+          return e.kv.key.starts_with(dir);
+        }));
+      }
+      // The head read by creation holds every holder (a lock has one; readers
+      // holding beyond the head are counted as waiting).
+      const int64_t holders = count(r, Role::kHolder);
+      return role == Role::kHolder ? holders : role == Role::kWaiting ? all - holders : count(r, role);
+    }
+    case Kind::kSemaphore: {
+      const auto n = total_of(r, "holders");
+      if (!n || (role != Role::kHolder && role != Role::kWaiting)) break;
+      const int64_t holders = r.permits ? std::min(*r.permits, *n) : *n;
+      return role == Role::kHolder ? holders : *n - holders;
+    }
+    case Kind::kQueue:
+    case Kind::kPriorityQueue:
+      if (role == Role::kItem) return total_of(r, "items").value_or(count(r, role));
+      break;
+    case Kind::kWorkQueue: {
+      // A claim whose item was not read is in flight all the same.
+      const int64_t claimed = total_of(r, "claims").value_or(count(r, Role::kClaimed) + count(r, Role::kClaim));
+      if (role == Role::kClaimed) return claimed;
+      if (role == Role::kItem) {
+        const auto items = total_of(r, "items");
+        return items ? std::max<int64_t>(*items - claimed, 0) : count(r, role);
+      }
+      if (role == Role::kDead) return total_of(r, "dead").value_or(count(r, role));
+      break;
+    }
+    case Kind::kCountBarrier:
+    case Kind::kDoubleBarrier:
+    case Kind::kBarrier:
+      if (role == Role::kParty) return total_of(r, "parties").value_or(count(r, role));
+      break;
+    case Kind::kCounter:
+      if (role == Role::kReceipt) return total_of(r, "receipts").value_or(count(r, role));
+      break;
+    case Kind::kServices:
+      if (role == Role::kInstance) return count(r, role) + unread(r);
+      break;
+    default:
+      break;
+  }
+  return count(r, role);
+}
+
+Report build_report(std::vector<etcd::KeyValue> kvs, int64_t revision, const std::map<std::string, int64_t>& totals) {
   std::sort(kvs.begin(), kvs.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
   std::map<std::pair<Family, std::string>, Pending> families;
   std::vector<etcd::KeyValue> rest;
@@ -452,6 +587,7 @@ Report build_report(std::vector<etcd::KeyValue> kvs, int64_t revision) {
         break;
       case Family::kQueue:
         r.kind = pending.work ? Kind::kWorkQueue : pending.priority ? Kind::kPriorityQueue : Kind::kQueue;
+        attach_totals(r, totals);
         if (r.kind == Kind::kWorkQueue) settle_work_queue(r);
         if (r.kind == Kind::kPriorityQueue) {
           for (Entry& e : r.entries) {
@@ -480,6 +616,7 @@ Report build_report(std::vector<etcd::KeyValue> kvs, int64_t revision) {
         r.kind = Kind::kServices;
         break;
     }
+    attach_totals(r, totals);
     sort_entries(r);
     report.recipes.push_back(std::move(r));
   }
@@ -544,7 +681,7 @@ std::string key_line(const char* label, const etcd::KeyValue& kv, const Leases& 
 }
 
 void render_contenders(const Recipe& r, const Leases& leases, std::vector<std::string>& out) {
-  const int64_t holders = count(r, Role::kHolder), waiting = count(r, Role::kWaiting);
+  const int64_t holders = total(r, Role::kHolder), waiting = total(r, Role::kWaiting);
   std::string head = std::string(kind_words(r.kind)) + " " + simple_field(r.name) + ": ";
   if (r.kind == Kind::kSemaphore) {
     head += r.permits ? std::to_string(holders) + " of " + std::to_string(*r.permits) + " permits held"
@@ -578,8 +715,9 @@ void render_queue(const Recipe& r, const Report& report, const Leases& leases, i
                   std::vector<std::string>& out) {
   std::string head = std::string(kind_words(r.kind)) + " " + simple_field(r.name) + ": ";
   const int64_t producers = count(r, Role::kProducer);
+  const bool partial = r.totals.count("items") > 0;
   if (r.kind != Kind::kWorkQueue) {
-    const int64_t items = count(r, Role::kItem);
+    const int64_t items = total(r, Role::kItem);
     head += plural(items, "item", "items");
     const Entry* oldest = nullptr;
     for (const Entry& e : r.entries) {
@@ -597,7 +735,7 @@ void render_queue(const Recipe& r, const Report& report, const Leases& leases, i
       std::string parts;
       for (auto [p, n] : by_priority)
         parts += (parts.empty() ? "" : ", ") + std::to_string(n) + " at " + std::to_string(p);
-      head += "; by priority: " + parts;
+      head += (partial ? "; by priority, of the " + std::to_string(count(r, Role::kItem)) + " read: " : "; by priority: ") + parts;
     }
     // A producer key outlives its items only while (or if) its producer did not close.
     if (producers > 0) head += "; " + plural(producers, "producer key", "producer keys");
@@ -614,9 +752,15 @@ void render_queue(const Recipe& r, const Report& report, const Leases& leases, i
   for (const Entry& e : r.entries) {
     if (e.role == Role::kItem) (e.not_before_ms > now_ms ? delayed : ready) += 1;
   }
-  const int64_t in_flight = count(r, Role::kClaimed), dead = count(r, Role::kDead);
-  head += std::to_string(ready) + " ready, " + std::to_string(delayed) + " delayed, " + std::to_string(in_flight) +
-          " in flight, " + plural(dead, "dead letter", "dead letters");
+  const int64_t in_flight = total(r, Role::kClaimed), dead = total(r, Role::kDead);
+  if (partial) {
+    // Ready or delayed is in each item's record: known for the items read only.
+    head += std::to_string(total(r, Role::kItem)) + " waiting (of the " + std::to_string(ready + delayed) +
+            " read: " + std::to_string(ready) + " ready, " + std::to_string(delayed) + " delayed), ";
+  } else {
+    head += std::to_string(ready) + " ready, " + std::to_string(delayed) + " delayed, ";
+  }
+  head += std::to_string(in_flight) + " in flight, " + plural(dead, "dead letter", "dead letters");
   const Entry* oldest = nullptr;
   for (const Entry& e : r.entries) {
     if ((e.role == Role::kItem || e.role == Role::kClaimed) &&
@@ -647,8 +791,8 @@ void render_queue(const Recipe& r, const Report& report, const Leases& leases, i
                fmt_age(now_ms - e.since_ms) + ": " + excerpt(e.reason, 200) + " " + excerpt(e.payload);
         break;
       case Role::kClaim:
-        line = "  claim " + simple_field(e.id) + " without its item, by " + excerpt(e.kv.value) + " (" +
-               lease_words(e.kv.lease, leases) + ")";
+        line = "  claim " + simple_field(e.id) + (partial ? " (its item not read), by " : " without its item, by ") +
+               excerpt(e.kv.value) + " (" + lease_words(e.kv.lease, leases) + ")";
         break;
       default:
         continue;
@@ -659,7 +803,7 @@ void render_queue(const Recipe& r, const Report& report, const Leases& leases, i
 
 void render_barrier(const Recipe& r, const Leases& leases, std::vector<std::string>& out) {
   std::string head = std::string(kind_words(r.kind)) + " " + simple_field(r.name) + ": ";
-  const int64_t parties = count(r, Role::kParty);
+  const int64_t parties = total(r, Role::kParty);
   const Entry* ready = nullptr;
   for (const Entry& e : r.entries) {
     if (e.role == Role::kReady) ready = &e;
@@ -706,7 +850,7 @@ void render_counter(const Recipe& r, std::vector<std::string>& out) {
   if (value)
     head += " (" + plural(value->kv.version, "write", "writes") + ", last at revision " +
             std::to_string(value->kv.mod_revision) + ")";
-  if (const int64_t n = count(r, Role::kReceipt); n > 0) head += "; " + plural(n, "receipt", "receipts");
+  if (const int64_t n = total(r, Role::kReceipt); n > 0) head += "; " + plural(n, "receipt", "receipts");
   out.push_back(head);
 }
 
@@ -716,8 +860,9 @@ void render_services(const Recipe& r, const Leases& leases, std::vector<std::str
   std::string head = std::string(kind_words(r.kind)) + " " + simple_field(r.name) + ": ";
   std::string parts;
   for (const auto& [service, list] : by_service) {
+    const auto n = r.totals.find(service);
     parts += (parts.empty() ? "" : "; ") + simple_field(service) + ": " +
-             plural(static_cast<int64_t>(list.size()), "instance", "instances");
+             plural(n != r.totals.end() ? n->second : static_cast<int64_t>(list.size()), "instance", "instances");
   }
   out.push_back(head + parts);
   for (const auto& [service, list] : by_service) {
@@ -733,9 +878,19 @@ void render_services(const Recipe& r, const Leases& leases, std::vector<std::str
 
 }  // namespace
 
-std::vector<std::string> render_text(const Report& report, const Leases& leases, int64_t now_ms) {
+std::vector<std::string> render_text(const Report& report, const Leases& leases, int64_t now_ms,
+                                     RenderLimits limits) {
   std::vector<std::string> out;
+  size_t blocks = 0;
   for (const Recipe& r : report.recipes) {
+    if (limits.recipes != 0 && blocks == limits.recipes) {
+      const size_t more = report.recipes.size() - blocks;
+      out.push_back("... and " + std::to_string(more) + (more == 1 ? " more recipe" : " more recipes") +
+                    " (inspect --all lists every key)");
+      break;
+    }
+    ++blocks;
+    const size_t first = out.size();
     switch (r.kind) {
       case Kind::kLockOrElection:
       case Kind::kRwLock:
@@ -769,6 +924,16 @@ std::vector<std::string> render_text(const Report& report, const Leases& leases,
         out.push_back(line + revs(kv) + ")");
         break;
       }
+    }
+    // Headline, then at most lines_per_recipe detail lines, then how many more there are.
+    const size_t details = out.size() - first - 1;
+    size_t hidden = 0;
+    if (limits.lines_per_recipe != 0 && details > limits.lines_per_recipe) {
+      hidden = details - limits.lines_per_recipe;
+      out.resize(first + 1 + limits.lines_per_recipe);
+    }
+    if (const int64_t more = static_cast<int64_t>(hidden) + unread(r); more > 0) {
+      out.push_back("  ... and " + std::to_string(more) + " more (inspect --all lists every key)");
     }
   }
   return out;

@@ -18,6 +18,13 @@
 //   a decimal int64 without a lease              counter
 //   any other key with a lease                   transient key
 //   anything else                                a plain key
+//
+// A summary (the default) does not read a recipe's many keys: a collection
+// (a queue's items, a lock's contenders, a service's instances, ...) that
+// does not fit in one page is counted (count_only) and only its head is read
+// (collection_of names the collections and how their head is found); the
+// totals come with the keys, and rendering lists at most a few lines per
+// recipe. `inspect --all` reads and lists every key.
 #pragma once
 
 #include <cstdint>
@@ -100,6 +107,11 @@ struct Entry {
 
 struct Recipe {
   Kind kind = Kind::kPlain;
+  // Exact sizes of the collections that were summarised (only their head
+  // is in `entries`), by the collection's last path segment: "items",
+  // "claims", "dead", "holders", "read", "write", "parties", "receipts", a
+  // service's name, or "" for a lock's contenders (NAME/ itself).
+  std::map<std::string, int64_t> totals;
   std::string name;  // the recipe's NAME (services: BASE; transient and plain keys: the key)
   // In the recipe's own order: holders first then waiters (by create
   // revision), items in the order they are served, everything else by key.
@@ -113,16 +125,40 @@ struct Report {
   std::vector<Recipe> recipes;  // by name, then kind
 };
 
-// `kvs`: every key read (any order), at `revision`.
-Report build_report(std::vector<etcd::KeyValue> kvs, int64_t revision);
+// Many keys of one recipe under one directory, which a summary counts and
+// reads only the head of.
+struct Collection {
+  std::string dir;  // "NAME/items/", "NAME/holders/", "NAME/" (contenders), "BASE/SERVICE/", ...
+  enum class Head {
+    kByKey,       // the first keys by name (dead letters, receipts, instances)
+    kByCreation,  // the first by create revision: who holds, who waits next
+    kPerGroup,    // queue items: the first key of each producer (`<...>-` up to the last '-'), whose
+                  // oldest is the queue's head
+  } head = Head::kByKey;
+};
+// The collection whose member `kv` is, if it is one (by the layouts above).
+std::optional<Collection> collection_of(const etcd::KeyValue& kv);
 
-// Counts of a recipe's entries by role.
+// `kvs`: every key read (any order), at `revision`; `totals`: the exact
+// size of each collection (by Collection::dir) of which only some keys were read.
+Report build_report(std::vector<etcd::KeyValue> kvs, int64_t revision,
+                    const std::map<std::string, int64_t>& totals = {});
+
+// Counts of a recipe's entries by role (the keys read).
 int64_t count(const Recipe& recipe, Role role);
+// The same, for the whole recipe: from its totals where a collection was summarised.
+int64_t total(const Recipe& recipe, Role role);
+
+struct RenderLimits {
+  size_t lines_per_recipe = 0;  // detail lines under each headline; 0: every one
+  size_t recipes = 0;           // recipe blocks; 0: every one
+};
 
 // One block per recipe: a headline, then indented lines. `leases`: what
 // was learned of each lease the keys carry; `now_ms`: this host's clock
 // (work queue delays, dead letters' ages).
-std::vector<std::string> render_text(const Report& report, const Leases& leases, int64_t now_ms);
+std::vector<std::string> render_text(const Report& report, const Leases& leases, int64_t now_ms,
+                                     RenderLimits limits = {});
 
 // A value as text output shows it: quoted, bytes that are not printable
 // escaped, cut after `max` bytes with "...".
