@@ -228,6 +228,90 @@ TEST_F(TransientTest, AKeyDeletedBySomeoneElseIsFoundBySetValueAndHealed) {
   EXPECT_EQ(get(k)->value, "v2");
 }
 
+TEST_F(TransientTest, KeysOfOneClientShareOneLeaseAndLeaveItOneByOne) {
+  const std::string a = key("a"), b = key("b"), c = key("c");
+  Client own_client(options());
+  TransientKeyValue first(own_client, a, "1");
+  TransientKeyValue second(own_client, b, "2");
+  RecipeOptions separate;
+  separate.own_presence_lease = true;
+  TransientKeyValue alone(own_client, c, "3", separate);
+  first.create().wait().value();
+  second.create().wait().value();
+  alone.create().wait().value();
+  EXPECT_NE(first.lease(), 0);
+  EXPECT_EQ(first.lease(), second.lease()) << "one presence lease for the client's keys of one TTL";
+  EXPECT_NE(alone.lease(), first.lease()) << "own_presence_lease: a lease of its own";
+  const int64_t shared = first.lease();
+
+  // Closing one deletes its key; the other's key and the lease live on.
+  EXPECT_TRUE(first.release().wait().value());
+  EXPECT_FALSE(get(a).has_value());
+  ASSERT_TRUE(get(b).has_value());
+  EXPECT_EQ(get(b)->lease, shared);
+  EXPECT_GT(client().lease_time_to_live(shared).wait().value().ttl, 0);
+  // The last one to leave revokes it.
+  EXPECT_TRUE(second.release().wait().value());
+  EXPECT_FALSE(get(b).has_value());
+  EXPECT_TRUE(eventually([&] { return client().lease_time_to_live(shared).wait().value().ttl == -1; }, 10s))
+      << "revoked with its last user";
+  ASSERT_TRUE(get(c).has_value()) << "a key on its own lease is not touched";
+}
+
+TEST_F(TransientTest, AfterASharedLeaseIsLostEachKeyHealsAloneWhereItIsFree) {
+  const std::string a = key("free"), b = key("taken");
+  Client own_client(options());
+  TransientKeyValue free_key(own_client, a, "1", ttl(2s));
+  TransientKeyValue taken_key(own_client, b, "2", ttl(2s));
+  std::atomic<int> restored_free{0}, restored_taken{0};
+  auto r1 = free_key.on_restored([&] { ++restored_free; });
+  auto r2 = taken_key.on_restored([&] { ++restored_taken; });
+  free_key.create().wait().value();
+  taken_key.create().wait().value();
+  const int64_t old_lease = free_key.lease();
+  ASSERT_EQ(taken_key.lease(), old_lease);
+
+  // The lease is revoked (both keys go); someone else puts b before the heal can.
+  (void)client().lease_revoke(old_lease).wait().value();
+  (void)client().put(b, "someone else's").wait().value();
+  ASSERT_TRUE(eventually([&] { return restored_free.load() == 1; }, 20s)) << "the free key heals";
+  EXPECT_NE(free_key.lease(), old_lease);
+  ASSERT_TRUE(get(a).has_value());
+  EXPECT_EQ(get(a)->lease, free_key.lease());
+  ASSERT_TRUE(eventually([&] { return has_error(taken_key, StatusCode::kAlreadyExists, b); }, 20s));
+  EXPECT_FALSE(taken_key.is_held());
+  EXPECT_EQ(get(b)->value, "someone else's") << "never overwritten";
+  EXPECT_EQ(restored_taken.load(), 0);
+
+  // Once b is free, it heals by itself, on the same shared lease.
+  (void)client().del(b).wait().value();
+  ASSERT_TRUE(eventually([&] { return restored_taken.load() == 1; }, 20s));
+  EXPECT_EQ(taken_key.lease(), free_key.lease());
+  ASSERT_TRUE(get(b).has_value());
+  EXPECT_EQ(get(b)->value, "2");
+  EXPECT_EQ(restored_free.load(), 1) << "the other key was not disturbed";
+}
+
+TEST_F(TransientTest, TwoObjectsOfOneClientOnOneKeyAreTwoOwners) {
+  // A shared lease must not make a second object take the first one's key for its own.
+  const std::string k = key("same");
+  TransientKeyValue first(client(), k, "first");
+  TransientKeyValue second(client(), k, "second");
+  first.create().wait().value();
+  const Status st = second.create().wait().status();
+  EXPECT_EQ(st.code(), StatusCode::kAlreadyExists) << st.to_string();
+  EXPECT_FALSE(second.is_held());
+  // Not sticky: once the first is gone, the second can have it.
+  EXPECT_TRUE(first.release().wait().value());
+  second.create().wait().value();
+  EXPECT_EQ(get(k)->value, "second");
+  TransientKeyValue third(client(), k, "third");
+  EXPECT_EQ(third.create().wait().status().code(), StatusCode::kAlreadyExists);
+  EXPECT_FALSE(third.release().wait().value()) << "never its: nothing deleted";
+  ASSERT_TRUE(get(k).has_value());
+  EXPECT_EQ(get(k)->value, "second");
+}
+
 TEST_F(TransientTest, TypedValuesGoThroughTheCodec) {
   const std::string k = key("port");
   TypedTransientKeyValue<int64_t> port(client(), k, 8080);

@@ -35,6 +35,13 @@ struct RecipeOptions {
   std::function<std::shared_ptr<Session>()> session_factory{};
   // TTL of a session the recipe creates itself (at least 1 s).
   std::chrono::seconds session_ttl{10};
+  // Keys that only confer presence and heal (TransientKeyValue, and so a
+  // ServiceRegistry's registrations): by default every such object of one
+  // Client with the same session_ttl shares one presence lease (one lease
+  // and keep-alive for the process, however many keys; each key still heals
+  // alone, only where it is free). true: this object's keys live on a lease
+  // of their own (revoked by its close(), and lost or healed alone).
+  bool own_presence_lease = false;
   std::shared_ptr<Metrics> metrics{};
 };
 

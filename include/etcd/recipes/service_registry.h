@@ -12,9 +12,9 @@
 // Each registration is a transient key (transient.h) at BASE/NAME/ID whose
 // value is the instance's JSON: created only where the key is absent (an id
 // that another process registered, or that anyone wrote, is refused with
-// StatusCode::kAlreadyExists and left alone), under a presence lease of its own
-// with TTL RecipeOptions::session_ttl — how long a registration outlives a
-// process that died without unregistering. update() writes guarded by the
+// StatusCode::kAlreadyExists and left alone), under the client's shared
+// presence lease with TTL RecipeOptions::session_ttl — how long a
+// registration outlives a process that died without unregistering. update() writes guarded by the
 // key's create revision (only while it is ours).
 //
 // After a lease loss (the process was cut off from etcd past the TTL, or
@@ -25,14 +25,17 @@
 // listeners hear of both, with the instance; state() is kLost while any
 // registration is lost, kReconnected once all are back.
 //
-// Why one lease per registration rather than one per registry: a
-// registration heals, loses and is removed on its own, and its keep-alives
-// ride on the client's one keep-alive stream (a message per registration
-// per TTL/3). A process with thousands of registrations should share a
-// lease differently; one with a few pays nothing noticeable.
+// One lease for the process, not one per registration: every
+// registration (and transient key) of one Client with the same TTL lives on
+// one presence lease, so thousands of registrations cost one keep-alive per
+// TTL/3. Each still heals, is lost and is removed on its own: after a
+// lease loss each is re-created where it is free, and one whose key was
+// taken keeps trying alone. RecipeOptions::own_presence_lease = true gives
+// each registration a lease of its own (a keep-alive each).
 //
-// Costs: register: a lease grant and one Txn; update: one Txn; unregister:
-// one Txn and a lease revoke. The constructor does no I/O; lifecycle as
+// Costs: register: one Txn (plus a lease grant for the client's first);
+// update: one Txn; unregister: one Txn (and a revoke for the last user of
+// the lease). The constructor does no I/O; lifecycle as
 // every recipe (recipe.h).
 #pragma once
 

@@ -11,9 +11,14 @@
 //
 //   etcd::recipes::TypedTransientKeyValue<std::int64_t> port(client, "/svc/a/port", 8080);
 //
-// Ownership: the key is created under a presence lease (etcd/presence.h) of
-// the object's own, with TTL RecipeOptions::session_ttl (default 10 s: how
-// long the key outlives an owner that died without closing). A transient
+// Ownership: the key is created under a presence lease (etcd/presence.h)
+// with TTL RecipeOptions::session_ttl (default 10 s: how long the key
+// outlives an owner that died without closing). The transient keys of one
+// Client with the same TTL share that lease (one lease and one keep-alive
+// per process, however many keys); each key is still lost, healed and
+// removed on its own, and two objects of one client on one key are two
+// owners (the second is refused). RecipeOptions::own_presence_lease gives
+// an object a lease of its own. A transient
 // key heals, so it is not a hold: RecipeOptions::session and
 // session_factory are not used (a shared session is for exclusive holds,
 // which stay lost). The key is "ours" from the revision that created it: its
@@ -50,12 +55,17 @@
 // key yourself if you must know at once.
 //
 // Removal: close() (and the destructor) deletes the key — guarded, only if
-// it is still ours — and revokes the lease, without waiting; release()
-// does the same and tells when it is done (true if the key was ours). An
-// owner that dies without either leaves the key for at most the TTL.
+// it is still ours — and revokes the lease if no other object uses it,
+// without waiting; release() does the same and tells when it is done (true
+// if the key was ours). An owner that dies without either leaves the key
+// for at most the TTL; a delete that failed (etcd unreachable) on a shared
+// lease leaves the key until that lease ends (its last user closes, or the
+// process dies and the TTL runs out).
 //
 // Lifecycle as every recipe (recipe.h); the constructor does no I/O. Costs:
-// create, set_value, release: one Txn each (release also revokes the lease);
+// create: one Txn (and, for the client's first key of a TTL, a lease
+// grant); set_value, release: one Txn each (release also revokes the lease
+// when it was the last user);
 // while healing against a taken key, one Txn per backoff (at most 1 s).
 #pragma once
 

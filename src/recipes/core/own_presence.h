@@ -4,7 +4,18 @@
 // exclusive holds (those use a Session and stay lost).
 //
 // The lease is created and started on first use, not by the constructor;
-// concurrent first uses share one grant. Its events and its restore hook
+// concurrent first uses share one grant.
+//
+// Shared (a transient key's, hence a registration's, by default): every
+// shared OwnPresence of one client with the same TTL and backoff is a member
+// of one lease (LeaseSlot), so a process keeps one lease and one keep-alive
+// stream for thousands of keys. Each member still heals alone: when the
+// lease is lost, every member hears kExpired; after the re-grant each
+// member's restore hook runs, and a member whose hook fails (its key taken
+// meanwhile) hears kRestoreFailed and is tried again by itself, with the
+// lease's backoff, without touching the others. A member that leaves (drop
+// for good) does not revoke the lease while others use it: it deletes its own
+// keys first (the recipes do, guarded); the last one to leave revokes it. Its events and its restore hook
 // reach the owner through the handlers given at construction, which must
 // hold the owner weakly (the lease must never keep its owner alive). drop()
 // revokes it (its keys go with it): a recipe drops it at close(), or after
@@ -19,6 +30,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <utility>
 
 #include "client_link.h"
 #include "etcd/call.h"
@@ -40,8 +52,11 @@ class OwnPresence : public std::enable_shared_from_this<OwnPresence> {
   static std::shared_ptr<RecipeCore> make_core(Client client, const char* kind, std::string name, RecipeOptions options,
                                                Status input);
 
-  // `what` names the lease in errors ("the consumer's lease").
-  OwnPresence(PresenceOptions options, std::string what, EventHandler on_event, PresenceRestoreHook restore);
+  // `what` names the lease in errors ("the consumer's lease"). With
+  // `share_with`, a member of that client's shared lease for this TTL and
+  // backoff (above); without, a lease of its own.
+  OwnPresence(PresenceOptions options, std::string what, EventHandler on_event, PresenceRestoreHook restore,
+              const Client* share_with = nullptr);
   OwnPresence(const OwnPresence&) = delete;
   OwnPresence& operator=(const OwnPresence&) = delete;
   ~OwnPresence();
@@ -57,28 +72,36 @@ class OwnPresence : public std::enable_shared_from_this<OwnPresence> {
                   const asio::strand<Executor>* resume_on = nullptr);
   // The current lease id: 0 before the first use, while healing, after drop().
   int64_t lease_id() const;
-  std::chrono::seconds ttl() const { return options_.ttl; }
+
+  // A key under the lease is recognised as its owner's by the lease alone
+  // (a create whose outcome was unknown finds it so): members of one shared
+  // lease claim their keys here first. False: another member of this lease
+  // uses `key` (it is theirs, not this owner's). Claims end with unclaim()
+  // or when the member leaves for good.
+  bool claim(const std::string& key);
+  void unclaim(const std::string& key);
+  std::chrono::seconds ttl() const { return ttl_; }
 
   // Revokes the lease, if there is one (its keys go with it), and forgets
   // it; `then` (if any) runs once the revoke is done. With `for_good`
   // (close), every later with_lease() fails with kClosed; otherwise the
-  // next one starts a new lease.
+  // next one starts a new lease. Shared: only the last member revokes (a
+  // drop that is not for good revokes nothing while others use the lease).
   void drop(bool for_good, std::function<void()> then);
 
+  class LeaseSlot;
+
  private:
+  OwnPresence(std::chrono::seconds ttl, std::string what, std::pair<std::shared_ptr<LeaseSlot>, uint64_t> slot);
   void start(const std::shared_ptr<ClientLink>& link, std::function<void(Result<int64_t>)> then,
              std::optional<asio::strand<Executor>> resume_on, int attempt);
-  // Forgets `lease` (if it is still the current one) without revoking it.
-  void forget(const std::shared_ptr<PresenceLease>& lease);
 
-  const PresenceOptions options_;
+  const std::chrono::seconds ttl_;
   const std::string what_;
-  const EventHandler on_event_;
-  const PresenceRestoreHook restore_;
+  const std::shared_ptr<LeaseSlot> slot_;
+  const uint64_t member_;
 
   mutable std::mutex mu_;
-  std::shared_ptr<PresenceLease> lease_;
-  Subscription sub_;
   bool closed_ = false;
 };
 

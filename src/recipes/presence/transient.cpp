@@ -39,11 +39,12 @@ Executor executor_of(const std::shared_ptr<ClientLink>& link) { return executor_
 class TransientState : public std::enable_shared_from_this<TransientState> {
  public:
   TransientState(std::shared_ptr<RecipeCore> core, std::string bytes, std::shared_ptr<const void> typed,
-                 std::chrono::seconds ttl)
+                 std::chrono::seconds ttl, bool own_lease)
       : core_(std::move(core)),
         key_(core_->name()),
         labels_{{"key", core_->name()}},
         ttl_(ttl),
+        own_lease_(own_lease),
         value_(std::move(bytes)),
         typed_(std::move(typed)) {}
 
@@ -209,7 +210,8 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
               auto self = weak.lock();
               if (!self) return Call<void>::ready(Closed("TransientKeyValue"), Executor(asio::system_executor()));
               return self->restore(lease);
-            });
+            },
+            own_lease_ ? nullptr : &link->client());
       }
       presence = presence_;
     }
@@ -233,6 +235,13 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
   }
 
   void ensure_lease_then_create(const std::shared_ptr<ClientLink>& link, const std::shared_ptr<OwnPresence>& presence) {
+    if (!presence->claim(key_)) {
+      return finish_create(
+          presence, 0,
+          core_->named(Status(StatusCode::kAlreadyExists,
+                              key_ + " is held by another object of this client (on the same presence lease); left "
+                                     "alone, nothing was written")));
+    }
     presence->with_lease(link, [self = shared_from_this(), link, presence](Result<int64_t> lease) {
       if (!lease.ok()) return self->finish_create(presence, 0, std::move(lease).status());
       self->first_create(link, presence, *lease);
@@ -261,8 +270,12 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
         drop = true;
       }
     }
-    // The next create() starts from a new lease.
-    if (drop) presence->drop(/*for_good=*/false, nullptr);
+    // The next create() starts from a new lease (one of its own), and
+    // claims the key again.
+    if (drop) {
+      presence->unclaim(key_);
+      presence->drop(/*for_good=*/false, nullptr);
+    }
     Status st = r.ok() ? Status() : core_->named(r.status());
     for (auto& w : waiters) w(st.ok() ? Result<void>() : Result<void>(st));
     for (auto& [seq, w] : writes) w(st);
@@ -600,6 +613,7 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
   const std::string key_;
   const Labels labels_;
   const std::chrono::seconds ttl_;
+  const bool own_lease_;  // RecipeOptions::own_presence_lease
   ListenerSet<const Status&> lost_;
   ListenerSet<> restored_;
 
@@ -630,8 +644,9 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
 TransientBase::TransientBase(Client client, const char* kind, std::string key, std::string bytes,
                              std::shared_ptr<const void> typed, Status input, RecipeOptions options) {
   const auto ttl = options.session_ttl;
+  const bool own_lease = options.own_presence_lease;
   auto core = OwnPresence::make_core(std::move(client), kind, std::move(key), std::move(options), std::move(input));
-  state_ = std::make_shared<TransientState>(core, std::move(bytes), std::move(typed), ttl);
+  state_ = std::make_shared<TransientState>(core, std::move(bytes), std::move(typed), ttl, own_lease);
   state_->install();
   bind_recipe(std::move(core));
 }
