@@ -15,9 +15,11 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include "bench.h"
+#include "etcd/recipes/service_registry.h"
 #include "etcd/session.h"
 #include "process.h"
 #include "server_metrics.h"
@@ -235,6 +237,118 @@ double sessions_lost(Context& ctx, int total) {
   return std::max<double>(lost, revoked);
 }
 
+// --- registrations_idle_etcd_cpu_5000 ------------------------------------------------
+
+constexpr auto kRegistrationsFlag = "--scale-registrations-worker";
+constexpr auto kRegistrationHold = std::chrono::seconds(20);
+
+// etcd-recipes-bench --scale-registrations-worker ENDPOINTS COUNT OWN: one
+// ServiceRegistry registers COUNT instances (OWN 1: a lease each) and
+// prints "ready"; at the bench's signal prints "done LOST"; at the second
+// closes the registry and exits.
+int registrations_worker(const std::vector<std::string>& args) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, kSignal);
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  if (args.size() != 3) {
+    std::printf("error: usage: %s ENDPOINTS COUNT OWN\n", kRegistrationsFlag);
+    return 2;
+  }
+  try {
+    etcd::Client client(worker_client_options(args[0]));
+    const int count = std::stoi(args[1]);
+    etcd::recipes::ServiceRegistryOptions options;
+    options.base_path = Context::key_prefix("registrations") + "services";
+    options.recipe.session_ttl = kTtl;
+    options.recipe.own_presence_lease = args[2] == "1";
+    etcd::recipes::ServiceRegistry registry(client, options);
+    auto lost = std::make_shared<std::atomic<int>>(0);
+    auto sub = registry.on_lost([lost](const etcd::recipes::ServiceInstance&, const etcd::Status&) { lost->fetch_add(1); });
+    Completions registered;
+    const auto deadline = Clock::now() + kStartBound;
+    for (int i = 0; i < count; ++i) {
+      etcd::recipes::ServiceInstance instance;
+      instance.name = "api";
+      instance.id = fmt("%d-%d", static_cast<int>(::getpid()), i);
+      instance.address = "10.0.0.1";
+      instance.port = static_cast<uint16_t>(1024 + i % 60000);
+      registered.add(registry.register_instance(std::move(instance)).timeout(kCallBound));
+      if ((i + 1) % kStartWave == 0 || i + 1 == count) registered.wait_all(deadline, "registrations");
+    }
+    std::printf("ready %d\n", count);
+    std::fflush(stdout);
+    const auto signal_deadline = Clock::now() + kSignalBound;
+    if (!await_signal(signal_deadline, [] {})) throw std::runtime_error("the bench never ended the hold");
+    std::printf("done %d\n", lost->load());
+    std::fflush(stdout);
+    (void)await_signal(signal_deadline, [] {});
+    registry.close();
+  } catch (const std::exception& e) {
+    std::printf("error: %s\n", e.what());
+    std::fflush(stdout);
+    return 1;
+  }
+  return 0;
+}
+
+// `total` registrations in kProcesses workers, idle for kRegistrationHold:
+// etcd's CPU (% of a core) over the hold.
+double registrations_idle_cpu(Context& ctx, int total, bool own) {
+  auto cluster = ctx.private_member();
+  const std::string metrics_endpoint = "127.0.0.1:" + std::to_string(cluster->metrics_port(0));
+  std::vector<std::unique_ptr<ChildProcess>> workers;
+  for (int i = 0; i < kProcesses; ++i) {
+    const int n = total / kProcesses + (i < total % kProcesses ? 1 : 0);
+    workers.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{
+        self_path().string(), kRegistrationsFlag, cluster->endpoints_csv(), std::to_string(n), own ? "1" : "0"}));
+  }
+  const auto signal_all = [&] {
+    for (auto& w : workers) ::kill(w->pid(), kSignal);
+  };
+  const auto ready_deadline = Clock::now() + kStartBound + std::chrono::seconds(10);
+  for (int i = 0; i < kProcesses; ++i) (void)expect_line(*workers[static_cast<std::size_t>(i)], "ready", ready_deadline, i);
+  // Settle: the registrations' own writes are done; what follows is idle.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const Scrape before = scrape(metrics_endpoint);
+  std::this_thread::sleep_for(kRegistrationHold);
+  const Scrape after = scrape(metrics_endpoint);
+  signal_all();
+  int lost = 0;
+  const auto report_deadline = Clock::now() + std::chrono::seconds(30);
+  for (int i = 0; i < kProcesses; ++i) {
+    lost += std::stoi(expect_line(*workers[static_cast<std::size_t>(i)], "done", report_deadline, i));
+  }
+  signal_all();
+  const auto closed_deadline = Clock::now() + std::chrono::seconds(30);
+  for (auto& w : workers) {
+    while (Clock::now() < closed_deadline &&
+           w->read_line(std::chrono::duration_cast<std::chrono::milliseconds>(closed_deadline - Clock::now()))) {
+    }
+  }
+  const double window_s = Seconds(after.at - before.at).count();
+  const double cpu_pct = 100.0 * (after.cpu_seconds - before.cpu_seconds) / window_s;
+  const double keepalives_per_s = (after.keepalives - before.keepalives) / window_s;
+  ctx.set_detail(ctx.metric(), {{"keepalives_per_s", keepalives_per_s}, {"lost", static_cast<double>(lost)}});
+  ctx.note(fmt("%s: etcd %s, %d registrations in %d processes (%s), idle for %.0f s: etcd CPU %.2f%% of a core, "
+               "%.1f keep-alives/s received, %d lost",
+               ctx.metric().c_str(), cluster->version().text.c_str(), total, kProcesses,
+               own ? "a lease each" : "one shared lease per process", window_s, cpu_pct, keepalives_per_s, lost));
+  if (lost > 0) throw std::runtime_error(fmt("%d registrations were lost while idle", lost));
+  return cpu_pct;
+}
+
+Metric registrations(std::string name, int order, int total, bool own) {
+  return {.name = std::move(name),
+          .unit = "% core",
+          .kind = Kind::kCost,  // two decimals, no ratio
+          .base = "",
+          .order = order,
+          .needs_scale = true,
+          .run = [total, own](Context& ctx) { return registrations_idle_cpu(ctx, total, own); }};
+}
+
 Metric scale(std::string name, int order, int total) {
   return {.name = std::move(name),
           .unit = "sessions",
@@ -248,8 +362,11 @@ Metric scale(std::string name, int order, int total) {
 [[maybe_unused]] const bool kRegistered = add_metrics({
                                               scale("sessions_lost_2500", 4000, 2500),
                                               scale("sessions_lost_10k", 4001, 10000),
+                                              registrations("registrations_idle_etcd_cpu_5000", 4020, 5000, false),
+                                              registrations("registrations_idle_etcd_cpu_5000_own", 4021, 5000, true),
                                           }) &&
-                                          add_helper_mode({.flag = kWorkerFlag, .run = sessions_worker});
+                                          add_helper_mode({.flag = kWorkerFlag, .run = sessions_worker}) &&
+                                          add_helper_mode({.flag = kRegistrationsFlag, .run = registrations_worker});
 
 }  // namespace
 }  // namespace bench
