@@ -57,6 +57,17 @@ bool await_signal(Clock::time_point deadline, const std::function<void()>& each)
   return false;
 }
 
+// What every worker does first: it never outlives the bench (even one that
+// crashed before killing it), and kSignal is blocked before the client
+// starts its threads, so only await_signal takes it.
+void become_worker() {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, kSignal);
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
 // etcd-recipes-bench --scale-sessions-worker ENDPOINTS COUNT TTL_S: starts
 // COUNT sessions and prints "ready"; keeps them until the bench signals the
 // end of the hold, then prints "done LOST RESTARTS STREAMS MIN_MARGIN_MS";
@@ -64,14 +75,7 @@ bool await_signal(Clock::time_point deadline, const std::function<void()>& each)
 // lost when its loss is reported (on_lost, for any reason but its own
 // close) or it is not alive at the end of the hold.
 int sessions_worker(const std::vector<std::string>& args) {
-  // Never outlives the bench, even one that crashed before killing it.
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  // Blocked before the client starts its threads, so only await_signal
-  // takes it.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, kSignal);
-  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  become_worker();
   if (args.size() != 3) {
     std::printf("error: usage: %s ENDPOINTS COUNT TTL_S\n", kWorkerFlag);
     return 2;
@@ -247,11 +251,7 @@ constexpr auto kRegistrationHold = std::chrono::seconds(20);
 // prints "ready"; at the bench's signal prints "done LOST"; at the second
 // closes the registry and exits.
 int registrations_worker(const std::vector<std::string>& args) {
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, kSignal);
-  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  become_worker();
   if (args.size() != 3) {
     std::printf("error: usage: %s ENDPOINTS COUNT OWN\n", kRegistrationsFlag);
     return 2;
