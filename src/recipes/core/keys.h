@@ -48,18 +48,20 @@ inline std::string random_id() {
 
 inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Contender keys claimed by recipe objects. Such a key is named by its
-// session's lease only: two objects on one name and one session would share
-// it and both believe they hold it; the second claim fails instead. A
-// lease belongs to the one client its session was made on, so the claims
-// are that client's (a service of its core), whichever clients the
-// recipe objects use.
+// Keys claimed by recipe objects, where etcd cannot tell two objects of one
+// client apart: a contender key is named by its session's lease only (two
+// objects on one name and one session would share it and both believe they
+// hold it), and a transient key on the client's shared presence lease is
+// recognised as "ours" by that lease. The second claim fails instead. A
+// lease belongs to the one client it was granted on, so the claims are
+// that client's (a service of its core), whichever clients the recipe
+// objects use.
 class KeyClaims {
  public:
-  static std::shared_ptr<KeyClaims> of(const Session& session) {
-    return etcd::detail::ClientAccess::service<KeyClaims>(session.client(),
-                                                          [] { return std::make_shared<KeyClaims>(); });
+  static std::shared_ptr<KeyClaims> of(const Client& client) {
+    return etcd::detail::ClientAccess::service<KeyClaims>(client, [] { return std::make_shared<KeyClaims>(); });
   }
+  static std::shared_ptr<KeyClaims> of(const Session& session) { return of(session.client()); }
 
   bool claim(const std::string& key) {
     std::lock_guard lock(mu_);

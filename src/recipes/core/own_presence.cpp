@@ -86,14 +86,6 @@ class OwnPresence::LeaseSlot : public std::enable_shared_from_this<OwnPresence::
     return closing_;
   }
 
-  bool claim(uint64_t member, const std::string& key) {
-    std::lock_guard lock(mu_);
-    return claims_.emplace(key, member).first->second == member;
-  }
-  void unclaim(uint64_t member, const std::string& key) {
-    std::lock_guard lock(mu_);
-    if (auto it = claims_.find(key); it != claims_.end() && it->second == member) claims_.erase(it);
-  }
 
   // The lease, created (not started) if there is none.
   std::shared_ptr<PresenceLease> lease(const std::shared_ptr<ClientLink>& link) {
@@ -147,7 +139,6 @@ class OwnPresence::LeaseSlot : public std::enable_shared_from_this<OwnPresence::
       if (it != members_.end() && for_good) {
         retry = std::move(it->second->retry);
         members_.erase(it);
-        std::erase_if(claims_, [&](const auto& c) { return c.second == member; });
       }
       if (alone) {
         if (for_good) closing_ = true;
@@ -267,7 +258,6 @@ class OwnPresence::LeaseSlot : public std::enable_shared_from_this<OwnPresence::
   std::optional<Executor> executor_;  // the client's, once a lease was made
   Subscription sub_;
   std::map<uint64_t, std::shared_ptr<Member>> members_;
-  std::map<std::string, uint64_t> claims_;  // key -> the member that uses it
   uint64_t next_member_ = 1;
   bool closing_ = false;
 };
@@ -338,8 +328,6 @@ void OwnPresence::start(const std::shared_ptr<ClientLink>& link, std::function<v
 
 int64_t OwnPresence::lease_id() const { return slot_->lease_id(); }
 
-bool OwnPresence::claim(const std::string& key) { return slot_->claim(member_, key); }
-void OwnPresence::unclaim(const std::string& key) { slot_->unclaim(member_, key); }
 
 void OwnPresence::drop(bool for_good, std::function<void()> then) {
   {

@@ -73,13 +73,6 @@ class OwnPresence : public std::enable_shared_from_this<OwnPresence> {
   // The current lease id: 0 before the first use, while healing, after drop().
   int64_t lease_id() const;
 
-  // A key under the lease is recognised as its owner's by the lease alone
-  // (a create whose outcome was unknown finds it so): members of one shared
-  // lease claim their keys here first. False: another member of this lease
-  // uses `key` (it is theirs, not this owner's). Claims end with unclaim()
-  // or when the member leaves for good.
-  bool claim(const std::string& key);
-  void unclaim(const std::string& key);
   std::chrono::seconds ttl() const { return ttl_; }
 
   // Revokes the lease, if there is one (its keys go with it), and forgets

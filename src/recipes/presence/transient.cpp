@@ -196,6 +196,17 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
       }
       phase_ = Phase::kStarting;
       start_waiters_.push_back(std::move(done));
+      // On the client's shared presence lease a key is recognised as ours by
+      // the lease: another object of this client on this key must not be.
+      auto claims = KeyClaims::of(link->client());
+      if (!claims->claim(key_)) {
+        lock.unlock();
+        // Fails the waiting create and writes as any failed creation does.
+        return finish_create(nullptr, 0,
+                             Status(StatusCode::kAlreadyExists,
+                                    key_ + " is held by another object of this client; left alone, nothing was written"));
+      }
+      claims_ = std::move(claims);
       if (!presence_) {
         std::weak_ptr<TransientState> weak = weak_from_this();
         presence_ = std::make_shared<OwnPresence>(
@@ -235,13 +246,6 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
   }
 
   void ensure_lease_then_create(const std::shared_ptr<ClientLink>& link, const std::shared_ptr<OwnPresence>& presence) {
-    if (!presence->claim(key_)) {
-      return finish_create(
-          presence, 0,
-          core_->named(Status(StatusCode::kAlreadyExists,
-                              key_ + " is held by another object of this client (on the same presence lease); left "
-                                     "alone, nothing was written")));
-    }
     presence->with_lease(link, [self = shared_from_this(), link, presence](Result<int64_t> lease) {
       if (!lease.ok()) return self->finish_create(presence, 0, std::move(lease).status());
       self->first_create(link, presence, *lease);
@@ -253,6 +257,7 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
     std::vector<Callback<void>> waiters;
     std::vector<std::pair<uint64_t, Callback<void>>> writes;
     bool drop = false;
+    std::shared_ptr<KeyClaims> claims;
     {
       std::lock_guard lock(mu_);
       if (phase_ != Phase::kStarting) return;  // closed meanwhile: the waiters were told
@@ -268,13 +273,14 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
         phase_ = Phase::kIdle;
         writes.swap(write_waiters_);
         drop = true;
+        claims = std::move(claims_);
       }
     }
     // The next create() starts from a new lease (one of its own), and
     // claims the key again.
     if (drop) {
-      presence->unclaim(key_);
-      presence->drop(/*for_good=*/false, nullptr);
+      if (claims) claims->unclaim(key_);
+      if (presence) presence->drop(/*for_good=*/false, nullptr);
     }
     Status st = r.ok() ? Status() : core_->named(r.status());
     for (auto& w : waiters) w(st.ok() ? Result<void>() : Result<void>(st));
@@ -555,6 +561,7 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
     std::vector<Callback<void>> starts;
     std::vector<std::pair<uint64_t, Callback<void>>> writes;
     std::shared_ptr<OwnPresence> presence;
+    std::shared_ptr<KeyClaims> claims;
     std::shared_ptr<asio::steady_timer> timer;
     std::shared_ptr<asio::steady_timer> start_timer;
     int64_t create_revision = 0;
@@ -573,6 +580,7 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
       starts.swap(start_waiters_);
       writes.swap(write_waiters_);
       presence = presence_;
+      claims = std::move(claims_);
       timer = std::move(heal_timer_);
       start_timer = std::move(start_timer_);
     }
@@ -584,7 +592,10 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
     lost_.clear();
     restored_.clear();
     auto link = core_->link();
-    auto revoke = [self = shared_from_this(), presence, link](bool ours) {
+    auto revoke = [self = shared_from_this(), presence, claims, link](bool ours) {
+      // The key is no longer ours once the delete was answered: another
+      // object of this client may claim it from now.
+      if (claims) claims->unclaim(self->key_);
       if (!presence) return self->finish_release(ours);
       // Revoking deletes whatever is still under the lease: the key, if a
       // delete above failed.
@@ -629,6 +640,7 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
   uint64_t gen_ = 0;  // bumped at each loss and at close: stale heals compare it
   bool taken_reported_ = false;
   std::shared_ptr<OwnPresence> presence_;
+  std::shared_ptr<KeyClaims> claims_;  // set while this object claims key_ (from a create until it failed or closed)
   std::shared_ptr<asio::steady_timer> heal_timer_;
   // start(): the next try after a failure, and the failures in a row.
   std::shared_ptr<asio::steady_timer> start_timer_;
