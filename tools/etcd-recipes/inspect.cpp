@@ -288,7 +288,8 @@ std::optional<int64_t> total_of(const Recipe& r, const std::string& key) {
   return it == r.totals.end() ? std::nullopt : std::optional<int64_t>(it->second);
 }
 
-// The keys of summarised collections that were not read.
+}  // namespace
+
 int64_t unread(const Recipe& r) {
   int64_t n = 0;
   for (const auto& [key, size] : r.totals) {
@@ -299,8 +300,6 @@ int64_t unread(const Recipe& r) {
   }
   return std::max<int64_t>(n, 0);
 }
-
-}  // namespace
 
 std::optional<Collection> collection_of(const etcd::KeyValue& kv) {
   const Path p = split(kv.key);

@@ -148,6 +148,8 @@ Report build_report(std::vector<etcd::KeyValue> kvs, int64_t revision,
 int64_t count(const Recipe& recipe, Role role);
 // The same, for the whole recipe: from its totals where a collection was summarised.
 int64_t total(const Recipe& recipe, Role role);
+// The keys of its summarised collections that were not read.
+int64_t unread(const Recipe& recipe);
 
 struct RenderLimits {
   size_t lines_per_recipe = 0;  // detail lines under each headline; 0: every one

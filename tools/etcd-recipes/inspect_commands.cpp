@@ -217,7 +217,6 @@ nlohmann::json report_json(const std::string& prefix, const in::Report& report, 
       entries.push_back(entry_json(e, leases));
       counts[in::role_id(e.role)] = in::total(r, e.role);
     }
-
     if (r.kind == in::Kind::kWorkQueue) {
       // Ready and delayed differ only by this host's clock.
       int64_t delayed = 0;
@@ -250,10 +249,8 @@ int run_inspect(Context& ctx, std::string prefix, bool json_alias, bool all) {
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count();
   int64_t keys = static_cast<int64_t>(s.kvs.size());
-  for (const auto& [dir, n] : s.totals) {
-    keys += n - std::count_if(s.kvs.begin(), s.kvs.end(), [&](const auto& kv) { return kv.key.starts_with(dir); });
-  }
   const in::Report report = in::build_report(std::move(s.kvs), s.revision, s.totals);
+  for (const auto& r : report.recipes) keys += in::unread(r);
   if (ctx.json(json_alias)) {
     auto j = report_json(prefix, report, leases, now_ms);
     j["complete"] = s.totals.empty() && s.stopped_at.empty();
