@@ -97,18 +97,23 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
       : core(std::move(c)),
         range(std::move(r)),
         options(std::move(o)),
+        end(options.range_end.empty() ? prefix_range_end(range) : options.range_end),
         waiters(std::make_shared<WaiterSet>(core)),
         handler_(std::move(h)) {}
 
   const std::shared_ptr<RecipeCore> core;
   const std::string range;
   const Options options;
+  const std::string end;  // of the range
   const std::shared_ptr<WaiterSet> waiters;
 
   mutable std::mutex mu;
   // From start() until the view stops: its link to the client.
   std::shared_ptr<ClientLink> link;
   ViewMap map;  // written on the strand only
+  // A windowed view: keys at or after bound_ are not held (empty: every
+  // key is). Written on the strand, under mu.
+  std::string bound_;
   int64_t revision = 0;
   bool started = false;
   bool initialized = false;
@@ -156,8 +161,150 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
     load(++epoch_, Status(StatusCode::kOk, "resync requested"));
   }
 
+  void request_grow() {
+    if (stopped_ || !initialized_here_ || !windowed() || bound_.empty() || refilling_) return;
+    target_ += static_cast<size_t>(options.window);
+    refill(epoch_);
+  }
+
  private:
   bool stale(uint64_t e) const { return e != epoch_ || stopped_ || core->closed(); }
+
+  // --- the window (Options::window)
+  bool windowed() const { return options.window > 0 && !options.single_key; }
+  // Where the keys read in full end (the first of the window's reads).
+  const std::string& full_end() const { return options.full_end.empty() ? options.window_from : options.full_end; }
+  // A key past the window's bound: not in the view.
+  bool outside(std::string_view key) const { return !bound_.empty() && key >= bound_; }
+  bool in_window(std::string_view key) const { return windowed() && key >= options.window_from; }
+  bool accepted(std::string_view key) const { return !options.accept || options.accept(key); }
+
+  // How many of a window read's keys (at most `limit` of them) the window
+  // takes, and the bound after them (empty: the range ends there).
+  size_t cut(const std::vector<KeyValue>& kvs, size_t limit, std::string& bound) const {
+    size_t keep = kvs.size();
+    bound.clear();
+    if (keep >= limit) {
+      keep = limit - 1;
+      bound = kvs[keep].key;
+    }
+    size_t bytes = 0;
+    for (size_t i = 0; i < keep; ++i) {
+      bytes += kvs[i].key.size() + kvs[i].value.size();
+      if (i > 0 && bytes > options.window_bytes) {
+        bound = kvs[i].key;
+        return i;
+      }
+    }
+    return keep;
+  }
+
+  // After each batch: let go of keys past twice the window's size, or read
+  // on from the bound when it drained under half.
+  void adjust_window(uint64_t e) {
+    if (!windowed() || stale(e) || !initialized_here_ || refilling_) return;
+    if (in_window_ > 2 * target_) return shrink(e);
+    if (!bound_.empty() && in_window_ < target_ / 2) refill(e);
+  }
+
+  void shrink(uint64_t e) {
+    auto it = map.lower_bound(options.window_from);
+    for (size_t n = 0; n < target_ && it != map.end(); ++n) ++it;
+    if (it == map.end()) {
+      in_window_ = static_cast<size_t>(std::distance(map.lower_bound(options.window_from), map.end()));
+      return;
+    }
+    ViewBatch batch;
+    batch.kind = ViewBatch::Kind::kChanged;
+    batch.revision = revision;  // written on the strand only
+    {
+      std::lock_guard lock(mu);
+      bound_ = it->first;
+      while (it != map.end()) {
+        batch.events.push_back({ViewEvent::Type::kRemoved, it->first, std::move(it->second), std::nullopt});
+        it = map.erase(it);
+      }
+    }
+    in_window_ = target_;
+    deliver(batch);
+    (void)e;
+  }
+
+  void refill(uint64_t e) {
+    auto l = running();
+    if (!l || bound_.empty()) return;
+    refilling_ = true;
+    const size_t limit = std::max<size_t>(2, target_ > in_window_ ? target_ - in_window_ + 1 : 2);
+    GetOptions page;
+    page.range_end = end;
+    page.limit = static_cast<int64_t>(limit);
+    // At the view's revision: the keys past the bound as they were then;
+    // what changed since is in stash_ (kept from now on).
+    page.revision = revision;
+    run_on_strand(l->strand(), l->client().get(bound_, page),
+                  [self = shared_from_this(), e, limit](Result<GetResponse> r) {
+                    if (self->stale(e)) return;
+                    self->refilled(e, limit, std::move(r));
+                  });
+  }
+
+  void refilled(uint64_t e, size_t limit, Result<GetResponse> r) {
+    if (!r.ok()) {
+      refilling_ = false;
+      stash_.clear();
+      const Status& why = r.status();
+      if (why.is(Errc::kClosed)) return;
+      // The view's revision was compacted: read the whole view again.
+      if (why.is(Errc::kCompacted)) return load(++epoch_, why);
+      if (!transient(why) && !why.is(Errc::kUnreachable))
+        core->record_error(Status(why.code(), "reading on in " + range + ": " + why.message(), why.reason()));
+      return retry_later(e, [self = shared_from_this(), e] { self->adjust_window(e); });
+    }
+    failures_ = 0;
+    {
+      std::lock_guard lock(mu);
+      ++pages;
+    }
+    std::string bound;
+    const size_t keep = cut(r->kvs, limit, bound);
+    ViewMap page;
+    for (size_t i = 0; i < keep; ++i) {
+      auto& kv = r->kvs[i];
+      if (!accepted(kv.key)) continue;
+      std::string key = std::move(kv.key);
+      ViewEntry entry = to_entry(std::move(kv));
+      if (options.decode) entry.decoded = options.decode(key, entry.value);
+      page.emplace_hint(page.end(), std::move(key), std::move(entry));
+    }
+    // The changes since the read's revision to keys now inside.
+    std::vector<Event> later;
+    for (auto& ev : stash_) {
+      if (bound.empty() || ev.kv.key < bound) later.push_back(std::move(ev));
+    }
+    stash_.clear();
+    std::vector<std::shared_ptr<const void>> decoded;
+    if (options.decode) {
+      decoded.resize(later.size());
+      for (size_t k = 0; k < later.size(); ++k) {
+        if (later[k].type == Event::Type::kPut) decoded[k] = options.decode(later[k].kv.key, later[k].kv.value);
+      }
+    }
+    (void)apply_events(page, later, 0, later.size(), nullptr, options.decode ? &decoded : nullptr);
+    ViewBatch batch;
+    batch.kind = ViewBatch::Kind::kChanged;
+    batch.revision = revision;
+    batch.events.reserve(page.size());
+    for (const auto& [key, entry] : page) batch.events.push_back({ViewEvent::Type::kAdded, key, entry, std::nullopt});
+    {
+      std::lock_guard lock(mu);
+      map.merge(page);
+      bound_ = std::move(bound);
+    }
+    in_window_ += batch.events.size();
+    refilling_ = false;
+    deliver(batch);
+    adjust_window(e);
+  }
 
   void retry_later(uint64_t e, std::function<void()> step) {
     auto l = running();
@@ -175,6 +322,11 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
     ViewMap().swap(loading_);
     load_rev_ = 0;
     next_key_ = range.empty() ? std::string(1, '\0') : range;
+    if (windowed() && next_key_ >= full_end()) next_key_ = std::max(next_key_, options.window_from);
+    refilling_ = false;
+    stash_.clear();
+    target_ = static_cast<size_t>(std::max<int64_t>(options.window, 0));
+    loading_bound_.clear();
     cause_ = std::move(cause);
     read_page(e);
   }
@@ -183,13 +335,17 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
     auto l = running();
     if (!l) return;
     GetOptions page;
-    const std::string end = options.range_end.empty() ? prefix_range_end(range) : options.range_end;
+    // A windowed view reads the keys before window_from in pages, then the
+    // window in one Range of target_ + 1 keys.
+    const bool window_read = windowed() && next_key_ >= options.window_from;
     if (!options.single_key) {
-      page.range_end = end;
-      page.limit = std::max<int64_t>(1, options.page_size);  // 0 would mean "no limit"
+      page.range_end = windowed() && !window_read ? full_end() : end;
+      page.limit = window_read ? static_cast<int64_t>(target_ + 1)
+                               : std::max<int64_t>(1, options.page_size);  // 0 would mean "no limit"
     }
     page.revision = load_rev_;
-    run_on_strand(l->strand(), l->client().get(next_key_, page), [self = shared_from_this(), e](Result<GetResponse> r) {
+    run_on_strand(l->strand(), l->client().get(next_key_, page), [self = shared_from_this(), e,
+                                                                  window_read](Result<GetResponse> r) {
       if (self->stale(e)) return;
       if (!r.ok()) return self->page_failed(e, r.status());
       self->failures_ = 0;
@@ -198,6 +354,18 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
         ++self->pages;
       }
       if (self->load_rev_ == 0) self->load_rev_ = r->header.revision;
+      if (window_read) {
+        const size_t keep = self->cut(r->kvs, self->target_ + 1, self->loading_bound_);
+        for (size_t i = 0; i < keep; ++i) {
+          auto& kv = r->kvs[i];
+          if (!self->accepted(kv.key)) continue;
+          std::string key = std::move(kv.key);
+          ViewEntry entry = to_entry(std::move(kv));
+          if (self->options.decode) entry.decoded = self->options.decode(key, entry.value);
+          self->loading_.emplace_hint(self->loading_.end(), std::move(key), std::move(entry));
+        }
+        return self->finish_load(e);
+      }
       const bool more = r->more && !r->kvs.empty() && !self->options.single_key;
       // The smallest key after the last one of this page.
       if (more) self->next_key_ = r->kvs.back().key + '\0';
@@ -210,6 +378,11 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
         self->loading_.emplace_hint(self->loading_.end(), std::move(key), std::move(entry));
       }
       if (more) return self->read_page(e);
+      if (self->windowed()) {
+        // The keys read in full are in: now the window.
+        self->next_key_ = self->options.window_from;
+        return self->read_page(e);
+      }
       self->finish_load(e);
     });
   }
@@ -249,7 +422,10 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
       revision = load_rev_;
       initialized = true;
       if (!first) ++resyncs;
+      bound_ = std::move(loading_bound_);
     }
+    loading_bound_.clear();
+    in_window_ = windowed() ? static_cast<size_t>(std::distance(map.lower_bound(options.window_from), map.end())) : 0;
     ViewMap().swap(loading_);
     applied_ = load_rev_;
     initialized_here_ = true;
@@ -257,6 +433,7 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
     if (first) waiters->set_ready(true);
     if (stale(e)) return;  // the handler closed the owner
     watch(e, load_rev_ + 1);
+    adjust_window(e);
   }
 
   void watch(uint64_t e, int64_t from) {
@@ -303,15 +480,27 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
           decoded.resize(j - i);
           for (size_t k = i; k < j; ++k) {
             const Event& ev = events[k];
-            if (ev.type == Event::Type::kPut && (!options.accept || options.accept(ev.kv.key))) {
+            if (ev.type == Event::Type::kPut && keeps(ev.kv.key)) {
               decoded[k - i] = options.decode(ev.kv.key, ev.kv.value);
             }
           }
         }
+        if (refilling_) {
+          // Past the bound while the view reads on from it: kept for the
+          // keys that read brings in.
+          for (size_t k = i; k < j; ++k) {
+            if (outside(events[k].kv.key) && accepted(events[k].kv.key)) stash_.push_back(events[k]);
+          }
+        }
         {
           std::lock_guard lock(mu);
-          batch.events = apply_events(map, events, i, j, options.accept, options.decode ? &decoded : nullptr);
+          batch.events = apply_events(map, events, i, j, keeps_, options.decode ? &decoded : nullptr);
           revision = std::max(revision, rev);
+        }
+        for (const auto& ev : batch.events) {
+          if (!in_window(ev.key)) continue;
+          if (ev.type == ViewEvent::Type::kAdded) ++in_window_;
+          if (ev.type == ViewEvent::Type::kRemoved) --in_window_;
         }
         if (!batch.events.empty()) {
           deliver(batch);
@@ -320,7 +509,11 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
       }
       i = j;
     }
+    adjust_window(e);
   }
+
+  // The keys the view holds: those its owner accepts, within the window.
+  bool keeps(std::string_view key) const { return accepted(key) && !outside(key); }
 
   // The watch ended: it cannot go on without a gap (compaction while cut
   // off) or it failed. Read again and report what changed meanwhile.
@@ -337,6 +530,7 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
 
   void deliver(ViewBatch& batch) {
     if (!handler_) return;
+    batch.window_end = bound_;
     batch.state = &map;  // read on the strand, where it is written: no lock needed
     try {
       handler_(batch);
@@ -364,6 +558,15 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
   int64_t load_rev_ = 0;
   std::string next_key_;
   Status cause_;
+  std::string loading_bound_;
+  // The window (besides bound_): its size now (target_, grown by grow());
+  // how many keys it holds; a read on from the bound in flight, and the
+  // changes past the bound that came meanwhile.
+  size_t target_ = 0;
+  size_t in_window_ = 0;
+  bool refilling_ = false;
+  std::vector<Event> stash_;
+  const std::function<bool(std::string_view)> keeps_ = [this](std::string_view key) { return keeps(key); };
 };
 
 std::shared_ptr<PrefixView> PrefixView::create(std::shared_ptr<RecipeCore> core, std::string range, Options options,
@@ -445,6 +648,16 @@ void PrefixView::read(const std::function<void(const ViewMap&, int64_t)>& f) con
 void PrefixView::resync() {
   auto impl = impl_;
   if (auto link = impl->running()) asio::post(link->strand(), [impl] { impl->request_resync(); });
+}
+
+void PrefixView::grow() {
+  auto impl = impl_;
+  if (auto link = impl->running()) asio::post(link->strand(), [impl] { impl->request_grow(); });
+}
+
+std::string PrefixView::window_end() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->bound_;
 }
 
 uint64_t PrefixView::pages_read() const {

@@ -107,6 +107,9 @@ struct ViewBatch {
   Status cause{};
   // The whole view after this batch. Valid only during the handler call.
   const ViewMap* state = nullptr;
+  // A windowed view (Options::window) whose range goes on: the keys at or
+  // after this one are not in the view. Empty: the view holds every key.
+  std::string window_end{};
 };
 
 // An owned copy of the view at one revision.
@@ -142,6 +145,23 @@ class PrefixView : public std::enable_shared_from_this<PrefixView> {
     int64_t page_size = 1000;
     // Backoff cap for retried reads.
     std::chrono::milliseconds max_backoff{2000};
+    // A window (the queues: the head of a long range, not all of it):
+    // keys at or after `window_from` are held only up to a bound, the
+    // first `window` of them in key order (fewer if their values pass
+    // `window_bytes`); keys before `window_from` (up to `full_end`, if
+    // set: keys between it and window_from are neither read nor kept) are
+    // held in full. The first read of the window is one Range of
+    // `window` + 1 keys, whichever the range's length; the watch covers the
+    // whole range, and keeps only changes before the bound. When the
+    // window drains under half of its size the view reads on from the
+    // bound (one Range, at the view's revision, with the changes that came
+    // meanwhile applied), and when changes grow it past twice its size it
+    // lets go of the keys past its size (kRemoved: they left the window).
+    // grow() widens it by `window` keys. 0: no window, every key is held.
+    int64_t window = 0;
+    std::string window_from{};
+    std::string full_end{};
+    size_t window_bytes = 8 << 20;
   };
 
   // Does no I/O. `range` is the prefix (or the key in single_key mode).
@@ -177,6 +197,14 @@ class PrefixView : public std::enable_shared_from_this<PrefixView> {
   // Read again now and report the differences (e.g. an owner that suspects
   // it missed something). A no-op before start() or after close.
   void resync();
+
+  // A windowed view whose range goes on past its window: reads the next
+  // Options::window keys after the bound (an owner that found nothing it
+  // can use in the window). Reported as one kChanged batch; a no-op
+  // while such a read is in flight, or when the view holds every key.
+  void grow();
+  // ViewBatch::window_end of the view now.
+  std::string window_end() const;
 
   const std::string& range() const { return range_; }
   // Reads (pages) and resyncs done so far, for tests and metrics.
