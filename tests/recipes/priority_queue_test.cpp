@@ -72,10 +72,15 @@ TEST_F(PriorityQueueTest, PriorityOrderAcrossProducersAndFifoWithinAPriority) {
     Enqueued e = (i % 2 ? a : b).enqueue(sent.back().second, priority).wait().value();
     ASSERT_EQ(e.keys.size(), 1u);
     const std::string id = e.keys[0].substr((name + "/items/").size());
-    // <priority 4 hex>-<producer 16 hex>-<seq 16 hex>
-    ASSERT_EQ(id.size(), 4u + 1 + 16 + 1 + 16) << e.keys[0];
+    // <priority 4 hex>-~<revision 16 hex>-<producer 16 hex>-<seq 16 hex>;
+    // the revision is one the producer had seen: before the item's own.
+    ASSERT_EQ(id.size(), 4u + 2 + 16 + 1 + 16 + 1 + 16) << e.keys[0];
     EXPECT_EQ(id.substr(0, 5), recipes::detail::priority_key_prefix(priority).value()) << e.keys[0];
-    EXPECT_TRUE(is_hex(id.substr(5, 16), 16) && id[21] == '-' && is_hex(id.substr(22), 16)) << e.keys[0];
+    EXPECT_EQ(id[5], '~') << e.keys[0];
+    EXPECT_TRUE(is_hex(id.substr(6, 16), 16) && id[22] == '-' && is_hex(id.substr(23, 16), 16) && id[39] == '-' &&
+                is_hex(id.substr(40), 16))
+        << e.keys[0];
+    EXPECT_LT(std::stoll(id.substr(6, 16), nullptr, 16), e.revision) << e.keys[0];
   }
   // A plain range (key order, as etcdctl shows it) lists them by priority.
   auto listed = client().get(name + "/items/", {.prefix = true, .keys_only = true}).wait().value();

@@ -29,28 +29,6 @@ Status outcome_unknown(const Status& last) {
 
 }  // namespace
 
-std::string hex16(uint64_t n) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(n));
-  return buf;
-}
-
-std::optional<uint64_t> parse_hex16(std::string_view text) {
-  if (text.size() != 16) return std::nullopt;
-  uint64_t n = 0;
-  for (char c : text) {
-    n <<= 4;
-    if (c >= '0' && c <= '9') {
-      n |= static_cast<uint64_t>(c - '0');
-    } else if (c >= 'a' && c <= 'f') {
-      n |= static_cast<uint64_t>(c - 'a' + 10);
-    } else {
-      return std::nullopt;
-    }
-  }
-  return n;
-}
-
 QueueProducer::QueueProducer(std::shared_ptr<RecipeCore> core, std::string items, std::string producers, Labels labels)
     : core_(std::move(core)),
       items_(std::move(items)),
@@ -106,14 +84,7 @@ std::shared_ptr<QueueProducer::Batch> QueueProducer::next_batch_locked(std::vect
     return nullptr;
   }
   batch->first_seq = next_seq_;
-  for (auto& c : batch->callers) {
-    std::vector<std::string> keys;
-    keys.reserve(c.values.size());
-    for (size_t i = 0; i < c.values.size(); ++i) {
-      keys.push_back(items_ + c.key_prefix + id_ + "-" + hex16(next_seq_++));
-    }
-    batch->keys.push_back(std::move(keys));
-  }
+  for (const auto& c : batch->callers) next_seq_ += c.values.size();
   batch->last_seq = next_seq_ - 1;
   batch->link = batch->callers.front().link;
   return batch;
@@ -135,6 +106,56 @@ void QueueProducer::go(Next next) {
 }
 
 void QueueProducer::send(std::shared_ptr<Batch> batch) {
+  if (!batch->keys.empty()) return write(batch);
+  bool fresh;
+  {
+    std::lock_guard lock(mu_);
+    fresh = seen_ != 0 && Clock::now() - seen_at_ < kFreshRevision;
+  }
+  if (fresh) {
+    name_keys(batch);
+    return write(batch);
+  }
+  // Any revision this member has applied is below the one our Txn will
+  // commit at: a local read is enough.
+  ++batch->attempts;
+  auto call = batch->link->client().get(key_, GetOptions{.serializable = true, .keys_only = true});
+  if (batch->deadline) call.deadline(*batch->deadline);
+  CallAccess::start_inline(std::move(call), [self = shared_from_this(), batch](Result<GetResponse> r) {
+    if (!r.ok()) {
+      if (transient(r.status())) return self->retry_later(batch, r.status());
+      return self->fail(batch, r.status());
+    }
+    {
+      std::lock_guard lock(self->mu_);
+      self->seen(r->header.revision);
+    }
+    self->name_keys(batch);
+    self->write(batch);
+  });
+}
+
+void QueueProducer::seen(int64_t revision) {
+  seen_ = std::max(seen_, revision);
+  seen_at_ = Clock::now();
+}
+
+void QueueProducer::name_keys(const std::shared_ptr<Batch>& batch) {
+  int64_t revision;
+  {
+    std::lock_guard lock(mu_);
+    revision = seen_;
+  }
+  uint64_t seq = batch->first_seq;
+  for (const auto& c : batch->callers) {
+    std::vector<std::string> keys;
+    keys.reserve(c.values.size());
+    for (size_t i = 0; i < c.values.size(); ++i) keys.push_back(items_ + item_name(c.key_prefix, revision, id_, seq++));
+    batch->keys.push_back(std::move(keys));
+  }
+}
+
+void QueueProducer::write(const std::shared_ptr<Batch>& batch) {
   int64_t guard;
   {
     std::lock_guard lock(mu_);
@@ -165,10 +186,15 @@ void QueueProducer::on_result(const std::shared_ptr<Batch>& batch, Result<TxnRes
     {
       std::lock_guard lock(mu_);
       guard_ = r->header.revision;
+      seen(r->header.revision);
     }
     return complete(batch, r->header.revision);
   }
   if (r.ok()) {
+    {
+      std::lock_guard lock(mu_);
+      seen(r->header.revision);
+    }
     // The producer key moved since our last enqueue.
     const KeyValue* kv = r->responses.at(0).get().first();
     const auto stored = kv ? parse_hex16(kv->value) : std::nullopt;
@@ -193,7 +219,7 @@ void QueueProducer::on_result(const std::shared_ptr<Batch>& batch, Result<TxnRes
         return fail(batch, Status(StatusCode::kAborted, "enqueue: the producer key " + key_ +
                                                             " keeps changing (is another process using it?)"));
       }
-      return send(batch);
+      return write(batch);
     }
     // The key was deleted after an attempt that may have applied: whether
     // it did cannot be told any more.

@@ -4,6 +4,7 @@
 // enqueue safe: include/etcd/recipes/queue.h.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -20,14 +21,9 @@
 #include "etcd/call.h"
 #include "etcd/recipes/queue.h"
 #include "etcd/txn.h"
+#include "item_key.h"
 
 namespace etcd::recipes::detail {
-
-// 16 lower-case hex digits: fixed width, so that the byte order of keys
-// (and of Compare::value) is the numeric order.
-std::string hex16(uint64_t n);
-// The number written by hex16, if `text` is one.
-std::optional<uint64_t> parse_hex16(std::string_view text);
 
 class QueueProducer : public std::enable_shared_from_this<QueueProducer> {
  public:
@@ -37,15 +33,20 @@ class QueueProducer : public std::enable_shared_from_this<QueueProducer> {
   // And bytes of values: etcd refuses a request over --max-request-bytes
   // (1.5 MiB by default), so grouped callers stay well under it.
   static constexpr size_t kMaxGroupedBytes = 1024 * 1024;
+  // How old the revision an item key is named with may be (item_key.h):
+  // an object whose last enqueue is older reads the current one first, so
+  // that its items sort near the commit order (a consumer's window then
+  // finds the head among the first keys).
+  static constexpr std::chrono::seconds kFreshRevision{1};
 
   // `items`: NAME/items/; `producers`: NAME/producers/. The producer id is
   // drawn at random.
   QueueProducer(std::shared_ptr<RecipeCore> core, std::string items, std::string producers, Labels labels);
 
   // Creates `values` at the tail, in order, in one Txn (see the file comment).
-  // Their keys are NAME/items/<key_prefix><producer>-<seq> (the priority
-  // queue puts the priority there); callers with different prefixes may
-  // share a Txn.
+  // Their keys are NAME/items/<key_prefix>~<R>-<producer>-<seq>
+  // (item_key.h; the priority queue puts the priority in key_prefix);
+  // callers with different prefixes may share a Txn.
   void enqueue(std::vector<std::string> values, const CallOptions& options, Callback<Enqueued> done,
                std::string key_prefix = {});
 
@@ -69,7 +70,7 @@ class QueueProducer : public std::enable_shared_from_this<QueueProducer> {
   };
   struct Batch {
     std::vector<Caller> callers;
-    std::vector<std::vector<std::string>> keys;  // per caller
+    std::vector<std::vector<std::string>> keys;  // per caller, named at the first attempt
     uint64_t first_seq = 0;
     uint64_t last_seq = 0;
     // An attempt ended with Errc::kOutcomeUnknown: it may have applied.
@@ -89,6 +90,12 @@ class QueueProducer : public std::enable_shared_from_this<QueueProducer> {
   void go(Next next);
   void send_next() { go(take_next()); }
   void send(std::shared_ptr<Batch> batch);
+  // Names the batch's keys with the revision R of item_key.h: the newest
+  // one this object has seen, read first (one serializable Get) when it
+  // has none or its last enqueue is older than kFreshRevision.
+  void name_keys(const std::shared_ptr<Batch>& batch);
+  void write(const std::shared_ptr<Batch>& batch);
+  void seen(int64_t revision);  // under mu_
   void on_result(const std::shared_ptr<Batch>& batch, Result<TxnResponse> r);
   void retry_later(std::shared_ptr<Batch> batch, Status why);
   void complete(const std::shared_ptr<Batch>& batch, int64_t revision);
@@ -106,6 +113,9 @@ class QueueProducer : public std::enable_shared_from_this<QueueProducer> {
   uint64_t next_seq_ = 1;
   // The producer key's mod revision after our last enqueue (0: none yet).
   int64_t guard_ = 0;
+  // The newest revision this object has seen (item_key.h's R), and when.
+  int64_t seen_ = 0;
+  Clock::time_point seen_at_{};
   // An attempt ended with Errc::kOutcomeUnknown at some point.
   bool ever_unknown_ = false;
 };
