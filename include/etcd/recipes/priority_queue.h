@@ -23,10 +23,15 @@
 // Errc::kBadArgument naming the priority and the range, before any write.
 //
 // Key layout:
-//   NAME/items/<priority>-<producer>-<seq>   one key per item. <priority> is
-//       4 lower-case hex digits ("000a" for 10), so that `etcdctl get
-//       --prefix NAME/items/` lists the items in priority order; <producer>
-//       and <seq> are 16 hex digits each, as in DistributedQueue.
+//   NAME/items/<priority>-~<R>-<producer>-<seq>   one key per item.
+//       <priority> is 4 lower-case hex digits ("000a" for 10), so that
+//       `etcdctl get --prefix NAME/items/` lists the items in priority
+//       order; <R>, <producer> and <seq> are 16 hex digits each, as in
+//       DistributedQueue: within a priority, keys sort by a revision their
+//       producer had seen, and a consumer keeps a window of the first 256
+//       (queue.h: its memory and start-up do not grow with the backlog).
+//       Items of the layout of earlier versions (<priority>-<producer>-
+//       <seq>) sort before the '~' keys of their priority.
 //   NAME/producers/<producer>   the guard of a retried enqueue, as in
 //       DistributedQueue.
 //   A key put under NAME/items/ by other means (etcdctl) is an item too:

@@ -14,11 +14,19 @@
 //   Job j = jobs.dequeue().wait().value();
 //
 // Key layout:
-//   NAME/items/<producer>-<seq>    one key per item, the value as it is (or
-//       as its codec encodes it). <producer> is 16 hex digits drawn at
-//       random per queue object, <seq> 16 hex digits counting that
-//       object's items. Any key put under NAME/items/ by other means
-//       (etcdctl, the raw client) is an item too.
+//   NAME/items/~<R>-<producer>-<seq>    one key per item, the value as it
+//       is (or as its codec encodes it). <R>, <producer> and <seq> are 16
+//       hex digits each: R a revision of etcd the producer had seen before
+//       it sent the item (so the item commits after R), <producer> drawn
+//       at random per queue object, <seq> counting that object's items.
+//       Keys therefore sort by R, close to commit order, which is what
+//       lets a consumer find the head with one bounded read (below). Any
+//       key put under NAME/items/ by other means (etcdctl, the raw client)
+//       is an item too; so are items of the layout of earlier versions
+//       (<producer>-<seq>). Such keys sort before every '~' key and are
+//       served first, in commit order among the ones a consumer's window
+//       holds (exact while there are at most 256 of them; a longer
+//       backlog of them is served in commit order per window).
 //   NAME/producers/<producer>      one key per queue object that has
 //       enqueued: the <seq> of its last committed batch. It is what makes a
 //       retried enqueue safe (below). close() deletes it when no enqueue is
@@ -64,16 +72,36 @@
 // per Txn, never splitting one enqueue_all).
 //
 // Consumers: the first dequeue()/try_dequeue() of an object starts its view
-// of NAME/items/ (read page by page at a revision R, then one watch from
-// R+1; after a gap it reads again), which it keeps until close(). All
-// parked consumers of an object share that one view: no watch and no
-// thread per waiter. Items are handed to the object's parked consumers in
-// the order they called, one item per consumer, so consumers of one object
-// never race each other for an item.
+// of NAME/items/, which it keeps until close(): one bounded read of the
+// first 256 item keys in key order (the window; fewer if their values
+// pass 8 MiB) at a revision V, then one watch of NAME/items/ from V+1 (it
+// keeps only changes inside the window; after a gap it reads again). As
+// the window drains under half it reads on from its end (one bounded
+// read); past twice its size it lets go of its last keys. So a consumer's
+// memory and start-up do not grow with the backlog: a queue of 500,000
+// items costs a new consumer the same as one of 500. All parked consumers
+// of an object share that one view: no watch and no thread per waiter.
+// Items are handed to the object's parked consumers in the order they
+// called, one item per consumer, so consumers of one object never race
+// each other for an item.
+//
+// Commit order from a window: the window holds every key before its end
+// key E, whose revision R_E is in its name. Any item past E sorts by an R
+// of at least R_E and so committed after R_E; an item of the window that
+// committed at or before R_E + 1 can be served knowing nothing earlier is
+// missing (items of one Txn share their revision and sort by <seq>). An
+// item of the window that committed later (its producer had not seen
+// recent revisions) waits until the window reaches past it: with nothing
+// it may serve, the consumer widens the window by 256 keys (one bounded
+// read). A producer idle for more than a second first reads the newest
+// revision (one serializable keys-only read of its producer key), so its
+// items sort where they commit.
 //
 // Costs:
 //   enqueue / enqueue_all: one Txn (one etcd write, one round trip) for up to
-//     100 items; concurrent enqueues on one object share Txns.
+//     100 items; concurrent enqueues on one object share Txns. An object
+//     whose last enqueue is more than a second old first sends one
+//     serializable read (answered by the member it talks to, no raft).
 //   a take: one delete (one write, one round trip) when the consumer knows
 //     the head from its view, the common case; a consumer never reads the
 //     queue to find the head. An object that enqueues and dequeues waits
@@ -102,7 +130,9 @@
 //   try_dequeue() on a queue this object sees as empty: one read
 //     (the newest item's create revision), which makes "empty"
 //     linearizable.
-//   size(): one count-only read.
+//   a new consumer: one read of at most 257 keys, whatever the backlog;
+//     a refill or widening: one such read.
+//   size(): one count-only read (exact, no item is loaded).
 //
 // Typed queues (TypedQueue<T, C>, codec.h): each item is encoded with C on
 // enqueue (an encoding failure is Errc::kBadArgument, nothing written) and
@@ -125,8 +155,9 @@
 // Metrics (label `queue`): etcd_recipes_queue_enqueued_total (items),
 // _dequeued_total, _wait_seconds (a dequeue call until its item),
 // _take_conflicts_total, _enqueue_retries_total, _poison_total,
-// _lost_total, and the gauge etcd_recipes_queue_depth (items the view
-// knows of, consumers only).
+// _lost_total, and the gauge etcd_recipes_queue_depth (items in the
+// consumer's window, consumers only: the head of the queue, a few hundred
+// at most; size() counts them all).
 #pragma once
 
 #include <chrono>
@@ -194,7 +225,7 @@ class QueueBase : public RecipeHandle {
   QueueBase(Client client, const char* kind, std::string name, RecipeOptions options, TakeCheck check, ItemRank rank);
 
   // Enqueues values already encoded, in order, in one Txn, under
-  // NAME/items/<key_prefix><producer>-<seq>.
+  // NAME/items/<key_prefix>~<R>-<producer>-<seq> (item_key.h).
   Call<Enqueued> enqueue_encoded(std::vector<std::string> values, std::string key_prefix);
   // An untyped dequeue / try_dequeue: the value as it is.
   Call<std::string> dequeue_bytes();

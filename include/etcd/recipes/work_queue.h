@@ -18,8 +18,9 @@
 //
 // Key layout (NAME is the queue's name):
 //   NAME/items/<id>        the item: a record (below) holding its value.
-//                          <id> is <producer>-<seq>, 16 hex digits each, as
-//                          in DistributedQueue (queue.h).
+//                          <id> is ~<R>-<producer>-<seq>, 16 hex digits
+//                          each, as in DistributedQueue (queue.h), whose
+//                          key order and window it shares.
 //   NAME/claims/<id>       present while a consumer holds the item: created
 //                          by the claim, bound to the consumer's lease, its
 //                          value the consumer's identity.
@@ -95,7 +96,11 @@
 // knows a ready item from its view (the common case). ack, requeue: one
 // Txn. A pure producer (an object that only enqueues) takes no lease, keeps
 // no view and starts no background work; a consumer keeps one lease and
-// one view of NAME/items/ and NAME/claims/. N consumer objects racing for
+// one view of NAME/claims/ (every claim) and of a window of NAME/items/
+// (the first 256 item keys, as DistributedQueue's: its memory and
+// start-up do not grow with the backlog, only with the items claimed).
+// With no ready item in its window (they are claimed or delayed) a
+// consumer widens it by 256 keys, one bounded read each time. N consumer objects racing for
 // items: as DistributedQueue (queue.h), a failed claim costs one
 // round trip and is counted in etcd_recipes_workqueue_take_conflicts_total.
 //
@@ -104,7 +109,7 @@
 // with Errc::kClosed. Metrics (label `queue`): etcd_recipes_workqueue_
 // {received,acked,requeued,dead_lettered,poison,stale_acks,
 // take_conflicts,orphaned_claims_released}_total, _wait_seconds, and the gauge
-// etcd_recipes_workqueue_depth (items the consumer's view knows of, claimed
+// etcd_recipes_workqueue_depth (items in the consumer's window, claimed
 // ones included); enqueues count in etcd_recipes_queue_enqueued_total.
 #pragma once
 

@@ -5,6 +5,7 @@
 
 #include "../core/keys.h"
 #include "../core/strand_steps.h"
+#include "item_key.h"
 
 namespace etcd::recipes::detail {
 
@@ -17,7 +18,8 @@ QueueConsumer::QueueConsumer(std::shared_ptr<RecipeCore> core, std::string items
       labels_(std::move(labels)),
       check_(std::move(check)),
       driver_(std::move(driver)),
-      order_(std::move(rank)),
+      rank_(std::move(rank)),
+      order_(rank_),
       rng_(std::random_device{}()) {}
 
 void QueueConsumer::attach() {
@@ -26,6 +28,9 @@ void QueueConsumer::attach() {
   // Every key arrives as an event, so the driver sees them all the same way.
   options.initial_events = true;
   options.range_end = driver_->view_range_end();
+  options.window = kWindow;
+  options.window_from = items_;
+  options.full_end = driver_->full_end();
   options.accept = [driver = driver_](std::string_view key) { return driver->keeps(key); };
   view_ = PrefixView::create(core_, range_, options, [weak](const ViewBatch& batch) {
     if (auto self = weak.lock()) self->on_batch(batch);
@@ -141,6 +146,7 @@ void QueueConsumer::on_batch(const ViewBatch& batch) {
     if (ev.type != ViewEvent::Type::kAdded && item == ev.key) poison_.erase(item);
   }
   order_.apply(batch, [this](std::string_view key) { return driver_->is_item(key); });
+  window_end_ = batch.window_end;
   if (batch.kind == ViewBatch::Kind::kInitialized) initialized_ = true;
   core_->metrics().set(metric("_depth"), labels_, static_cast<double>(order_.size()));
   // Try-only takers waiting for the view to see what their read saw.
@@ -165,7 +171,15 @@ void QueueConsumer::pump() {
     parked_.pop_front();
     claim(t, std::move(*pick));
   }
-  // Tries with nothing to take: find out whether the queue is empty.
+  // Nothing in the window for the takers left: widen it, once what is in
+  // flight (our takes, the view's word on items our takes missed) has
+  // settled — each of those pumps again.
+  if (!parked_.empty() && !window_end_.empty()) {
+    if (busy_.empty() && stale_.empty()) view_->grow();
+    return wake_for_delays();
+  }
+  // Tries with nothing to take: find out whether the queue is empty (the
+  // window holds every item).
   std::vector<std::shared_ptr<Taker>> tries;
   for (const auto& t : parked_) {
     if (t->try_only) tries.push_back(t);
@@ -203,12 +217,31 @@ void QueueConsumer::wake_for_delays() {
   });
 }
 
+bool QueueConsumer::eligible(const CreateOrder::Position& pos) const {
+  if (window_end_.empty() || !window_end_.starts_with(items_)) return true;
+  const std::string& key = pos.second;
+  if (rank_) {
+    const uint32_t mine = rank_(key);
+    const uint32_t bound = rank_(window_end_);
+    if (mine != bound) return mine < bound;
+  }
+  // Keys past the bound sort by a revision R at least the bound's and
+  // commit after it: at R + 1 at the earliest, and then only the bound's
+  // own Txn, whose keys past the window sort (and commit) after ours.
+  const auto r = item_revision(std::string_view(window_end_).substr(items_.size()));
+  return !r || pos.first <= *r + 1;
+}
+
+bool QueueConsumer::takeable(const CreateOrder::Position& pos, std::chrono::system_clock::time_point now) const {
+  const std::string& key = pos.second;
+  return !busy_.count(key) && !stale_.count(key) && !poison_.count(key) && driver_->ready(key, now) && eligible(pos);
+}
+
 size_t QueueConsumer::available(size_t cap) const {
   size_t n = 0;
   const auto now = std::chrono::system_clock::now();
   for (const auto& pos : order_) {
-    const std::string& key = pos.second;
-    if (busy_.count(key) || stale_.count(key) || poison_.count(key) || !driver_->ready(key, now)) continue;
+    if (!takeable(pos, now)) continue;
     if (++n >= cap) break;
   }
   return n;
@@ -249,7 +282,7 @@ std::optional<QueueConsumer::Pick> QueueConsumer::next_item() {
   const auto now = std::chrono::system_clock::now();
   for (const auto& pos : order_) {
     const std::string& key = pos.second;
-    if (busy_.count(key) || stale_.count(key) || poison_.count(key) || !driver_->ready(key, now)) continue;
+    if (!takeable(pos, now)) continue;
     if (contended && std::hash<std::string>()(key) % kSpread == lane_) {
       in_lane = &pos;
       break;

@@ -1,6 +1,16 @@
 // The take side of the queues (internal): one PrefixView per queue object,
 // the items in commit order (CreateOrder), and the object's parked
-// consumers ("takers"), each handed a distinct item. What an item is, when
+// consumers ("takers"), each handed a distinct item.
+//
+// The view is a window of the queue's head (PrefixView::Options::window:
+// the first kWindow item keys in key order), so that a consumer's memory
+// and start-up do not grow with the backlog. Item keys sort by a revision
+// their producer had seen (item_key.h), so the window holds the head, and
+// an item of it may be served when nothing past the window can have
+// committed before it: when the window holds every item, or the item's
+// rank is above the bound's, or it committed at or before the bound's
+// revision + 1 (eligible()). With no item of the window that can be
+// taken, the consumer widens the window (PrefixView::grow()). What an item is, when
 // it is ready and how it is taken is the queue kind's TakeDriver: a plain
 // delete (DistributedQueue), a claim bound to a lease (DistributedWork-
 // Queue). Everything here runs on the recipe's strand, where the view's
@@ -57,6 +67,10 @@ class TakeDriver : public std::enable_shared_from_this<TakeDriver> {
   // The end of the view's range (empty: the prefix `range` given to the
   // engine), and the keys of it the view keeps (others are never stored).
   virtual std::string view_range_end() const { return {}; }
+  // Keys of the view before the items (the work queue's claims) are held
+  // in full, from the view's range to this end; empty: the view begins
+  // with the items.
+  virtual std::string full_end() const { return {}; }
   virtual bool keeps(std::string_view key) const {
     (void)key;
     return true;
@@ -101,6 +115,8 @@ class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
   static constexpr size_t kLaneReach = 4;
   static constexpr int kContendedTakes = 64;
   static constexpr double kJitterRtts = 3;
+  // Item keys in the view's window (and how many more each grow() adds).
+  static constexpr int64_t kWindow = 256;
 
   // `items`: the prefix of the item keys; `range`: the view's prefix (it
   // may hold other keys the driver reads, e.g. claims); `metric`: the
@@ -168,6 +184,11 @@ class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
   }
   // Items that could be taken now, counting up to `cap`.
   size_t available(size_t cap) const;
+  // Whether an item of the window may be served before everything past it
+  // (the file comment).
+  bool eligible(const CreateOrder::Position& pos) const;
+  // An item that could be taken now (not busy, stale, poison, nor waiting).
+  bool takeable(const CreateOrder::Position& pos, std::chrono::system_clock::time_point now) const;
   // In contended mode with few items: starts the random wait (true: the
   // takes wait for it).
   bool jitter();
@@ -185,7 +206,11 @@ class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
   // --- on the strand
   bool view_started_ = false;
   bool initialized_ = false;
+  const CreateOrder::Rank rank_;
   CreateOrder order_;
+  // ViewBatch::window_end of the last batch: empty when the window holds
+  // every item.
+  std::string window_end_;
   // A take of ours is in flight -> whether the view reported a change of
   // the item meanwhile: a change reported before the take's failure comes
   // back is the one that explains it, and no later one need come, so the

@@ -129,6 +129,12 @@ std::string ClaimTake::view_range_end() const {
   return end;
 }
 
+std::string ClaimTake::full_end() const {
+  // Claims are held in full (one per delivery in flight); the dead letters
+  // between them and the items are not read.
+  return prefix_range_end(keys_.claims);
+}
+
 std::string ClaimTake::note(const ViewEvent& ev, int64_t revision) {
   // Our claims the view has reached are in claimed_ (or gone again).
   std::erase_if(own_claims_, [&](const auto& c) { return c.second <= revision; });

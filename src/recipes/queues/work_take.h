@@ -86,6 +86,7 @@ class ClaimTake : public TakeDriver {
   // letters between them are rare and not kept; producer keys, written by
   // every enqueue, are outside it).
   std::string view_range_end() const override;
+  std::string full_end() const override;
   bool keeps(std::string_view key) const override {
     return key.starts_with(keys_.items) || key.starts_with(keys_.claims);
   }
