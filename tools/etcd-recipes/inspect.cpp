@@ -84,9 +84,16 @@ struct Pending {
 };
 
 bool priority_key(std::string_view id) {
-  // <4 hex>-<producer>-<seq>, as the priority queue's producer names them.
-  return id.size() == 4 + 1 + 16 + 1 + 16 && is_hex(id.substr(0, 4), 4, 4) && id[4] == '-' &&
-         is_hex(id.substr(5, 16), 16, 16) && id[21] == '-' && is_hex(id.substr(22), 16, 16);
+  // <4 hex>-~<revision>-<producer>-<seq>, as the priority queue's producer
+  // names them (<4 hex>-<producer>-<seq> before the revision was added).
+  if (id.size() < 5 || !is_hex(id.substr(0, 4), 4, 4) || id[4] != '-') return false;
+  std::string_view rest = id.substr(5);
+  if (rest.starts_with('~')) {
+    if (rest.size() < 18 || !is_hex(rest.substr(1, 16), 16, 16) || rest[17] != '-') return false;
+    rest = rest.substr(18);
+  }
+  return rest.size() == 16 + 1 + 16 && is_hex(rest.substr(0, 16), 16, 16) && rest[16] == '-' &&
+         is_hex(rest.substr(17), 16, 16);
 }
 
 // The priority a priority queue gives an item id (docs/recipes/queues.md: 4

@@ -62,9 +62,11 @@ void summarise(Context& ctx, const in::Collection& c, Snapshot& s, const std::st
     for (auto& kv : head.kvs) s.kvs.push_back(std::move(kv));
     return;
   }
-  // Queue items: a producer names its items <producer>-<seq> in order, so
-  // the first key of each producer is its oldest, and the oldest of those
-  // is the queue's head. One read per producer, skipping the rest of it.
+  // Queue items: a producer names the items of one Txn ~<revision>-
+  // <producer>-<seq> in order, the revision one it had seen before (older
+  // layouts: <producer>-<seq>), so the first key of each group is its
+  // oldest and the first groups hold the queue's head. One read per group,
+  // skipping the rest of it.
   std::string from = c.dir;
   for (int group = 0; group < kGroups && from < end; ++group) {
     auto first = get_at(ctx, from, {.range_end = end, .limit = 1, .revision = s.revision}, what);
