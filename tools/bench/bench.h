@@ -288,8 +288,9 @@ inline etcd::ClientOptions worker_client_options(const std::string& endpoints_cs
   return options;
 }
 
-// This process's resident set (VmRSS of /proc/self/status), in MB.
-double rss_mb();
+// This process's resident set (VmRSS of /proc/self/status), in MB; or
+// another field of it in kB, e.g. VmHWM (the peak resident set).
+double rss_mb(std::string_view field = "VmRSS");
 
 namespace detail {
 

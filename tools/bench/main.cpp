@@ -358,7 +358,8 @@ int run(int argc, char** argv) {
   app.add_flag("--scale", s.scale,
                "production-scale metrics, slow; each in its own private etcd member (sessions_lost_2500, "
                "sessions_lost_10k: sessions in 4 child processes kept for 60 s; counter_add_per_s_a1, "
-               "counter_add_per_s_a64, counter_give_ups_a64: adders in 1 and 8 child processes)");
+               "counter_add_per_s_a64, counter_give_ups_a64: adders in 1 and 8 child processes; queue_first_item_s_500k "
+               "and the other queue backlog metrics: consumers in child processes; see tools/bench/README.md)");
   app.add_option("--go-peer-src", s.go_peer_src, "directory holding go-peer/main.go")->check(CLI::ExistingDirectory);
   app.add_option("--go-workdir", s.go_workdir, "where the Go peer is built (default: a per-user temp dir)");
   app.add_flag("--kotlin-peer", kotlin_peer_options().enabled,

@@ -2,7 +2,6 @@
 // paired with txn_seq's guarded Txn (the floor of an add: the same Txn
 // shape with no recipe code), 16 objects of one client adding to one
 // counter, and (--scale) adders in many processes on one counter.
-#include <sys/prctl.h>
 
 #include <algorithm>
 #include <atomic>
@@ -179,7 +178,7 @@ constexpr auto kAddersWorkerFlag = "--scale-counter-worker";
 // WARMUP_MS, then are measured for DURATION_MS; prints "done COMMITTED
 // COMMITTED_ALL CONFLICTS TXNS GAVE_UP UNKNOWN OTHER SECONDS" and exits.
 int adders_worker(const std::vector<std::string>& args) {
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlives the bench
+  become_worker();
   if (args.size() != 6) {
     std::printf("error: usage: %s ENDPOINTS NAME ADDERS START_MS WARMUP_MS DURATION_MS\n", kAddersWorkerFlag);
     return 2;

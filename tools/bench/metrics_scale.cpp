@@ -2,9 +2,6 @@
 // default 10 s TTL) spread over 4 processes, kept for 60 s against one
 // private etcd member. The figure is the number of sessions lost, which
 // must be 0; the notes say what etcd received and spent meanwhile.
-#include <pthread.h>
-#include <sys/prctl.h>
-
 #include <algorithm>
 #include <atomic>
 #include <csignal>
@@ -39,34 +36,9 @@ constexpr int kStartWave = 250;
 // the bench's signals (the end of the hold, then the go-ahead to close).
 constexpr auto kStartBound = std::chrono::seconds(120);
 constexpr auto kSignalBound = kStartBound + kHold + std::chrono::seconds(120);
-// The bench tells its workers with this signal: the hold is over (report),
-// then: close.
-constexpr int kSignal = SIGUSR1;
-
-// Waits for kSignal (blocked in every thread of the worker) until
-// `deadline`, running `each` every 0.5 s meanwhile; false if it never came.
-bool await_signal(Clock::time_point deadline, const std::function<void()>& each) {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, kSignal);
-  while (Clock::now() < deadline) {
-    const timespec half{0, 500'000'000};
-    if (::sigtimedwait(&set, nullptr, &half) == kSignal) return true;
-    each();
-  }
-  return false;
-}
-
-// What every worker does first: it never outlives the bench (even one that
-// crashed before killing it), and kSignal is blocked before the client
-// starts its threads, so only await_signal takes it.
-void become_worker() {
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, kSignal);
-  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
-}
+// The bench tells its workers with kWorkerSignal (process.h): the hold is
+// over (report), then: close.
+constexpr int kSignal = kWorkerSignal;
 
 // etcd-recipes-bench --scale-sessions-worker ENDPOINTS COUNT TTL_S: starts
 // COUNT sessions and prints "ready"; keeps them until the bench signals the
@@ -151,16 +123,6 @@ Scrape scrape(const std::string& metrics_endpoint) {
   s.revoked = sum_series(samples, "etcd_debugging_lease_revoked_total");
   s.at = Clock::now();
   return s;
-}
-
-std::string expect_line(ChildProcess& child, const std::string& word, Clock::time_point deadline, int index) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  const auto line = child.read_line(std::max(left, std::chrono::milliseconds(1)));
-  if (!line || !line->starts_with(word + " ")) {
-    throw std::runtime_error(fmt("worker %d said '%s' (expected '%s ...')", index, line.value_or("(nothing)").c_str(),
-                                 word.c_str()));
-  }
-  return line->substr(word.size() + 1);
 }
 
 // `total` sessions in kProcesses workers against a private member of the

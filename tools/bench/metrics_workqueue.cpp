@@ -2,7 +2,6 @@
 // cycle one at a time (against the same Txns sent by the raw client), the
 // throughput of 2 producers and 8 consumer objects racing for items, and
 // how long an item held by a consumer that was SIGKILLed stays hidden.
-#include <sys/prctl.h>
 
 #include <algorithm>
 #include <atomic>
@@ -261,8 +260,7 @@ constexpr auto kHold = std::chrono::seconds(1);
 // one item, prints "received <id> <claim revision>", then holds it (its
 // lease kept alive) until it is killed.
 int workqueue_worker(const std::vector<std::string>& args) {
-  // Never outlives the bench, even one that crashed before killing it.
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  become_worker();
   if (args.size() != 3) {
     std::printf("error: usage: %s NAME ENDPOINTS VISIBILITY_S\n", kWorkerFlag);
     return 2;

@@ -1,16 +1,20 @@
 #include "process.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <sstream>
+#include <stdexcept>
 #include <system_error>
 #include <utility>
 
@@ -256,6 +260,40 @@ std::string tail(std::string_view text, int lines) {
     start = nl;
   }
   return std::string(text.substr(start + 1));
+}
+
+std::string expect_line(ChildProcess& child, const std::string& word, std::chrono::steady_clock::time_point deadline,
+                        int index) {
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  const auto line = child.read_line(std::max(left, std::chrono::milliseconds(1)));
+  if (!line || !line->starts_with(word + " ")) {
+    throw std::runtime_error("worker " + std::to_string(index) + " said '" + line.value_or("(nothing)") +
+                             "' (expected '" + word + " ...')");
+  }
+  return line->substr(word.size() + 1);
+}
+
+static_assert(kWorkerSignal == SIGUSR1);
+
+void become_worker() {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, kWorkerSignal);
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+bool await_signal(std::chrono::steady_clock::time_point deadline, const std::function<void()>& each) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, kWorkerSignal);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const timespec half{0, 500'000'000};
+    if (::sigtimedwait(&set, nullptr, &half) == kWorkerSignal) return true;
+    each();
+  }
+  return false;
 }
 
 }  // namespace bench

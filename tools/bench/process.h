@@ -6,6 +6,7 @@
 #include <sys/types.h>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -51,6 +52,23 @@ class ChildProcess {
   int out_ = -1;
   std::string buffered_;
 };
+
+// The next line of `child`, which must begin with `word` and a space: the
+// rest of it. Throws naming the worker (`index`) and what it said instead
+// (or nothing, by `deadline`).
+std::string expect_line(ChildProcess& child, const std::string& word, std::chrono::steady_clock::time_point deadline,
+                        int index);
+
+// A helper mode's process (bench.h: add_helper_mode) and the bench
+// signalling it: SIGUSR1 means what the helper mode says (e.g. "report").
+inline constexpr int kWorkerSignal = 10;  // SIGUSR1 on Linux
+// What a worker does first: it never outlives the bench (even one that
+// crashed before killing it), and kWorkerSignal is blocked before a client
+// starts its threads, so only await_signal takes it.
+void become_worker();
+// Waits for kWorkerSignal until `deadline`, running `each` every 0.5 s
+// meanwhile; false if it never came.
+bool await_signal(std::chrono::steady_clock::time_point deadline, const std::function<void()>& each);
 
 // This executable (/proc/self/exe), to start it in a helper mode
 // (bench.h: add_helper_mode).

@@ -143,10 +143,12 @@ double measure_cycle_paired(Context& ctx, const std::function<void()>& cycle) {
   return run.rate;
 }
 
-double rss_mb() {
+double rss_mb(std::string_view field) {
+  const std::string prefix = std::string(field) + ":";
   std::ifstream status("/proc/self/status");
   for (std::string line; std::getline(status, line);) {
-    if (line.starts_with("VmRSS:")) return std::stod(line.substr(6)) / 1024.0;  // "VmRSS:   12345 kB"
+    // "VmRSS:   12345 kB"
+    if (line.starts_with(prefix)) return std::stod(line.substr(prefix.size())) / 1024.0;
   }
   return 0;
 }

@@ -100,7 +100,8 @@
 // (the first 256 item keys, as DistributedQueue's: its memory and
 // start-up do not grow with the backlog, only with the items claimed).
 // With no ready item in its window (they are claimed or delayed) a
-// consumer widens it by 256 keys, one bounded read each time. N consumer objects racing for
+// consumer doubles it, one bounded read each time, and keeps that size: a
+// consumer parked behind many delayed items holds them all. N consumer objects racing for
 // items: as DistributedQueue (queue.h), a failed claim costs one
 // round trip and is counted in etcd_recipes_workqueue_take_conflicts_total.
 //

@@ -163,7 +163,9 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
 
   void request_grow() {
     if (stopped_ || !initialized_here_ || !windowed() || bound_.empty() || refilling_) return;
-    target_ += static_cast<size_t>(options.window);
+    // Doubles it (by Options::window at least): a head that takes many
+    // widenings to reach is reached in a logarithmic number of reads.
+    target_ += std::max(target_, static_cast<size_t>(options.window));
     refill(epoch_);
   }
 
@@ -231,45 +233,59 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
   }
 
   void refill(uint64_t e) {
-    auto l = running();
-    if (!l || bound_.empty()) return;
+    if (!running() || bound_.empty()) return;
     refilling_ = true;
     const size_t limit = std::max<size_t>(2, target_ > in_window_ ? target_ - in_window_ + 1 : 2);
+    read_on(e, std::make_shared<std::vector<KeyValue>>(), bound_, limit, 1);
+  }
+
+  // One read of a refill: from `from`, to the end of the range or of the
+  // slice Options::window_slice gives; with fewer keys than `limit` in a
+  // slice, on to the next (twice as wide). `got`: what the earlier reads
+  // of this refill brought.
+  void read_on(uint64_t e, std::shared_ptr<std::vector<KeyValue>> got, std::string from, size_t limit, uint64_t step) {
+    auto l = running();
+    if (!l) return;
+    std::string slice = options.window_slice ? options.window_slice(from, step, revision) : std::string();
+    if (!slice.empty() && (slice >= end || slice <= from)) slice.clear();
     GetOptions page;
-    page.range_end = end;
-    page.limit = static_cast<int64_t>(limit);
+    page.range_end = slice.empty() ? end : slice;
+    page.limit = static_cast<int64_t>(limit - got->size());
     // At the view's revision: the keys past the bound as they were then;
     // what changed since is in stash_ (kept from now on).
     page.revision = revision;
-    run_on_strand(l->strand(), l->client().get(bound_, page),
-                  [self = shared_from_this(), e, limit](Result<GetResponse> r) {
+    run_on_strand(l->strand(), l->client().get(from, page),
+                  [self = shared_from_this(), e, got, limit, step, slice = std::move(slice)](Result<GetResponse> r) {
                     if (self->stale(e)) return;
-                    self->refilled(e, limit, std::move(r));
+                    if (!r.ok()) return self->refill_failed(e, r.status());
+                    self->failures_ = 0;
+                    {
+                      std::lock_guard lock(self->mu);
+                      ++self->pages;
+                    }
+                    for (auto& kv : r->kvs) got->push_back(std::move(kv));
+                    if (got->size() < limit && !slice.empty()) return self->read_on(e, got, slice, limit, step * 2);
+                    self->refilled(e, limit, std::move(*got));
                   });
   }
 
-  void refilled(uint64_t e, size_t limit, Result<GetResponse> r) {
-    if (!r.ok()) {
-      refilling_ = false;
-      stash_.clear();
-      const Status& why = r.status();
-      if (why.is(Errc::kClosed)) return;
-      // The view's revision was compacted: read the whole view again.
-      if (why.is(Errc::kCompacted)) return load(++epoch_, why);
-      if (!transient(why) && !why.is(Errc::kUnreachable))
-        core->record_error(Status(why.code(), "reading on in " + range + ": " + why.message(), why.reason()));
-      return retry_later(e, [self = shared_from_this(), e] { self->adjust_window(e); });
-    }
-    failures_ = 0;
-    {
-      std::lock_guard lock(mu);
-      ++pages;
-    }
+  void refill_failed(uint64_t e, const Status& why) {
+    refilling_ = false;
+    stash_.clear();
+    if (why.is(Errc::kClosed)) return;
+    // The view's revision was compacted: read the whole view again.
+    if (why.is(Errc::kCompacted)) return load(++epoch_, why);
+    if (!transient(why) && !why.is(Errc::kUnreachable))
+      core->record_error(Status(why.code(), "reading on in " + range + ": " + why.message(), why.reason()));
+    retry_later(e, [self = shared_from_this(), e] { self->adjust_window(e); });
+  }
+
+  void refilled(uint64_t e, size_t limit, std::vector<KeyValue> kvs) {
     std::string bound;
-    const size_t keep = cut(r->kvs, limit, bound);
+    const size_t keep = cut(kvs, limit, bound);
     ViewMap page;
     for (size_t i = 0; i < keep; ++i) {
-      auto& kv = r->kvs[i];
+      auto& kv = kvs[i];
       if (!accepted(kv.key)) continue;
       std::string key = std::move(kv.key);
       ViewEntry entry = to_entry(std::move(kv));

@@ -157,8 +157,16 @@ class PrefixView : public std::enable_shared_from_this<PrefixView> {
     // bound (one Range, at the view's revision, with the changes that came
     // meanwhile applied), and when changes grow it past twice its size it
     // lets go of the keys past its size (kRemoved: they left the window).
-    // grow() widens it by `window` keys. 0: no window, every key is held.
+    // grow() doubles it. 0: no window, every key is held.
     int64_t window = 0;
+    // etcd counts every key from a limited Range's start to its end, so a
+    // read on from the bound of a long range costs what is left of it. A
+    // range whose keys sort by something that grows (the queues': a
+    // revision) can say where a part of it ends: given the key a read
+    // starts at, a step (1, then 2, 4, ... while the parts hold too few
+    // keys) and the view's revision, the end of the part to read (empty:
+    // the range's end). Then each read counts about the keys it returns.
+    std::function<std::string(std::string_view from, uint64_t step, int64_t revision)> window_slice{};
     std::string window_from{};
     std::string full_end{};
     size_t window_bytes = 8 << 20;
@@ -198,9 +206,9 @@ class PrefixView : public std::enable_shared_from_this<PrefixView> {
   // it missed something). A no-op before start() or after close.
   void resync();
 
-  // A windowed view whose range goes on past its window: reads the next
-  // Options::window keys after the bound (an owner that found nothing it
-  // can use in the window). Reported as one kChanged batch; a no-op
+  // A windowed view whose range goes on past its window: doubles the
+  // window and reads on from the bound (an owner that found nothing it can
+  // use in the window). Reported as one kChanged batch; a no-op
   // while such a read is in flight, or when the view holds every key.
   void grow();
   // ViewBatch::window_end of the view now.

@@ -31,6 +31,9 @@ void QueueConsumer::attach() {
   options.window = kWindow;
   options.window_from = items_;
   options.full_end = driver_->full_end();
+  options.window_slice = [items = items_](std::string_view from, uint64_t step, int64_t revision) {
+    return window_slice(items, from, step, revision);
+  };
   options.accept = [driver = driver_](std::string_view key) { return driver->keeps(key); };
   view_ = PrefixView::create(core_, range_, options, [weak](const ViewBatch& batch) {
     if (auto self = weak.lock()) self->on_batch(batch);

@@ -115,7 +115,7 @@ class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
   static constexpr size_t kLaneReach = 4;
   static constexpr int kContendedTakes = 64;
   static constexpr double kJitterRtts = 3;
-  // Item keys in the view's window (and how many more each grow() adds).
+  // Item keys in the view's window at first (each grow() doubles it).
   static constexpr int64_t kWindow = 256;
 
   // `items`: the prefix of the item keys; `range`: the view's prefix (it

@@ -39,4 +39,13 @@ std::string item_name(std::string_view rank, int64_t revision, std::string_view 
 // after NAME/items/, rank included); none for names of other layouts.
 std::optional<int64_t> item_revision(std::string_view name);
 
+// Where a consumer's read on from the item key `from` (under `items`, the
+// NAME/items/ prefix) may stop (PrefixView::Options::window_slice): the
+// keys of from's rank whose R is below R + kSliceRevisions * step; past
+// the view's `revision`, the end of the rank's keys of this layout (none
+// has a greater R yet). Empty (read to the range's end) for a key of
+// another layout.
+inline constexpr int64_t kSliceRevisions = 256;
+std::string window_slice(std::string_view items, std::string_view from, uint64_t step, int64_t revision);
+
 }  // namespace etcd::recipes::detail
