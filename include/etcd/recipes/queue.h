@@ -126,7 +126,10 @@
 //     2 / 4 / 8 objects: 0.05 / 0.47 / 1.7 (6.4 with 8 objects without the
 //     random wait); 32 items per Txn: 0.03 / 0.09 / 0.21; a backlog of
 //     2000 with 8 objects: 0.10-0.11 (0.27 with random picks among the
-//     first 32, before lanes). So under contention FIFO holds within a
+//     first 32, before lanes). A head item that an object has seen waiting
+//     for 200 ms is taken whatever its lane, so no item is left behind
+//     (one given back by a consumer that died, say) while every object
+//     works its own lane. So under contention FIFO holds within a
 //     window of 128 items; a lone consumer object gets items strictly in
 //     order and never waits.
 //   try_dequeue() on a queue this object sees as empty: one read

@@ -277,15 +277,28 @@ std::optional<QueueConsumer::Pick> QueueConsumer::next_item() {
   // hash of the key picks the lane, the object drew its lane at the
   // conflict) among the first kSpread * kLaneReach items, else any of the
   // first kSpread: objects in different lanes never go for the same item,
-  // however far apart their views are, and a conflict draws a new lane.
+  // however far apart their views are, and a conflict draws a new lane. A
+  // head that has waited kHeadPatience is taken whatever its lane.
   const bool contended = contended_ > 0;
   const size_t want = contended ? kSpread * kLaneReach : 1;
   std::vector<const CreateOrder::Position*> candidates;
   const CreateOrder::Position* in_lane = nullptr;
   const auto now = std::chrono::system_clock::now();
+  bool first = true;
   for (const auto& pos : order_) {
     const std::string& key = pos.second;
     if (!takeable(pos, now)) continue;
+    if (first) {
+      first = false;
+      const auto at = std::chrono::steady_clock::now();
+      if (key != head_) {
+        head_ = key;
+        head_since_ = at;
+      } else if (contended && at - head_since_ >= kHeadPatience) {
+        in_lane = &pos;  // the head has waited long enough: ours whatever its lane
+        break;
+      }
+    }
     if (contended && std::hash<std::string>()(key) % kSpread == lane_) {
       in_lane = &pos;
       break;

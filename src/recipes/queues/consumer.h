@@ -114,6 +114,11 @@ class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
   // lane before it picks any of the first kSpread.
   static constexpr size_t kLaneReach = 4;
   static constexpr int kContendedTakes = 64;
+  // A head that has waited this long (as this object saw it) is taken by a
+  // contended object whatever its lane: lanes spread the takes, and must
+  // not leave the oldest item (one given back after a consumer died, say)
+  // behind while every object works its own lane.
+  static constexpr std::chrono::milliseconds kHeadPatience{200};
   static constexpr double kJitterRtts = 3;
   // Item keys in the view's window at first (each grow() doubles it).
   static constexpr int64_t kWindow = 256;
@@ -224,6 +229,9 @@ class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
   std::vector<std::pair<int64_t, std::shared_ptr<Taker>>> at_revision_;
   int contended_ = 0;
   size_t lane_ = 0;   // drawn at each conflict
+  // The first takeable item this object saw, and since when.
+  std::string head_;
+  std::chrono::steady_clock::time_point head_since_{};
   int failures_ = 0;  // transient take failures in a row
   std::shared_ptr<asio::steady_timer> retry_timer_;
   std::shared_ptr<asio::steady_timer> jitter_timer_;
