@@ -21,8 +21,8 @@
 // locally, so a busy subtree costs traffic even in kDirectChildren scope.
 //
 // Consistency. It reads the range at one revision R — page by page
-// (PathChildrenCacheOptions::page_size keys per Range), never as one huge
-// response — and watches from R+1: nothing between the read and the watch
+// (PathChildrenCacheOptions::page_size keys per Range, fewer when their
+// values pass 4 MiB), never as one huge response — and watches from R+1: nothing between the read and the watch
 // is lost. Events come one revision at a time, in revision order (a Txn
 // that changes several children gives several events with the same
 // revision), on the client's executor, one at a time, never on a gRPC
@@ -84,7 +84,12 @@ struct PathChildrenCacheOptions {
   enum class Scope { kDirectChildren, kSubtree };
   StartMode start_mode = StartMode::kNormal;
   Scope scope = Scope::kDirectChildren;
-  // Keys per Range of a (re)read, at least 1.
+  // Keys per Range of a (re)read, at least 1 (fewer when their values
+  // would pass 4 MiB). Each page after the first ends about where that
+  // many keys will have been read (it is bounded in key space), so that
+  // etcd, which walks a limited Range to its end to count it, does work
+  // in proportion to the page: a load is linear in the number of keys on
+  // every release.
   int64_t page_size = 1000;
   RecipeOptions recipe{};
 };

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "keys.h"
+#include "page_slice.h"
 #include "recipe_core.h"
 #include "strand_steps.h"
 #include "waiters.h"
@@ -339,6 +340,8 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
     load_rev_ = 0;
     next_key_ = range.empty() ? std::string(1, '\0') : range;
     if (windowed() && next_key_ >= full_end()) next_key_ = std::max(next_key_, options.window_from);
+    page_end_.clear();
+    page_keys_ = static_cast<size_t>(std::max<int64_t>(1, options.page_size));  // 0 would mean "no limit"
     refilling_ = false;
     stash_.clear();
     target_ = static_cast<size_t>(std::max<int64_t>(options.window, 0));
@@ -354,14 +357,18 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
     // A windowed view reads the keys before window_from in pages, then the
     // window in one Range of target_ + 1 keys.
     const bool window_read = windowed() && next_key_ >= options.window_from;
+    // The end of what this read pages through, and of this page (a slice
+    // of it: page_slice.h; empty: to the end).
+    const std::string& region_end = windowed() && !window_read ? full_end() : end;
+    std::string slice = window_read || options.single_key ? std::string() : page_end_;
+    if (!slice.empty() && slice >= region_end) slice.clear();
     if (!options.single_key) {
-      page.range_end = windowed() && !window_read ? full_end() : end;
-      page.limit = window_read ? static_cast<int64_t>(target_ + 1)
-                               : std::max<int64_t>(1, options.page_size);  // 0 would mean "no limit"
+      page.range_end = slice.empty() ? region_end : slice;
+      page.limit = window_read ? static_cast<int64_t>(target_ + 1) : static_cast<int64_t>(page_keys_);
     }
     page.revision = load_rev_;
-    run_on_strand(l->strand(), l->client().get(next_key_, page), [self = shared_from_this(), e,
-                                                                  window_read](Result<GetResponse> r) {
+    run_on_strand(l->strand(), l->client().get(next_key_, page), [self = shared_from_this(), e, window_read,
+                                                                  slice = std::move(slice)](Result<GetResponse> r) {
       if (self->stale(e)) return;
       if (!r.ok()) return self->page_failed(e, r.status());
       self->failures_ = 0;
@@ -383,8 +390,15 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
         return self->finish_load(e);
       }
       const bool more = r->more && !r->kvs.empty() && !self->options.single_key;
-      // The smallest key after the last one of this page.
+      // Where the next page begins: after the last key of this one, or at
+      // the end of its slice.
+      // What this page covered begins at its first key (its start may lie
+      // far before it: the range's prefix).
+      const std::string start = r->kvs.empty() ? self->next_key_ : r->kvs.front().key;
+      const bool sliced = !more && !slice.empty();
       if (more) self->next_key_ = r->kvs.back().key + '\0';
+      if (sliced) self->next_key_ = slice;
+      if (more || sliced) self->plan_page(start, r->kvs);
       for (auto& kv : r->kvs) {
         if (self->options.accept && !self->options.accept(kv.key)) continue;
         // Pages arrive in key order: every insertion is at the end.
@@ -393,7 +407,7 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
         if (self->options.decode) entry.decoded = self->options.decode(key, entry.value);
         self->loading_.emplace_hint(self->loading_.end(), std::move(key), std::move(entry));
       }
-      if (more) return self->read_page(e);
+      if (more || sliced) return self->read_page(e);
       if (self->windowed()) {
         // The keys read in full are in: now the window.
         self->next_key_ = self->options.window_from;
@@ -401,6 +415,21 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
       }
       self->finish_load(e);
     });
+  }
+
+  // After a page [start, next_key_) that held `kvs`: how many keys the
+  // next asks for (Options::page_size, fewer if its values would pass
+  // kPageBytes) and where it ends (page_slice.h).
+  void plan_page(const std::string& start, const std::vector<KeyValue>& kvs) {
+    size_t bytes = 0;
+    for (const auto& kv : kvs) bytes += kv.key.size() + kv.value.size();
+    const size_t most = static_cast<size_t>(std::max<int64_t>(1, options.page_size));
+    page_keys_ = most;
+    if (!kvs.empty() && bytes > 0) {
+      const size_t per_key = std::max<size_t>(1, bytes / kvs.size());
+      page_keys_ = std::clamp<size_t>(kPageBytes / per_key, 1, most);
+    }
+    page_end_ = next_page_end(start, next_key_, kvs.size(), page_keys_);
   }
 
   void page_failed(uint64_t e, const Status& why) {
@@ -575,6 +604,11 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
   std::string next_key_;
   Status cause_;
   std::string loading_bound_;
+  // The next page of a load: how many keys it asks for, and where it ends
+  // (empty: the end of what is paged through).
+  static constexpr size_t kPageBytes = 4 << 20;
+  size_t page_keys_ = 1;
+  std::string page_end_;
   // The window (besides bound_): its size now (target_, grown by grow());
   // how many keys it holds; a read on from the bound in flight, and the
   // changes past the bound that came meanwhile.
