@@ -288,6 +288,13 @@ inline etcd::ClientOptions worker_client_options(const std::string& endpoints_cs
   return options;
 }
 
+// Writes `count` keys, `kv(i)` = {key, value}, in Txns of 100 puts with 32
+// in flight (the fills of the load and scale metrics). A Txn that fails is
+// sent again once (puts are safe to repeat); throws if that fails too or
+// the fill passes `deadline`.
+void put_all(etcd::Client& client, int count, const std::function<std::pair<std::string, std::string>(int)>& kv,
+             Clock::time_point deadline);
+
 // This process's resident set (VmRSS of /proc/self/status), in MB; or
 // another field of it in kB, e.g. VmHWM (the peak resident set).
 double rss_mb(std::string_view field = "VmRSS");

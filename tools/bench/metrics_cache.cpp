@@ -14,7 +14,6 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
-#include <future>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -152,22 +151,8 @@ Load measure_load(Context& ctx) {
     return std::string(n);
   };
   const std::string value(kValueBytes, 'v');
-  constexpr int kPerTxn = 100;  // below etcd's default --max-txn-ops (128)
-  const auto batch = [&](int t) {
-    etcd::Txn txn;
-    for (int i = 0; i < kPerTxn; ++i) txn.then(etcd::Op::put(key_of(t * kPerTxn + i), value, etcd::PutOptions()));
-    return txn;
-  };
-  for (int first = 0; first < kLoadKeys / kPerTxn; first += 32) {
-    std::vector<std::pair<int, std::future<etcd::Result<etcd::TxnResponse>>>> inflight;
-    for (int t = first; t < std::min(first + 32, kLoadKeys / kPerTxn); ++t) {
-      inflight.emplace_back(t, ctx.client.txn(batch(t)).future());
-    }
-    for (auto& [t, f] : inflight) {
-      if (f.get().ok()) continue;
-      ctx.client.txn(batch(t)).timeout(std::chrono::seconds(30)).wait().value();
-    }
-  }
+  put_all(ctx.client, kLoadKeys, [&](int i) { return std::pair{key_of(i), value}; },
+          Clock::now() + std::chrono::minutes(5));
 
   Load load;
   const std::size_t heap_before = mallinfo2().uordblks;

@@ -17,8 +17,6 @@ namespace {
 
 constexpr int kItems = 500'000;
 constexpr int kProducers = 8;
-constexpr int kPutsPerTxn = 128;  // etcd's default --max-txn-ops
-constexpr int kTxnsInFlight = 32;
 constexpr int kWaiters = 1000;
 constexpr size_t kMaxLines = 100;
 using Seconds = std::chrono::duration<double>;
@@ -49,22 +47,14 @@ double inspect_500k(Context& ctx) {
   const std::string queue = base + "/q";
 
   const auto fill_started = Clock::now();
-  Completions puts;
   const auto fill_deadline = Clock::now() + std::chrono::minutes(5);
-  int in_batch = 0;
-  etcd::Txn txn;
-  for (int i = 0; i < kItems; ++i) {
+  put_all(client, kItems, [&](int i) {
     const int producer = i % kProducers;
     const int seq = i / kProducers + 1;
-    txn.then(etcd::Op::put(queue + "/items/" + hex16(0xa000 + producer) + "-" + hex16(static_cast<uint64_t>(seq)),
-                           fmt("item %07d of the backlog", i)));
-    if (++in_batch == kPutsPerTxn || i + 1 == kItems) {
-      puts.add(client.txn(txn).timeout(kCallBound));
-      txn = etcd::Txn();
-      in_batch = 0;
-      if ((i / kPutsPerTxn) % kTxnsInFlight == kTxnsInFlight - 1) puts.wait_all(fill_deadline, "queue fill");
-    }
-  }
+    return std::pair{queue + "/items/" + hex16(0xa000 + producer) + "-" + hex16(static_cast<uint64_t>(seq)),
+                     fmt("item %07d of the backlog", i)};
+  }, fill_deadline);
+  Completions puts;
   for (int p = 0; p < kProducers; ++p) {
     puts.add(client.put(queue + "/producers/" + hex16(0xa000 + p), std::to_string(kItems / kProducers)).timeout(kCallBound));
   }

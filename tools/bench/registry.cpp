@@ -5,11 +5,13 @@
 #include <cstdlib>
 #include <random>
 #include <fstream>
+#include <future>
 #include <sstream>
 #include <tuple>
 #include <utility>
 
 #include "bench.h"
+#include "etcd/txn.h"
 
 namespace bench {
 namespace {
@@ -141,6 +143,36 @@ double measure_cycle_paired(Context& ctx, const std::function<void()>& cycle) {
                 static_cast<unsigned long long>(run.ops), run.base_rate);
   ctx.note(line);
   return run.rate;
+}
+
+void put_all(etcd::Client& client, int count, const std::function<std::pair<std::string, std::string>(int)>& kv,
+             Clock::time_point deadline) {
+  constexpr int kPerTxn = 100;  // below etcd's default --max-txn-ops (128)
+  constexpr int kInFlight = 32;
+  const int txns = (count + kPerTxn - 1) / kPerTxn;
+  const auto batch = [&](int t) {
+    etcd::Txn txn;
+    for (int i = t * kPerTxn; i < std::min(count, (t + 1) * kPerTxn); ++i) {
+      auto [key, value] = kv(i);
+      txn.then(etcd::Op::put(std::move(key), std::move(value), etcd::PutOptions()));
+    }
+    return txn;
+  };
+  const auto left = [&] {
+    return std::max(std::chrono::milliseconds(1),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+  };
+  for (int first = 0; first < txns; first += kInFlight) {
+    std::vector<std::pair<int, std::future<etcd::Result<etcd::TxnResponse>>>> inflight;
+    for (int t = first; t < std::min(first + kInFlight, txns); ++t) {
+      inflight.emplace_back(t, client.txn(batch(t)).timeout(left()).future());
+    }
+    for (auto& [t, f] : inflight) {
+      if (f.get().ok()) continue;
+      client.txn(batch(t)).timeout(std::min<std::chrono::milliseconds>(left(), kCallBound)).wait().value();
+    }
+    if (Clock::now() > deadline) throw std::runtime_error("the fill passed its deadline");
+  }
 }
 
 double rss_mb(std::string_view field) {
