@@ -14,6 +14,11 @@ std::string hex16(uint64_t n) {
 
 std::optional<uint64_t> parse_hex16(std::string_view text) {
   if (text.size() != 16) return std::nullopt;
+  return parse_hex(text);
+}
+
+std::optional<uint64_t> parse_hex(std::string_view text) {
+  if (text.empty() || text.size() > 16) return std::nullopt;
   uint64_t n = 0;
   for (char c : text) {
     n <<= 4;

@@ -5,6 +5,8 @@
 
 #include <cstdio>
 
+#include "item_key.h"
+
 namespace etcd::recipes {
 
 namespace detail {
@@ -30,19 +32,8 @@ uint32_t priority_of_item(std::string_view item) {
   // Only the form we write counts: upper-case digits would sort apart from
   // ours in etcd's byte order, and etcdctl would list them out of place.
   if (item.size() <= kPriorityDigits || item[kPriorityDigits] != '-') return kLowest;
-  uint32_t priority = 0;
-  for (size_t i = 0; i < kPriorityDigits; ++i) {
-    const char c = item[i];
-    priority <<= 4;
-    if (c >= '0' && c <= '9') {
-      priority |= static_cast<uint32_t>(c - '0');
-    } else if (c >= 'a' && c <= 'f') {
-      priority |= static_cast<uint32_t>(c - 'a' + 10);
-    } else {
-      return kLowest;
-    }
-  }
-  return priority;
+  const auto priority = parse_hex(item.substr(0, kPriorityDigits));
+  return priority ? static_cast<uint32_t>(*priority) : kLowest;
 }
 
 }  // namespace detail
