@@ -63,68 +63,59 @@ double cpu_seconds() {
 // the next), and prints "done ACKS ELAPSED_S CPU_S" (CPU_S: its CPU time
 // meanwhile).
 int backlog_worker(const std::vector<std::string>& args) {
-  become_worker();
-  if (args.size() != 4) {
-    std::printf("error: usage: %s KIND NAME ENDPOINTS SECONDS\n", kWorkerFlag);
-    return 2;
-  }
-  try {
-    const std::string& kind = args[0];
-    const std::string& name = args[1];
-    etcd::Client client(worker_client_options(args[2]));
-    const auto seconds = std::chrono::seconds(std::stoi(args[3]));
-    // The connection is up before the clock starts: what is measured is
-    // the consumer's own start.
-    (void)client.get(name).timeout(kCallBound).wait().value();
-    const double base_mb = rss_mb();
-    const auto started = Clock::now();
-    if (kind == "queue") {
-      etcd::recipes::DistributedQueue queue(client, name);
-      (void)queue.dequeue().timeout(kFirstBound).wait().value();
-      std::printf("first %.4f %.1f %.1f %.1f %.1f\n", Seconds(Clock::now() - started).count(), rss_mb(),
-                  rss_mb("VmHWM"), base_mb, rss_mb("RssAnon"));
-      std::fflush(stdout);
-      return 0;
-    }
-    if (kind != "work") throw std::runtime_error("KIND is queue or work, not " + kind);
-    etcd::recipes::DistributedWorkQueue queue(client, name);
-    const auto first = queue.receive().timeout(kFirstBound).wait().value();
-    const double first_s = Seconds(Clock::now() - started).count();
-    (void)first.ack().timeout(kCallBound).wait().value();
-    std::printf("first %.4f %.1f %.1f %.1f %.1f\n", first_s, rss_mb(), rss_mb("VmHWM"), base_mb, rss_mb("RssAnon"));
-    std::fflush(stdout);
-    if (seconds.count() == 0) return 0;
-    if (!await_signal(Clock::now() + kFirstBound * 2, [] {})) throw std::runtime_error("the bench never said go");
-    std::atomic<int64_t> acks{0};
-    std::atomic<bool> failed{false};
-    const double cpu_before = cpu_seconds();
-    const auto from = Clock::now();
-    const auto until = from + seconds;
-    std::vector<std::thread> receivers;
-    for (int i = 0; i < kReceivers; ++i) {
-      receivers.emplace_back([&] {
-        try {
-          while (Clock::now() < until) {
-            const auto item = queue.receive_for(std::chrono::seconds(2));
-            if (!item) continue;
-            if (item->ack().timeout(kCallBound).wait().value()) acks.fetch_add(1);
-          }
-        } catch (const std::exception& e) {
-          if (!failed.exchange(true)) std::fprintf(stderr, "queue-backlog-worker: %s\n", e.what());
-        }
-      });
-    }
-    for (auto& t : receivers) t.join();
-    if (failed.load()) throw std::runtime_error("a receive or an ack failed");
-    std::printf("done %lld %.3f %.3f\n", static_cast<long long>(acks.load()), Seconds(Clock::now() - from).count(),
-                cpu_seconds() - cpu_before);
+  return run_worker(args, 4, kWorkerFlag, "KIND NAME ENDPOINTS SECONDS", [&] {
+  const std::string& kind = args[0];
+  const std::string& name = args[1];
+  etcd::Client client(worker_client_options(args[2]));
+  const auto seconds = std::chrono::seconds(std::stoi(args[3]));
+  // The connection is up before the clock starts: what is measured is
+  // the consumer's own start.
+  (void)client.get(name).timeout(kCallBound).wait().value();
+  const double base_mb = rss_mb();
+  const auto started = Clock::now();
+  if (kind == "queue") {
+    etcd::recipes::DistributedQueue queue(client, name);
+    (void)queue.dequeue().timeout(kFirstBound).wait().value();
+    std::printf("first %.4f %.1f %.1f %.1f %.1f\n", Seconds(Clock::now() - started).count(), rss_mb(),
+                rss_mb("VmHWM"), base_mb, rss_mb("RssAnon"));
     std::fflush(stdout);
     return 0;
-  } catch (const std::exception& e) {
-    std::printf("error: %s\n", e.what());
-    std::fflush(stdout);
-    return 1;
   }
+  if (kind != "work") throw std::runtime_error("KIND is queue or work, not " + kind);
+  etcd::recipes::DistributedWorkQueue queue(client, name);
+  const auto first = queue.receive().timeout(kFirstBound).wait().value();
+  const double first_s = Seconds(Clock::now() - started).count();
+  (void)first.ack().timeout(kCallBound).wait().value();
+  std::printf("first %.4f %.1f %.1f %.1f %.1f\n", first_s, rss_mb(), rss_mb("VmHWM"), base_mb, rss_mb("RssAnon"));
+  std::fflush(stdout);
+  if (seconds.count() == 0) return 0;
+  if (!await_signal(Clock::now() + kFirstBound * 2, [] {})) throw std::runtime_error("the bench never said go");
+  std::atomic<int64_t> acks{0};
+  std::atomic<bool> failed{false};
+  const double cpu_before = cpu_seconds();
+  const auto from = Clock::now();
+  const auto until = from + seconds;
+  std::vector<std::thread> receivers;
+  for (int i = 0; i < kReceivers; ++i) {
+    receivers.emplace_back([&] {
+      try {
+        while (Clock::now() < until) {
+          const auto item = queue.receive_for(std::chrono::seconds(2));
+          if (!item) continue;
+          if (item->ack().timeout(kCallBound).wait().value()) acks.fetch_add(1);
+        }
+      } catch (const std::exception& e) {
+        if (!failed.exchange(true)) std::fprintf(stderr, "queue-backlog-worker: %s\n", e.what());
+      }
+    });
+  }
+  for (auto& t : receivers) t.join();
+  if (failed.load()) throw std::runtime_error("a receive or an ack failed");
+  std::printf("done %lld %.3f %.3f\n", static_cast<long long>(acks.load()), Seconds(Clock::now() - from).count(),
+              cpu_seconds() - cpu_before);
+  std::fflush(stdout);
+  return 0;
+  });
 }
 
 // A private member whose queue NAME holds `items` items (DistributedQueue
@@ -247,10 +238,10 @@ double workqueue_many_first(Context& ctx) {
     for (int i = 0; i < n; ++i) firsts.push_back(parse_first(expect_line(*workers[static_cast<size_t>(i)], "first", first_deadline, i), i));
     const std::string metrics_endpoint = "127.0.0.1:" + std::to_string(backlog.member->metrics_port(0));
     const double etcd_cpu_before =
-        sum_series(scrape_metrics(metrics_endpoint, std::chrono::seconds(10)), "process_cpu_seconds_total");
+        etcd_cpu_seconds(metrics_endpoint);
     const MachineCpu machine_before = machine_cpu();
     const auto window_from = Clock::now();
-    for (auto& w : workers) ::kill(w->pid(), kWorkerSignal);
+    signal_workers(workers);
     int64_t acks = 0;
     double elapsed = 0, consumers_cpu = 0;
     const auto done_deadline = Clock::now() + kRateWindow + kCallBound + std::chrono::seconds(10);
@@ -265,7 +256,7 @@ double workqueue_many_first(Context& ctx) {
     }
     const double window_s = Seconds(Clock::now() - window_from).count();
     const double etcd_cpu_after =
-        sum_series(scrape_metrics(metrics_endpoint, std::chrono::seconds(10)), "process_cpu_seconds_total");
+        etcd_cpu_seconds(metrics_endpoint);
     const MachineCpu machine_after = machine_cpu();
     struct Run {
       double slowest_first_s = 0;

@@ -38,7 +38,6 @@ constexpr auto kStartBound = std::chrono::seconds(120);
 constexpr auto kSignalBound = kStartBound + kHold + std::chrono::seconds(120);
 // The bench tells its workers with kWorkerSignal (process.h): the hold is
 // over (report), then: close.
-constexpr int kSignal = kWorkerSignal;
 
 // etcd-recipes-bench --scale-sessions-worker ENDPOINTS COUNT TTL_S: starts
 // COUNT sessions and prints "ready"; keeps them until the bench signals the
@@ -47,65 +46,56 @@ constexpr int kSignal = kWorkerSignal;
 // lost when its loss is reported (on_lost, for any reason but its own
 // close) or it is not alive at the end of the hold.
 int sessions_worker(const std::vector<std::string>& args) {
-  become_worker();
-  if (args.size() != 3) {
-    std::printf("error: usage: %s ENDPOINTS COUNT TTL_S\n", kWorkerFlag);
-    return 2;
-  }
-  try {
-    etcd::Client client(worker_client_options(args[0]));
-    const int count = std::stoi(args[1]);
-    const auto ttl = std::chrono::seconds(std::stoi(args[2]));
+  return run_worker(args, 3, kWorkerFlag, "ENDPOINTS COUNT TTL_S", [&] {
+  etcd::Client client(worker_client_options(args[0]));
+  const int count = std::stoi(args[1]);
+  const auto ttl = std::chrono::seconds(std::stoi(args[2]));
 
-    std::vector<std::shared_ptr<etcd::Session>> sessions;
-    std::vector<etcd::Subscription> subs;
-    auto lost = std::make_shared<std::atomic<int>>(0);
-    sessions.reserve(static_cast<std::size_t>(count));
-    Completions started;
-    const auto start_deadline = Clock::now() + kStartBound;
-    for (int i = 0; i < count; ++i) {
-      auto session = etcd::Session::create(client, etcd::SessionOptions{.ttl = ttl});
-      subs.push_back(session->on_lost([lost](const etcd::Status& why) {
-        if (!why.is(etcd::Errc::kClosed)) lost->fetch_add(1);
-      }));
-      started.add(session->start().timeout(kCallBound));
-      sessions.push_back(std::move(session));
-      if ((i + 1) % kStartWave == 0 || i + 1 == count) started.wait_all(start_deadline, "session starts");
-    }
-    std::printf("ready %d\n", count);
-    std::fflush(stdout);
-
-    // The closest any session came to its expiry, sampled every 0.5 s.
-    auto min_margin = Clock::duration::max();
-    const auto deadline = Clock::now() + kSignalBound;
-    if (!await_signal(deadline, [&] {
-          const auto now = Clock::now();
-          for (const auto& s : sessions) {
-            if (s->alive()) min_margin = std::min(min_margin, s->safe_until() - now);
-          }
-        })) {
-      throw std::runtime_error("the bench never ended the hold");
-    }
-    int not_alive = 0;
-    for (const auto& s : sessions) not_alive += s->alive() ? 0 : 1;
-    const auto stats = client.stats();
-    std::printf("done %d %llu %llu %lld\n", std::max(lost->load(), not_alive),
-                static_cast<unsigned long long>(stats.lease_stream_restarts),
-                static_cast<unsigned long long>(stats.lease_streams),
-                static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(min_margin).count()));
-    std::fflush(stdout);
-    // Still kept while the bench reads etcd's counters: closing now would
-    // count as revokes.
-    (void)await_signal(deadline, [] {});
-    Completions closed;
-    for (const auto& s : sessions) closed.add(s->close().timeout(kCallBound));
-    closed.wait_all(Clock::now() + kCallBound + std::chrono::seconds(5), "session closes");
-    return 0;
-  } catch (const std::exception& e) {
-    std::printf("error: %s\n", e.what());
-    std::fflush(stdout);
-    return 1;
+  std::vector<std::shared_ptr<etcd::Session>> sessions;
+  std::vector<etcd::Subscription> subs;
+  auto lost = std::make_shared<std::atomic<int>>(0);
+  sessions.reserve(static_cast<std::size_t>(count));
+  Completions started;
+  const auto start_deadline = Clock::now() + kStartBound;
+  for (int i = 0; i < count; ++i) {
+    auto session = etcd::Session::create(client, etcd::SessionOptions{.ttl = ttl});
+    subs.push_back(session->on_lost([lost](const etcd::Status& why) {
+      if (!why.is(etcd::Errc::kClosed)) lost->fetch_add(1);
+    }));
+    started.add(session->start().timeout(kCallBound));
+    sessions.push_back(std::move(session));
+    if ((i + 1) % kStartWave == 0 || i + 1 == count) started.wait_all(start_deadline, "session starts");
   }
+  std::printf("ready %d\n", count);
+  std::fflush(stdout);
+
+  // The closest any session came to its expiry, sampled every 0.5 s.
+  auto min_margin = Clock::duration::max();
+  const auto deadline = Clock::now() + kSignalBound;
+  if (!await_signal(deadline, [&] {
+        const auto now = Clock::now();
+        for (const auto& s : sessions) {
+          if (s->alive()) min_margin = std::min(min_margin, s->safe_until() - now);
+        }
+      })) {
+    throw std::runtime_error("the bench never ended the hold");
+  }
+  int not_alive = 0;
+  for (const auto& s : sessions) not_alive += s->alive() ? 0 : 1;
+  const auto stats = client.stats();
+  std::printf("done %d %llu %llu %lld\n", std::max(lost->load(), not_alive),
+              static_cast<unsigned long long>(stats.lease_stream_restarts),
+              static_cast<unsigned long long>(stats.lease_streams),
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(min_margin).count()));
+  std::fflush(stdout);
+  // Still kept while the bench reads etcd's counters: closing now would
+  // count as revokes.
+  (void)await_signal(deadline, [] {});
+  Completions closed;
+  for (const auto& s : sessions) closed.add(s->close().timeout(kCallBound));
+  closed.wait_all(Clock::now() + kCallBound + std::chrono::seconds(5), "session closes");
+  return 0;
+  });
 }
 
 struct Scrape {
@@ -137,9 +127,6 @@ double sessions_lost(Context& ctx, int total) {
     workers.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{
         self_path().string(), kWorkerFlag, cluster->endpoints_csv(), std::to_string(n), std::to_string(kTtl.count())}));
   }
-  const auto signal_all = [&] {
-    for (auto& w : workers) ::kill(w->pid(), kSignal);
-  };
   const auto started_at = Clock::now();
   const auto ready_deadline = started_at + kStartBound + std::chrono::seconds(10);
   for (int i = 0; i < kProcesses; ++i) {
@@ -150,7 +137,7 @@ double sessions_lost(Context& ctx, int total) {
   const Scrape before = scrape(metrics_endpoint);
   std::this_thread::sleep_for(kHold);
   const Scrape after = scrape(metrics_endpoint);
-  signal_all();
+  signal_workers(workers);
   const auto report_deadline = Clock::now() + std::chrono::seconds(30);
   int lost = 0;
   unsigned long long restarts = 0, streams = 0;
@@ -172,13 +159,9 @@ double sessions_lost(Context& ctx, int total) {
   // Now they may close their sessions; they exit when done (bounded; then
   // they are killed), so the member is not killed in the middle of the
   // revokes.
-  signal_all();
+  signal_workers(workers);
   const auto closed_deadline = Clock::now() + kCallBound + std::chrono::seconds(10);
-  for (auto& w : workers) {
-    while (Clock::now() < closed_deadline &&
-           w->read_line(std::chrono::duration_cast<std::chrono::milliseconds>(closed_deadline - Clock::now()))) {
-    }
-  }
+  drain_workers(workers, closed_deadline);
   const double window_s = Seconds(after.at - before.at).count();
   const double keepalives_per_s = (after.keepalives - before.keepalives) / window_s;
   const double cpu_pct = 100.0 * (after.cpu_seconds - before.cpu_seconds) / window_s;
@@ -213,46 +196,37 @@ constexpr auto kRegistrationHold = std::chrono::seconds(20);
 // prints "ready"; at the bench's signal prints "done LOST"; at the second
 // closes the registry and exits.
 int registrations_worker(const std::vector<std::string>& args) {
-  become_worker();
-  if (args.size() != 3) {
-    std::printf("error: usage: %s ENDPOINTS COUNT OWN\n", kRegistrationsFlag);
-    return 2;
+  return run_worker(args, 3, kRegistrationsFlag, "ENDPOINTS COUNT OWN", [&] {
+  etcd::Client client(worker_client_options(args[0]));
+  const int count = std::stoi(args[1]);
+  etcd::recipes::ServiceRegistryOptions options;
+  options.base_path = Context::key_prefix("registrations") + "services";
+  options.recipe.session_ttl = kTtl;
+  options.recipe.own_presence_lease = args[2] == "1";
+  etcd::recipes::ServiceRegistry registry(client, options);
+  auto lost = std::make_shared<std::atomic<int>>(0);
+  auto sub = registry.on_lost([lost](const etcd::recipes::ServiceInstance&, const etcd::Status&) { lost->fetch_add(1); });
+  Completions registered;
+  const auto deadline = Clock::now() + kStartBound;
+  for (int i = 0; i < count; ++i) {
+    etcd::recipes::ServiceInstance instance;
+    instance.name = "api";
+    instance.id = fmt("%d-%d", static_cast<int>(::getpid()), i);
+    instance.address = "10.0.0.1";
+    instance.port = static_cast<uint16_t>(1024 + i % 60000);
+    registered.add(registry.register_instance(std::move(instance)).timeout(kCallBound));
+    if ((i + 1) % kStartWave == 0 || i + 1 == count) registered.wait_all(deadline, "registrations");
   }
-  try {
-    etcd::Client client(worker_client_options(args[0]));
-    const int count = std::stoi(args[1]);
-    etcd::recipes::ServiceRegistryOptions options;
-    options.base_path = Context::key_prefix("registrations") + "services";
-    options.recipe.session_ttl = kTtl;
-    options.recipe.own_presence_lease = args[2] == "1";
-    etcd::recipes::ServiceRegistry registry(client, options);
-    auto lost = std::make_shared<std::atomic<int>>(0);
-    auto sub = registry.on_lost([lost](const etcd::recipes::ServiceInstance&, const etcd::Status&) { lost->fetch_add(1); });
-    Completions registered;
-    const auto deadline = Clock::now() + kStartBound;
-    for (int i = 0; i < count; ++i) {
-      etcd::recipes::ServiceInstance instance;
-      instance.name = "api";
-      instance.id = fmt("%d-%d", static_cast<int>(::getpid()), i);
-      instance.address = "10.0.0.1";
-      instance.port = static_cast<uint16_t>(1024 + i % 60000);
-      registered.add(registry.register_instance(std::move(instance)).timeout(kCallBound));
-      if ((i + 1) % kStartWave == 0 || i + 1 == count) registered.wait_all(deadline, "registrations");
-    }
-    std::printf("ready %d\n", count);
-    std::fflush(stdout);
-    const auto signal_deadline = Clock::now() + kSignalBound;
-    if (!await_signal(signal_deadline, [] {})) throw std::runtime_error("the bench never ended the hold");
-    std::printf("done %d\n", lost->load());
-    std::fflush(stdout);
-    (void)await_signal(signal_deadline, [] {});
-    registry.close();
-  } catch (const std::exception& e) {
-    std::printf("error: %s\n", e.what());
-    std::fflush(stdout);
-    return 1;
-  }
-  return 0;
+  std::printf("ready %d\n", count);
+  std::fflush(stdout);
+  const auto signal_deadline = Clock::now() + kSignalBound;
+  if (!await_signal(signal_deadline, [] {})) throw std::runtime_error("the bench never ended the hold");
+  std::printf("done %d\n", lost->load());
+  std::fflush(stdout);
+  (void)await_signal(signal_deadline, [] {});
+  registry.close();
+    return 0;
+  });
 }
 
 // `total` registrations in kProcesses workers, idle for kRegistrationHold:
@@ -266,9 +240,6 @@ double registrations_idle_cpu(Context& ctx, int total, bool own) {
     workers.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{
         self_path().string(), kRegistrationsFlag, cluster->endpoints_csv(), std::to_string(n), own ? "1" : "0"}));
   }
-  const auto signal_all = [&] {
-    for (auto& w : workers) ::kill(w->pid(), kSignal);
-  };
   const auto ready_deadline = Clock::now() + kStartBound + std::chrono::seconds(10);
   for (int i = 0; i < kProcesses; ++i) (void)expect_line(*workers[static_cast<std::size_t>(i)], "ready", ready_deadline, i);
   // Settle: the registrations' own writes are done; what follows is idle.
@@ -276,19 +247,15 @@ double registrations_idle_cpu(Context& ctx, int total, bool own) {
   const Scrape before = scrape(metrics_endpoint);
   std::this_thread::sleep_for(kRegistrationHold);
   const Scrape after = scrape(metrics_endpoint);
-  signal_all();
+  signal_workers(workers);
   int lost = 0;
   const auto report_deadline = Clock::now() + std::chrono::seconds(30);
   for (int i = 0; i < kProcesses; ++i) {
     lost += std::stoi(expect_line(*workers[static_cast<std::size_t>(i)], "done", report_deadline, i));
   }
-  signal_all();
+  signal_workers(workers);
   const auto closed_deadline = Clock::now() + std::chrono::seconds(30);
-  for (auto& w : workers) {
-    while (Clock::now() < closed_deadline &&
-           w->read_line(std::chrono::duration_cast<std::chrono::milliseconds>(closed_deadline - Clock::now()))) {
-    }
-  }
+  drain_workers(workers, closed_deadline);
   const double window_s = Seconds(after.at - before.at).count();
   const double cpu_pct = 100.0 * (after.cpu_seconds - before.cpu_seconds) / window_s;
   const double keepalives_per_s = (after.keepalives - before.keepalives) / window_s;

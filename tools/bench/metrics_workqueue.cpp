@@ -260,12 +260,7 @@ constexpr auto kHold = std::chrono::seconds(1);
 // one item, prints "received <id> <claim revision>", then holds it (its
 // lease kept alive) until it is killed.
 int workqueue_worker(const std::vector<std::string>& args) {
-  become_worker();
-  if (args.size() != 3) {
-    std::printf("error: usage: %s NAME ENDPOINTS VISIBILITY_S\n", kWorkerFlag);
-    return 2;
-  }
-  try {
+  return run_worker(args, 3, kWorkerFlag, "NAME ENDPOINTS VISIBILITY_S", [&]() -> int {
     etcd::Client client(worker_client_options(args[1]));
     WorkQueueOptions options;
     options.visibility_timeout = std::chrono::seconds(std::stoi(args[2]));
@@ -274,10 +269,7 @@ int workqueue_worker(const std::vector<std::string>& args) {
     std::printf("received %s %lld\n", item.id().c_str(), static_cast<long long>(item.claim()));
     std::fflush(stdout);
     for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-  } catch (const std::exception& e) {
-    std::printf("error: %s\n", e.what());
-    return 1;
-  }
+  });
 }
 
 // What the bench's own parked receive got, and when.

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <stdexcept>
@@ -275,6 +276,36 @@ std::string expect_line(ChildProcess& child, const std::string& word, std::chron
 }
 
 static_assert(kWorkerSignal == SIGUSR1);
+
+int run_worker(const std::vector<std::string>& args, size_t count, const char* flag, const char* usage,
+               const std::function<int()>& body) {
+  become_worker();
+  if (args.size() != count) {
+    std::printf("error: usage: %s %s\n", flag, usage);
+    std::fflush(stdout);
+    return 2;
+  }
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    std::printf("error: %s\n", e.what());
+    std::fflush(stdout);
+    return 1;
+  }
+}
+
+void signal_workers(const std::vector<std::unique_ptr<ChildProcess>>& workers) {
+  for (const auto& w : workers) ::kill(w->pid(), kWorkerSignal);
+}
+
+void drain_workers(const std::vector<std::unique_ptr<ChildProcess>>& workers,
+                   std::chrono::steady_clock::time_point deadline) {
+  for (const auto& w : workers) {
+    while (std::chrono::steady_clock::now() < deadline &&
+           w->read_line(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()))) {
+    }
+  }
+}
 
 void become_worker() {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -69,6 +70,19 @@ void become_worker();
 // Waits for kWorkerSignal until `deadline`, running `each` every 0.5 s
 // meanwhile; false if it never came.
 bool await_signal(std::chrono::steady_clock::time_point deadline, const std::function<void()>& each);
+
+// A helper mode's main: become_worker(), then the number of arguments
+// checked (else "error: usage: FLAG USAGE" and exit status 2), then
+// `body`, whose exception is printed as "error: WHAT" (what the bench reads
+// as the worker's answer) with exit status 1.
+int run_worker(const std::vector<std::string>& args, size_t count, const char* flag, const char* usage,
+               const std::function<int()>& body);
+// Sends kWorkerSignal to each of `workers`.
+void signal_workers(const std::vector<std::unique_ptr<ChildProcess>>& workers);
+// Reads what `workers` still print until each has closed its output (has
+// exited) or `deadline` passed.
+void drain_workers(const std::vector<std::unique_ptr<ChildProcess>>& workers,
+                   std::chrono::steady_clock::time_point deadline);
 
 // This executable (/proc/self/exe), to start it in a helper mode
 // (bench.h: add_helper_mode).

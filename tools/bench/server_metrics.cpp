@@ -121,6 +121,10 @@ MetricSamples scrape_metrics(const std::string& endpoint, std::chrono::milliseco
   return samples;
 }
 
+double etcd_cpu_seconds(const std::string& endpoint) {
+  return sum_series(scrape_metrics(endpoint, std::chrono::seconds(10)), "process_cpu_seconds_total");
+}
+
 double sum_series(const MetricSamples& samples, const std::string& name, const std::string& labels) {
   double sum = 0;
   for (auto it = samples.lower_bound(name); it != samples.end() && it->first.starts_with(name); ++it) {

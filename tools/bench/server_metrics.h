@@ -24,6 +24,10 @@ MetricSamples scrape_metrics(const std::string& endpoint, std::chrono::milliseco
 // (e.g. `grpc_method="Txn"`), 0 if there is none.
 double sum_series(const MetricSamples& samples, const std::string& name, const std::string& labels = "");
 
+// The CPU time (seconds) of the etcd member whose metrics are at
+// `endpoint` ("HOST:PORT"): process_cpu_seconds_total.
+double etcd_cpu_seconds(const std::string& endpoint);
+
 // What the capacity metrics count, over all members of a cluster.
 struct ServerCounters {
   // Applied by every member: the largest member's value (a follower that
