@@ -179,19 +179,19 @@ constexpr auto kAddersWorkerFlag = "--scale-counter-worker";
 // COMMITTED_ALL CONFLICTS TXNS GAVE_UP UNKNOWN OTHER SECONDS" and exits.
 int adders_worker(const std::vector<std::string>& args) {
   return run_worker(args, 6, kAddersWorkerFlag, "ENDPOINTS NAME ADDERS START_MS WARMUP_MS DURATION_MS", [&] {
-  etcd::Client client(worker_client_options(args[0]));
-  const std::chrono::system_clock::time_point start{std::chrono::milliseconds(std::stoll(args[3]))};
-  if (start - std::chrono::system_clock::now() > std::chrono::seconds(60)) throw std::runtime_error("start too far");
-  std::this_thread::sleep_until(start);
-  const AddersRun run = run_adders(client, args[1], std::stoi(args[2]), std::chrono::milliseconds(std::stoll(args[4])),
-                                   std::chrono::milliseconds(std::stoll(args[5])));
-  std::printf("done %llu %llu %.0f %.0f %llu %llu %llu %.3f\n", static_cast<unsigned long long>(run.committed),
-              static_cast<unsigned long long>(run.committed_all), run.conflicts, run.txns,
-              static_cast<unsigned long long>(run.gave_up), static_cast<unsigned long long>(run.unknown),
-              static_cast<unsigned long long>(run.other_failures), run.seconds);
-  if (!run.first_failure.empty()) std::printf("failure %s\n", run.first_failure.c_str());
-  std::fflush(stdout);
-  return 0;
+    etcd::Client client(worker_client_options(args[0]));
+    const std::chrono::system_clock::time_point start{std::chrono::milliseconds(std::stoll(args[3]))};
+    if (start - std::chrono::system_clock::now() > std::chrono::seconds(60)) throw std::runtime_error("start too far");
+    std::this_thread::sleep_until(start);
+    const AddersRun run = run_adders(client, args[1], std::stoi(args[2]), std::chrono::milliseconds(std::stoll(args[4])),
+                                     std::chrono::milliseconds(std::stoll(args[5])));
+    std::printf("done %llu %llu %.0f %.0f %llu %llu %llu %.3f\n", static_cast<unsigned long long>(run.committed),
+                static_cast<unsigned long long>(run.committed_all), run.conflicts, run.txns,
+                static_cast<unsigned long long>(run.gave_up), static_cast<unsigned long long>(run.unknown),
+                static_cast<unsigned long long>(run.other_failures), run.seconds);
+    if (!run.first_failure.empty()) std::printf("failure %s\n", run.first_failure.c_str());
+    std::fflush(stdout);
+    return 0;
   });
 }
 

@@ -18,9 +18,12 @@
 #include <thread>
 #include <vector>
 
+#include <grpcpp/grpcpp.h>
+
 #include "bench.h"
 #include "etcd/recipes/queue.h"
 #include "etcd/recipes/work_queue.h"
+#include "etcd/etcdserverpb/rpc.grpc.pb.h"
 #include "process.h"
 #include "server_metrics.h"
 
@@ -61,60 +64,80 @@ double cpu_seconds() {
 // SECONDS > 0 it waits for the bench's signal, then receives and acks for
 // SECONDS, one item at a time (as a worker that processes each item before
 // the next), and prints "done ACKS ELAPSED_S CPU_S" (CPU_S: its CPU time
-// meanwhile).
+// meanwhile). KIND "bare": only a gRPC channel and one Range of NAME (the
+// floor of this executable's resident set), then the "first" line.
 int backlog_worker(const std::vector<std::string>& args) {
   return run_worker(args, 4, kWorkerFlag, "KIND NAME ENDPOINTS SECONDS", [&] {
-  const std::string& kind = args[0];
-  const std::string& name = args[1];
-  etcd::Client client(worker_client_options(args[2]));
-  const auto seconds = std::chrono::seconds(std::stoi(args[3]));
-  // The connection is up before the clock starts: what is measured is
-  // the consumer's own start.
-  (void)client.get(name).timeout(kCallBound).wait().value();
-  const double base_mb = rss_mb();
-  const auto started = Clock::now();
-  if (kind == "queue") {
-    etcd::recipes::DistributedQueue queue(client, name);
-    (void)queue.dequeue().timeout(kFirstBound).wait().value();
-    std::printf("first %.4f %.1f %.1f %.1f %.1f\n", Seconds(Clock::now() - started).count(), rss_mb(),
-                rss_mb("VmHWM"), base_mb, rss_mb("RssAnon"));
+    const std::string& kind = args[0];
+    const std::string& name = args[1];
+    if (kind == "bare") {
+      // The floor: this same executable with a bare gRPC C++ channel that
+      // made one Range, and nothing of the library running.
+      const double before = rss_mb();
+      auto channel = grpc::CreateChannel(worker_client_options(args[2]).endpoints.front(),
+                                         grpc::InsecureChannelCredentials());
+      auto stub = etcdserverpb::KV::NewStub(channel);
+      etcdserverpb::RangeRequest request;
+      request.set_key(name);
+      request.set_limit(1);
+      etcdserverpb::RangeResponse response;
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + kCallBound);
+      const grpc::Status st = stub->Range(&context, request, &response);
+      if (!st.ok()) throw std::runtime_error("bare gRPC Range: " + st.error_message());
+      std::printf("first 0 %.1f %.1f %.1f %.1f\n", rss_mb(), rss_mb("VmHWM"), before, rss_mb("RssAnon"));
+      std::fflush(stdout);
+      return 0;
+    }
+    etcd::Client client(worker_client_options(args[2]));
+    const auto seconds = std::chrono::seconds(std::stoi(args[3]));
+    // The connection is up before the clock starts: what is measured is
+    // the consumer's own start.
+    (void)client.get(name).timeout(kCallBound).wait().value();
+    const double base_mb = rss_mb();
+    const auto started = Clock::now();
+    if (kind == "queue") {
+      etcd::recipes::DistributedQueue queue(client, name);
+      (void)queue.dequeue().timeout(kFirstBound).wait().value();
+      std::printf("first %.4f %.1f %.1f %.1f %.1f\n", Seconds(Clock::now() - started).count(), rss_mb(),
+                  rss_mb("VmHWM"), base_mb, rss_mb("RssAnon"));
+      std::fflush(stdout);
+      return 0;
+    }
+    if (kind != "work") throw std::runtime_error("KIND is queue or work, not " + kind);
+    etcd::recipes::DistributedWorkQueue queue(client, name);
+    const auto first = queue.receive().timeout(kFirstBound).wait().value();
+    const double first_s = Seconds(Clock::now() - started).count();
+    (void)first.ack().timeout(kCallBound).wait().value();
+    std::printf("first %.4f %.1f %.1f %.1f %.1f\n", first_s, rss_mb(), rss_mb("VmHWM"), base_mb, rss_mb("RssAnon"));
+    std::fflush(stdout);
+    if (seconds.count() == 0) return 0;
+    if (!await_signal(Clock::now() + kFirstBound * 2, [] {})) throw std::runtime_error("the bench never said go");
+    std::atomic<int64_t> acks{0};
+    std::atomic<bool> failed{false};
+    const double cpu_before = cpu_seconds();
+    const auto from = Clock::now();
+    const auto until = from + seconds;
+    std::vector<std::thread> receivers;
+    for (int i = 0; i < kReceivers; ++i) {
+      receivers.emplace_back([&] {
+        try {
+          while (Clock::now() < until) {
+            const auto item = queue.receive_for(std::chrono::seconds(2));
+            if (!item) continue;
+            if (item->ack().timeout(kCallBound).wait().value()) acks.fetch_add(1);
+          }
+        } catch (const std::exception& e) {
+          if (!failed.exchange(true)) std::fprintf(stderr, "queue-backlog-worker: %s\n", e.what());
+        }
+      });
+    }
+    for (auto& t : receivers) t.join();
+    if (failed.load()) throw std::runtime_error("a receive or an ack failed");
+    std::printf("done %lld %.3f %.3f\n", static_cast<long long>(acks.load()), Seconds(Clock::now() - from).count(),
+                cpu_seconds() - cpu_before);
     std::fflush(stdout);
     return 0;
-  }
-  if (kind != "work") throw std::runtime_error("KIND is queue or work, not " + kind);
-  etcd::recipes::DistributedWorkQueue queue(client, name);
-  const auto first = queue.receive().timeout(kFirstBound).wait().value();
-  const double first_s = Seconds(Clock::now() - started).count();
-  (void)first.ack().timeout(kCallBound).wait().value();
-  std::printf("first %.4f %.1f %.1f %.1f %.1f\n", first_s, rss_mb(), rss_mb("VmHWM"), base_mb, rss_mb("RssAnon"));
-  std::fflush(stdout);
-  if (seconds.count() == 0) return 0;
-  if (!await_signal(Clock::now() + kFirstBound * 2, [] {})) throw std::runtime_error("the bench never said go");
-  std::atomic<int64_t> acks{0};
-  std::atomic<bool> failed{false};
-  const double cpu_before = cpu_seconds();
-  const auto from = Clock::now();
-  const auto until = from + seconds;
-  std::vector<std::thread> receivers;
-  for (int i = 0; i < kReceivers; ++i) {
-    receivers.emplace_back([&] {
-      try {
-        while (Clock::now() < until) {
-          const auto item = queue.receive_for(std::chrono::seconds(2));
-          if (!item) continue;
-          if (item->ack().timeout(kCallBound).wait().value()) acks.fetch_add(1);
-        }
-      } catch (const std::exception& e) {
-        if (!failed.exchange(true)) std::fprintf(stderr, "queue-backlog-worker: %s\n", e.what());
-      }
-    });
-  }
-  for (auto& t : receivers) t.join();
-  if (failed.load()) throw std::runtime_error("a receive or an ack failed");
-  std::printf("done %lld %.3f %.3f\n", static_cast<long long>(acks.load()), Seconds(Clock::now() - from).count(),
-              cpu_seconds() - cpu_before);
-  std::fflush(stdout);
-  return 0;
   });
 }
 
@@ -201,17 +224,21 @@ const First& first_on_long_backlog(Context& ctx, const std::string& kind) {
     const Backlog backlog = fill<Q>(ctx, "bench/backlog-" + kind, kLongBacklog);
     auto worker = start_worker(kind, backlog, std::chrono::seconds(0));
     const First f = parse_first(expect_line(*worker, "first", Clock::now() + kFirstBound + std::chrono::seconds(10), 0), 0);
+    auto bare_worker = start_worker("bare", backlog, std::chrono::seconds(0));
+    const First bare = parse_first(expect_line(*bare_worker, "first", Clock::now() + kCallBound, 0), 0);
     ctx.set_detail(ctx.metric(), {{"rss_mb", f.rss_mb},
                                   {"peak_rss_mb", f.peak_mb},
                                   {"client_rss_mb", f.client_mb},
+                                  {"bare_grpc_rss_mb", bare.peak_mb},
                                   {"fill_s", backlog.fill_s}});
     ctx.note(fmt("%s: etcd %s, a %s of %d items (filled in %.1f s by %d producers, %d items per Txn): a new "
                  "consumer process took its first item %.3f s after its construction; resident set %.1f MB "
                  "then, peak %.1f MB, of which %.1f MB before the queue object (the client, connected); %.1f MB of it "
-                 "anonymous (the rest: mapped files, the libraries' code)",
+                 "anonymous (the rest: mapped files, the libraries' code); the same executable with a bare gRPC C++ "
+                 "channel that made one Range: %.1f MB",
                  ctx.metric().c_str(), backlog.member->version().text.c_str(),
                  kind == "queue" ? "DistributedQueue" : "DistributedWorkQueue", kLongBacklog, backlog.fill_s,
-                 kFillInFlight, kGroup, f.seconds, f.rss_mb, f.peak_mb, f.client_mb, f.anon_mb));
+                 kFillInFlight, kGroup, f.seconds, f.rss_mb, f.peak_mb, f.client_mb, f.anon_mb, bare.peak_mb));
     return f;
   });
 }

@@ -47,54 +47,54 @@ constexpr auto kSignalBound = kStartBound + kHold + std::chrono::seconds(120);
 // close) or it is not alive at the end of the hold.
 int sessions_worker(const std::vector<std::string>& args) {
   return run_worker(args, 3, kWorkerFlag, "ENDPOINTS COUNT TTL_S", [&] {
-  etcd::Client client(worker_client_options(args[0]));
-  const int count = std::stoi(args[1]);
-  const auto ttl = std::chrono::seconds(std::stoi(args[2]));
+    etcd::Client client(worker_client_options(args[0]));
+    const int count = std::stoi(args[1]);
+    const auto ttl = std::chrono::seconds(std::stoi(args[2]));
 
-  std::vector<std::shared_ptr<etcd::Session>> sessions;
-  std::vector<etcd::Subscription> subs;
-  auto lost = std::make_shared<std::atomic<int>>(0);
-  sessions.reserve(static_cast<std::size_t>(count));
-  Completions started;
-  const auto start_deadline = Clock::now() + kStartBound;
-  for (int i = 0; i < count; ++i) {
-    auto session = etcd::Session::create(client, etcd::SessionOptions{.ttl = ttl});
-    subs.push_back(session->on_lost([lost](const etcd::Status& why) {
-      if (!why.is(etcd::Errc::kClosed)) lost->fetch_add(1);
-    }));
-    started.add(session->start().timeout(kCallBound));
-    sessions.push_back(std::move(session));
-    if ((i + 1) % kStartWave == 0 || i + 1 == count) started.wait_all(start_deadline, "session starts");
-  }
-  std::printf("ready %d\n", count);
-  std::fflush(stdout);
+    std::vector<std::shared_ptr<etcd::Session>> sessions;
+    std::vector<etcd::Subscription> subs;
+    auto lost = std::make_shared<std::atomic<int>>(0);
+    sessions.reserve(static_cast<std::size_t>(count));
+    Completions started;
+    const auto start_deadline = Clock::now() + kStartBound;
+    for (int i = 0; i < count; ++i) {
+      auto session = etcd::Session::create(client, etcd::SessionOptions{.ttl = ttl});
+      subs.push_back(session->on_lost([lost](const etcd::Status& why) {
+        if (!why.is(etcd::Errc::kClosed)) lost->fetch_add(1);
+      }));
+      started.add(session->start().timeout(kCallBound));
+      sessions.push_back(std::move(session));
+      if ((i + 1) % kStartWave == 0 || i + 1 == count) started.wait_all(start_deadline, "session starts");
+    }
+    std::printf("ready %d\n", count);
+    std::fflush(stdout);
 
-  // The closest any session came to its expiry, sampled every 0.5 s.
-  auto min_margin = Clock::duration::max();
-  const auto deadline = Clock::now() + kSignalBound;
-  if (!await_signal(deadline, [&] {
-        const auto now = Clock::now();
-        for (const auto& s : sessions) {
-          if (s->alive()) min_margin = std::min(min_margin, s->safe_until() - now);
-        }
-      })) {
-    throw std::runtime_error("the bench never ended the hold");
-  }
-  int not_alive = 0;
-  for (const auto& s : sessions) not_alive += s->alive() ? 0 : 1;
-  const auto stats = client.stats();
-  std::printf("done %d %llu %llu %lld\n", std::max(lost->load(), not_alive),
-              static_cast<unsigned long long>(stats.lease_stream_restarts),
-              static_cast<unsigned long long>(stats.lease_streams),
-              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(min_margin).count()));
-  std::fflush(stdout);
-  // Still kept while the bench reads etcd's counters: closing now would
-  // count as revokes.
-  (void)await_signal(deadline, [] {});
-  Completions closed;
-  for (const auto& s : sessions) closed.add(s->close().timeout(kCallBound));
-  closed.wait_all(Clock::now() + kCallBound + std::chrono::seconds(5), "session closes");
-  return 0;
+    // The closest any session came to its expiry, sampled every 0.5 s.
+    auto min_margin = Clock::duration::max();
+    const auto deadline = Clock::now() + kSignalBound;
+    if (!await_signal(deadline, [&] {
+          const auto now = Clock::now();
+          for (const auto& s : sessions) {
+            if (s->alive()) min_margin = std::min(min_margin, s->safe_until() - now);
+          }
+        })) {
+      throw std::runtime_error("the bench never ended the hold");
+    }
+    int not_alive = 0;
+    for (const auto& s : sessions) not_alive += s->alive() ? 0 : 1;
+    const auto stats = client.stats();
+    std::printf("done %d %llu %llu %lld\n", std::max(lost->load(), not_alive),
+                static_cast<unsigned long long>(stats.lease_stream_restarts),
+                static_cast<unsigned long long>(stats.lease_streams),
+                static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(min_margin).count()));
+    std::fflush(stdout);
+    // Still kept while the bench reads etcd's counters: closing now would
+    // count as revokes.
+    (void)await_signal(deadline, [] {});
+    Completions closed;
+    for (const auto& s : sessions) closed.add(s->close().timeout(kCallBound));
+    closed.wait_all(Clock::now() + kCallBound + std::chrono::seconds(5), "session closes");
+    return 0;
   });
 }
 
@@ -197,35 +197,35 @@ constexpr auto kRegistrationHold = std::chrono::seconds(20);
 // closes the registry and exits.
 int registrations_worker(const std::vector<std::string>& args) {
   return run_worker(args, 3, kRegistrationsFlag, "ENDPOINTS COUNT OWN", [&] {
-  etcd::Client client(worker_client_options(args[0]));
-  const int count = std::stoi(args[1]);
-  etcd::recipes::ServiceRegistryOptions options;
-  options.base_path = Context::key_prefix("registrations") + "services";
-  options.recipe.session_ttl = kTtl;
-  options.recipe.own_presence_lease = args[2] == "1";
-  etcd::recipes::ServiceRegistry registry(client, options);
-  auto lost = std::make_shared<std::atomic<int>>(0);
-  auto sub = registry.on_lost([lost](const etcd::recipes::ServiceInstance&, const etcd::Status&) { lost->fetch_add(1); });
-  Completions registered;
-  const auto deadline = Clock::now() + kStartBound;
-  for (int i = 0; i < count; ++i) {
-    etcd::recipes::ServiceInstance instance;
-    instance.name = "api";
-    instance.id = fmt("%d-%d", static_cast<int>(::getpid()), i);
-    instance.address = "10.0.0.1";
-    instance.port = static_cast<uint16_t>(1024 + i % 60000);
-    registered.add(registry.register_instance(std::move(instance)).timeout(kCallBound));
-    if ((i + 1) % kStartWave == 0 || i + 1 == count) registered.wait_all(deadline, "registrations");
-  }
-  std::printf("ready %d\n", count);
-  std::fflush(stdout);
-  const auto signal_deadline = Clock::now() + kSignalBound;
-  if (!await_signal(signal_deadline, [] {})) throw std::runtime_error("the bench never ended the hold");
-  std::printf("done %d\n", lost->load());
-  std::fflush(stdout);
-  (void)await_signal(signal_deadline, [] {});
-  registry.close();
-    return 0;
+    etcd::Client client(worker_client_options(args[0]));
+    const int count = std::stoi(args[1]);
+    etcd::recipes::ServiceRegistryOptions options;
+    options.base_path = Context::key_prefix("registrations") + "services";
+    options.recipe.session_ttl = kTtl;
+    options.recipe.own_presence_lease = args[2] == "1";
+    etcd::recipes::ServiceRegistry registry(client, options);
+    auto lost = std::make_shared<std::atomic<int>>(0);
+    auto sub = registry.on_lost([lost](const etcd::recipes::ServiceInstance&, const etcd::Status&) { lost->fetch_add(1); });
+    Completions registered;
+    const auto deadline = Clock::now() + kStartBound;
+    for (int i = 0; i < count; ++i) {
+      etcd::recipes::ServiceInstance instance;
+      instance.name = "api";
+      instance.id = fmt("%d-%d", static_cast<int>(::getpid()), i);
+      instance.address = "10.0.0.1";
+      instance.port = static_cast<uint16_t>(1024 + i % 60000);
+      registered.add(registry.register_instance(std::move(instance)).timeout(kCallBound));
+      if ((i + 1) % kStartWave == 0 || i + 1 == count) registered.wait_all(deadline, "registrations");
+    }
+    std::printf("ready %d\n", count);
+    std::fflush(stdout);
+    const auto signal_deadline = Clock::now() + kSignalBound;
+    if (!await_signal(signal_deadline, [] {})) throw std::runtime_error("the bench never ended the hold");
+    std::printf("done %d\n", lost->load());
+    std::fflush(stdout);
+    (void)await_signal(signal_deadline, [] {});
+    registry.close();
+      return 0;
   });
 }
 

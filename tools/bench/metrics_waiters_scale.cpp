@@ -91,95 +91,95 @@ struct Loop : std::enable_shared_from_this<Loop> {
 // second "done ACQUIRED FAILED LOST"; then stops and exits.
 int waiters_worker(const std::vector<std::string>& args) {
   return run_worker(args, 4, kWorkerFlag, "KIND ENDPOINTS NAME COUNT", [&] {
-  const std::string& kind = args[0];
-  if (kind != "mutex" && kind != "semaphore") throw std::runtime_error("KIND is mutex or semaphore");
-  etcd::Client client(worker_client_options(args[1]));
-  const std::string& name = args[2];
-  const int count = std::stoi(args[3]);
-  auto counts = std::make_shared<Counts>();
-  auto retries = std::make_shared<Retries>();
-  // Every session the waiters use, each counted when lost.
-  struct Sessions {
-    std::mutex mu;
-    std::vector<std::shared_ptr<etcd::Session>> all;
-    std::vector<etcd::Subscription> subs;
-  };
-  auto sessions = std::make_shared<Sessions>();
-  const std::function<std::shared_ptr<etcd::Session>()> new_session = [&client, counts, sessions] {
-    auto session = etcd::Session::create(client);
-    auto sub = session->on_lost([counts](const etcd::Status& why) {
-      if (!why.is(etcd::Errc::kClosed)) counts->lost.fetch_add(1);
-    });
-    std::lock_guard lock(sessions->mu);
-    sessions->all.push_back(session);
-    sessions->subs.push_back(std::move(sub));
-    return session;
-  };
-  std::vector<std::shared_ptr<etcd::recipes::DistributedMutex>> mutexes;
-  std::vector<std::shared_ptr<etcd::recipes::DistributedSemaphore>> semaphores;
-  std::vector<std::shared_ptr<Loop>> loops;
-  Completions started;
-  const auto start_deadline = Clock::now() + kStartBound;
-  for (int i = 0; i < count; ++i) {
-    auto session = new_session();
-    started.add(session->start().timeout(kCallBound));
-    etcd::recipes::RecipeOptions options;
-    // Its first session started here (in waves); after a loss the recipe
-    // asks for a fresh one.
-    options.session_factory = [first = std::make_shared<std::shared_ptr<etcd::Session>>(session), new_session] {
-      if (*first) return std::exchange(*first, nullptr);
-      return new_session();
+    const std::string& kind = args[0];
+    if (kind != "mutex" && kind != "semaphore") throw std::runtime_error("KIND is mutex or semaphore");
+    etcd::Client client(worker_client_options(args[1]));
+    const std::string& name = args[2];
+    const int count = std::stoi(args[3]);
+    auto counts = std::make_shared<Counts>();
+    auto retries = std::make_shared<Retries>();
+    // Every session the waiters use, each counted when lost.
+    struct Sessions {
+      std::mutex mu;
+      std::vector<std::shared_ptr<etcd::Session>> all;
+      std::vector<etcd::Subscription> subs;
     };
-    auto loop = std::make_shared<Loop>();
-    loop->counts = counts;
-    loop->retries = retries;
-    if (kind == "mutex") {
-      auto m = std::make_shared<etcd::recipes::DistributedMutex>(client, name, options);
-      loop->acquire = [m] { return m->acquire(); };
-      mutexes.push_back(std::move(m));
-    } else {
-      auto s = std::make_shared<etcd::recipes::DistributedSemaphore>(client, name, kPermits, options);
-      loop->acquire = [s] { return s->acquire(); };
-      semaphores.push_back(std::move(s));
+    auto sessions = std::make_shared<Sessions>();
+    const std::function<std::shared_ptr<etcd::Session>()> new_session = [&client, counts, sessions] {
+      auto session = etcd::Session::create(client);
+      auto sub = session->on_lost([counts](const etcd::Status& why) {
+        if (!why.is(etcd::Errc::kClosed)) counts->lost.fetch_add(1);
+      });
+      std::lock_guard lock(sessions->mu);
+      sessions->all.push_back(session);
+      sessions->subs.push_back(std::move(sub));
+      return session;
+    };
+    std::vector<std::shared_ptr<etcd::recipes::DistributedMutex>> mutexes;
+    std::vector<std::shared_ptr<etcd::recipes::DistributedSemaphore>> semaphores;
+    std::vector<std::shared_ptr<Loop>> loops;
+    Completions started;
+    const auto start_deadline = Clock::now() + kStartBound;
+    for (int i = 0; i < count; ++i) {
+      auto session = new_session();
+      started.add(session->start().timeout(kCallBound));
+      etcd::recipes::RecipeOptions options;
+      // Its first session started here (in waves); after a loss the recipe
+      // asks for a fresh one.
+      options.session_factory = [first = std::make_shared<std::shared_ptr<etcd::Session>>(session), new_session] {
+        if (*first) return std::exchange(*first, nullptr);
+        return new_session();
+      };
+      auto loop = std::make_shared<Loop>();
+      loop->counts = counts;
+      loop->retries = retries;
+      if (kind == "mutex") {
+        auto m = std::make_shared<etcd::recipes::DistributedMutex>(client, name, options);
+        loop->acquire = [m] { return m->acquire(); };
+        mutexes.push_back(std::move(m));
+      } else {
+        auto s = std::make_shared<etcd::recipes::DistributedSemaphore>(client, name, kPermits, options);
+        loop->acquire = [s] { return s->acquire(); };
+        semaphores.push_back(std::move(s));
+      }
+      loops.push_back(std::move(loop));
+      if ((i + 1) % kStartWave == 0 || i + 1 == count) {
+        started.wait_all(start_deadline, "session starts");
+        for (size_t k = loops.size() - static_cast<size_t>((i % kStartWave) + 1); k < loops.size(); ++k) loops[k]->again();
+      }
     }
-    loops.push_back(std::move(loop));
-    if ((i + 1) % kStartWave == 0 || i + 1 == count) {
-      started.wait_all(start_deadline, "session starts");
-      for (size_t k = loops.size() - static_cast<size_t>((i % kStartWave) + 1); k < loops.size(); ++k) loops[k]->again();
-    }
-  }
-  std::printf("ready %d\n", count);
-  std::fflush(stdout);
-  const auto report = [&](const char* word) {
-    std::printf("%s %lld %lld %d\n", word, static_cast<long long>(counts->acquired.load()),
-                static_cast<long long>(counts->failed.load()), counts->lost.load());
+    std::printf("ready %d\n", count);
     std::fflush(stdout);
-  };
-  const auto retry = [&] {
-    std::vector<std::shared_ptr<Loop>> due;
+    const auto report = [&](const char* word) {
+      std::printf("%s %lld %lld %d\n", word, static_cast<long long>(counts->acquired.load()),
+                  static_cast<long long>(counts->failed.load()), counts->lost.load());
+      std::fflush(stdout);
+    };
+    const auto retry = [&] {
+      std::vector<std::shared_ptr<Loop>> due;
+      {
+        std::lock_guard lock(retries->mu);
+        due.swap(retries->loops);
+      }
+      for (auto& l : due) l->again();
+    };
+    const auto deadline = Clock::now() + kSignalBound;
+    if (!await_signal(deadline, retry)) throw std::runtime_error("the bench never started the window");
+    report("mark");
+    if (!await_signal(deadline, retry)) throw std::runtime_error("the bench never ended the window");
+    report("done");
+    counts->stopping.store(true);
+    for (auto& m : mutexes) m->close();
+    for (auto& s : semaphores) s->close();
+    Completions closed;
+    std::vector<std::shared_ptr<etcd::Session>> all;
     {
-      std::lock_guard lock(retries->mu);
-      due.swap(retries->loops);
+      std::lock_guard lock(sessions->mu);
+      all = sessions->all;
     }
-    for (auto& l : due) l->again();
-  };
-  const auto deadline = Clock::now() + kSignalBound;
-  if (!await_signal(deadline, retry)) throw std::runtime_error("the bench never started the window");
-  report("mark");
-  if (!await_signal(deadline, retry)) throw std::runtime_error("the bench never ended the window");
-  report("done");
-  counts->stopping.store(true);
-  for (auto& m : mutexes) m->close();
-  for (auto& s : semaphores) s->close();
-  Completions closed;
-  std::vector<std::shared_ptr<etcd::Session>> all;
-  {
-    std::lock_guard lock(sessions->mu);
-    all = sessions->all;
-  }
-  for (const auto& s : all) closed.add(s->close().timeout(kCallBound));
-  closed.wait_all(Clock::now() + kCallBound + std::chrono::seconds(5), "session closes");
-  return 0;
+    for (const auto& s : all) closed.add(s->close().timeout(kCallBound));
+    closed.wait_all(Clock::now() + kCallBound + std::chrono::seconds(5), "session closes");
+    return 0;
   });
 }
 
