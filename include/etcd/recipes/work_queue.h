@@ -189,7 +189,10 @@ class WorkItemBase {
   // Deletes the item: true if this claim still held it; false if it had
   // been lost (the item was or will be delivered again). Sent again once,
   // guarded, after an unknown outcome; kOutcomeUnknown if even that stays
-  // open.
+  // open, and then the claim, if it is still there, is given back by the
+  // consumer (the item is delivered again; the work may be done twice).
+  // After any other failure nothing was written: the claim stays, and
+  // ack() may be called again.
   [[nodiscard]] Call<bool> ack() const;
   // Gives the item back (ready again now, or after `delay`) keeping its
   // place in line; this delivery stays counted. False as for ack().

@@ -71,6 +71,16 @@ void WorkClaim::send(std::shared_ptr<ClientLink> link, std::shared_ptr<const Txn
           if (!again && r.status().is(Errc::kOutcomeUnknown)) {
             return self->send(link, txn, what, metric, releases, options, true, std::move(done));
           }
+          // After an unknown outcome whether it applied is not known: if the
+          // claim is still there it would hide its item for as long as this
+          // consumer lives. It joins the consumer's orphaned claims
+          // (deleted, guarded by its revision, once no take of the item is
+          // in flight): the item is delivered again, as after a lost claim.
+          // After any other failure nothing applied: the claim stays, for
+          // the caller to try again.
+          if (again) {
+            if (auto driver = self->driver_.lock()) driver->abandoned(self->f_.item_key, self->f_.claim);
+          }
           return done(self->core_->named(
               Status(r.status().code(), std::string(what) + ": " + r.status().message(), r.status().reason())));
         }
@@ -415,6 +425,15 @@ void ClaimTake::released(int64_t revision) {
   // Before the caller's completion: a receive it makes next comes after.
   asio::post(link->strand(), [self = std::static_pointer_cast<ClaimTake>(shared_from_this()), revision] {
     self->own_writes_ = std::max(self->own_writes_, revision);
+  });
+}
+
+void ClaimTake::abandoned(const std::string& item, int64_t claim) {
+  auto link = core_->link();
+  if (!link) return;
+  asio::post(link->strand(), [self = std::static_pointer_cast<ClaimTake>(shared_from_this()), item, claim] {
+    self->held_.erase(claim);
+    self->release_if_orphaned(item);
   });
 }
 

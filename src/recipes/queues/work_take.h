@@ -102,6 +102,10 @@ class ClaimTake : public TakeDriver {
   // right after the requeue finds the item in its place (and sees its
   // deliveries and delay as they are now).
   void released(int64_t revision);
+  // An ack or requeue of the claim of `item` created at `claim` failed
+  // without telling whether it applied: the claim is no longer one our
+  // deliveries hold, and is released as an orphaned one if still there.
+  void abandoned(const std::string& item, int64_t claim);
 
   // Listeners of the items this object moved to the dead letters.
   Subscription on_dead_letter(std::function<void(const DeadLetter&)> listener) {
