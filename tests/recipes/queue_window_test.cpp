@@ -173,6 +173,30 @@ TEST_F(QueueWindowTest, APriorityQueueServesByPriorityThenCommitOrderPastItsWind
   EXPECT_EQ(consumer.try_dequeue().wait().value(), std::nullopt);
 }
 
+// Large values: the window stops at its byte budget (8 MiB of keys and
+// values), not at its key count, and still serves every item in order.
+TEST_F(QueueWindowTest, LargeValuesKeepTheWindowWithinItsBytes) {
+  const std::string name = key("bytes");
+  DistributedQueue producer(client(), name);
+  constexpr int kItems = 300;
+  const std::string big(100 * 1024, 'x');  // 300 x 100 KiB = 30 MiB in all
+  for (int i = 0; i < kItems; ++i) (void)producer.enqueue(std::to_string(i) + ":" + big).wait().value();
+  RecipeOptions opts;
+  auto metrics = std::make_shared<recipes::PrometheusMetrics>();
+  opts.metrics = metrics;
+  DistributedQueue consumer(client(), name, opts);
+  int64_t most = 0;
+  for (int i = 0; i < kItems; ++i) {
+    const std::string v = consumer.dequeue().timeout(10s).wait().value();
+    ASSERT_EQ(v.substr(0, v.find(':')), std::to_string(i));
+    most = std::max<int64_t>(most, static_cast<int64_t>(metrics->value("etcd_recipes_queue_depth", {{"queue", name}})));
+  }
+  EXPECT_EQ(consumer.try_dequeue().wait().value(), std::nullopt);
+  // 8 MiB / 100 KiB is 81 items; a refill may bring one page more.
+  EXPECT_LE(most, 2 * 82) << "held at most about its bytes' worth";
+  EXPECT_GT(most, 0);
+}
+
 // A work-queue consumer whose window begins with items it cannot take
 // (claimed by another consumer, or delayed) widens it and gets the next
 // ready item; a try finds it too instead of answering "empty".

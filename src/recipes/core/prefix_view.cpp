@@ -167,7 +167,7 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
     // Doubles it (by Options::window at least): a head that takes many
     // widenings to reach is reached in a logarithmic number of reads.
     target_ += std::max(target_, static_cast<size_t>(options.window));
-    refill(epoch_);
+    refill(epoch_, /*growing=*/true);
   }
 
  private:
@@ -183,18 +183,20 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
   bool accepted(std::string_view key) const { return !options.accept || options.accept(key); }
 
   // How many of a window read's keys (at most `limit` of them) the window
-  // takes, and the bound after them (empty: the range ends there).
-  size_t cut(const std::vector<KeyValue>& kvs, size_t limit, std::string& bound) const {
+  // takes, and the bound after them (empty: the range ends there). `held`:
+  // the bytes the window holds already (its keys and values), which count
+  // against Options::window_bytes.
+  size_t cut(const std::vector<KeyValue>& kvs, size_t limit, std::string& bound, size_t held = 0) const {
     size_t keep = kvs.size();
     bound.clear();
     if (keep >= limit) {
       keep = limit - 1;
       bound = kvs[keep].key;
     }
-    size_t bytes = 0;
+    size_t bytes = held;
     for (size_t i = 0; i < keep; ++i) {
       bytes += kvs[i].key.size() + kvs[i].value.size();
-      if (i > 0 && bytes > options.window_bytes) {
+      if ((i > 0 || held > 0) && bytes > options.window_bytes) {
         bound = kvs[i].key;
         return i;
       }
@@ -207,7 +209,16 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
   void adjust_window(uint64_t e) {
     if (!windowed() || stale(e) || !initialized_here_ || refilling_) return;
     if (in_window_ > 2 * target_) return shrink(e);
-    if (!bound_.empty() && in_window_ < target_ / 2) refill(e);
+    if (!bound_.empty() && in_window_ < target_ / 2 && held_bytes() < options.window_bytes / 2) refill(e);
+  }
+
+  // The bytes of the keys and values the window holds.
+  size_t held_bytes() const {
+    size_t bytes = 0;
+    for (auto it = map.lower_bound(options.window_from); it != map.end(); ++it) {
+      bytes += it->first.size() + it->second.value.size();
+    }
+    return bytes;
   }
 
   void shrink(uint64_t e) {
@@ -233,10 +244,13 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
     (void)e;
   }
 
-  void refill(uint64_t e) {
+  // `growing`: for grow(), whose owner can use nothing the window holds:
+  // the keys it brings are not held back by the bytes the window holds.
+  void refill(uint64_t e, bool growing = false) {
     if (!running() || bound_.empty()) return;
     refilling_ = true;
     const size_t limit = std::max<size_t>(2, target_ > in_window_ ? target_ - in_window_ + 1 : 2);
+    growing_ = growing;
     read_on(e, std::make_shared<std::vector<KeyValue>>(), bound_, limit, 1);
   }
 
@@ -283,7 +297,7 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
 
   void refilled(uint64_t e, size_t limit, std::vector<KeyValue> kvs) {
     std::string bound;
-    const size_t keep = cut(kvs, limit, bound);
+    const size_t keep = cut(kvs, limit, bound, growing_ ? 0 : held_bytes());
     ViewMap page;
     for (size_t i = 0; i < keep; ++i) {
       auto& kv = kvs[i];
@@ -320,6 +334,9 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
     in_window_ += batch.events.size();
     refilling_ = false;
     deliver(batch);
+    // A next key too big for the bytes the window holds waits for the
+    // window to drain (the next batch), rather than being read again now.
+    if (keep == 0 && !kvs.empty()) return;
     adjust_window(e);
   }
 
@@ -615,6 +632,7 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
   size_t target_ = 0;
   size_t in_window_ = 0;
   bool refilling_ = false;
+  bool growing_ = false;  // the refill in flight is a grow()
   std::vector<Event> stash_;
   const std::function<bool(std::string_view)> keeps_ = [this](std::string_view key) { return keeps(key); };
 };
