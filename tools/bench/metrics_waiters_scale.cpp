@@ -213,27 +213,26 @@ double waiters_rate(Context& ctx, const std::string& kind, int total) {
     return etcd_cpu_seconds(metrics_endpoint);
   };
   const double cpu_before = cpu();
+  // Every worker's counts, summed: what each said after the word.
+  const auto collect = [&](const std::string& word) {
+    Tally sum;
+    const auto deadline = Clock::now() + std::chrono::seconds(30);
+    for (int i = 0; i < kProcesses; ++i) {
+      const Tally t = parse_tally(expect_line(*workers[static_cast<size_t>(i)], word, deadline, i), i);
+      sum.acquired += t.acquired;
+      sum.failed += t.failed;
+      sum.lost += t.lost;
+    }
+    return sum;
+  };
   const auto from = Clock::now();
   signal_workers(workers);
-  Tally mark, done;
-  const auto report_deadline = Clock::now() + std::chrono::seconds(30);
-  for (int i = 0; i < kProcesses; ++i) {
-    const Tally t = parse_tally(expect_line(*workers[static_cast<size_t>(i)], "mark", report_deadline, i), i);
-    mark.acquired += t.acquired;
-    mark.failed += t.failed;
-    mark.lost += t.lost;
-  }
+  const Tally mark = collect("mark");
   std::this_thread::sleep_until(from + kWindow);
   signal_workers(workers);
   const double cpu_after = cpu();
   const double window_s = Seconds(Clock::now() - from).count();
-  const auto done_deadline = Clock::now() + std::chrono::seconds(30);
-  for (int i = 0; i < kProcesses; ++i) {
-    const Tally t = parse_tally(expect_line(*workers[static_cast<size_t>(i)], "done", done_deadline, i), i);
-    done.acquired += t.acquired;
-    done.failed += t.failed;
-    done.lost += t.lost;
-  }
+  const Tally done = collect("done");
   const auto closed_deadline = Clock::now() + kCallBound + std::chrono::seconds(10);
   drain_workers(workers, closed_deadline);
   const double acquisitions = static_cast<double>(done.acquired - mark.acquired);
