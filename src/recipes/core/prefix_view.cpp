@@ -182,6 +182,37 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
   bool in_window(std::string_view key) const { return windowed() && key >= options.window_from; }
   bool accepted(std::string_view key) const { return !options.accept || options.accept(key); }
 
+  // The first `n` of `kvs` (read in key order) the owner accepts, decoded,
+  // appended to `into` (every insertion at its end).
+  void take_read(std::vector<KeyValue>& kvs, size_t n, ViewMap& into) const {
+    for (size_t i = 0; i < n; ++i) {
+      auto& kv = kvs[i];
+      if (!accepted(kv.key)) continue;
+      std::string key = std::move(kv.key);
+      ViewEntry entry = to_entry(std::move(kv));
+      if (options.decode) entry.decoded = options.decode(key, entry.value);
+      into.emplace_hint(into.end(), std::move(key), std::move(entry));
+    }
+  }
+
+  // The decoded values of the puts of events[begin, end) (of keys the view
+  // keeps, with `kept_only`), as apply_events takes them; none without
+  // Options::decode. Decoded before the lock is taken: readers never wait
+  // for a codec.
+  std::vector<std::shared_ptr<const void>> decode_puts(const std::vector<Event>& events, size_t begin, size_t end_at,
+                                                       bool kept_only) const {
+    std::vector<std::shared_ptr<const void>> decoded;
+    if (!options.decode) return decoded;
+    decoded.resize(end_at - begin);
+    for (size_t k = begin; k < end_at; ++k) {
+      const Event& ev = events[k];
+      if (ev.type == Event::Type::kPut && (!kept_only || keeps(ev.kv.key))) {
+        decoded[k - begin] = options.decode(ev.kv.key, ev.kv.value);
+      }
+    }
+    return decoded;
+  }
+
   // How many of a window read's keys (at most `limit` of them) the window
   // takes, and the bound after them (empty: the range ends there). `held`:
   // the bytes the window holds already (its keys and values), which count
@@ -208,7 +239,7 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
   // on from the bound when it drained under half.
   void adjust_window(uint64_t e) {
     if (!windowed() || stale(e) || !initialized_here_ || refilling_) return;
-    if (in_window_ > 2 * target_) return shrink(e);
+    if (in_window_ > 2 * target_) return shrink();
     if (!bound_.empty() && in_window_ < target_ / 2 && held_bytes() < options.window_bytes / 2) refill(e);
   }
 
@@ -221,7 +252,7 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
     return bytes;
   }
 
-  void shrink(uint64_t e) {
+  void shrink() {
     auto it = map.lower_bound(options.window_from);
     for (size_t n = 0; n < target_ && it != map.end(); ++n) ++it;
     if (it == map.end()) {
@@ -241,7 +272,6 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
     }
     in_window_ = target_;
     deliver(batch);
-    (void)e;
   }
 
   // `growing`: for grow(), whose owner can use nothing the window holds:
@@ -299,27 +329,15 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
     std::string bound;
     const size_t keep = cut(kvs, limit, bound, growing_ ? 0 : held_bytes());
     ViewMap page;
-    for (size_t i = 0; i < keep; ++i) {
-      auto& kv = kvs[i];
-      if (!accepted(kv.key)) continue;
-      std::string key = std::move(kv.key);
-      ViewEntry entry = to_entry(std::move(kv));
-      if (options.decode) entry.decoded = options.decode(key, entry.value);
-      page.emplace_hint(page.end(), std::move(key), std::move(entry));
-    }
+    take_read(kvs, keep, page);
     // The changes since the read's revision to keys now inside.
     std::vector<Event> later;
     for (auto& ev : stash_) {
       if (bound.empty() || ev.kv.key < bound) later.push_back(std::move(ev));
     }
     stash_.clear();
-    std::vector<std::shared_ptr<const void>> decoded;
-    if (options.decode) {
-      decoded.resize(later.size());
-      for (size_t k = 0; k < later.size(); ++k) {
-        if (later[k].type == Event::Type::kPut) decoded[k] = options.decode(later[k].kv.key, later[k].kv.value);
-      }
-    }
+    // Each of them inside the window now: decoded whatever the old bound.
+    auto decoded = decode_puts(later, 0, later.size(), /*kept_only=*/false);
     (void)apply_events(page, later, 0, later.size(), nullptr, options.decode ? &decoded : nullptr);
     ViewBatch batch;
     batch.kind = ViewBatch::Kind::kChanged;
@@ -396,34 +414,20 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
       if (self->load_rev_ == 0) self->load_rev_ = r->header.revision;
       if (window_read) {
         const size_t keep = self->cut(r->kvs, self->target_ + 1, self->loading_bound_);
-        for (size_t i = 0; i < keep; ++i) {
-          auto& kv = r->kvs[i];
-          if (!self->accepted(kv.key)) continue;
-          std::string key = std::move(kv.key);
-          ViewEntry entry = to_entry(std::move(kv));
-          if (self->options.decode) entry.decoded = self->options.decode(key, entry.value);
-          self->loading_.emplace_hint(self->loading_.end(), std::move(key), std::move(entry));
-        }
+        self->take_read(r->kvs, keep, self->loading_);
         return self->finish_load(e);
       }
       const bool more = r->more && !r->kvs.empty() && !self->options.single_key;
-      // Where the next page begins: after the last key of this one, or at
-      // the end of its slice.
       // What this page covered begins at its first key (its start may lie
-      // far before it: the range's prefix).
+      // far before it: the range's prefix); the next page begins after its
+      // last key, or at the end of its slice.
       const std::string start = r->kvs.empty() ? self->next_key_ : r->kvs.front().key;
       const bool sliced = !more && !slice.empty();
       if (more) self->next_key_ = r->kvs.back().key + '\0';
       if (sliced) self->next_key_ = slice;
       if (more || sliced) self->plan_page(start, r->kvs);
-      for (auto& kv : r->kvs) {
-        if (self->options.accept && !self->options.accept(kv.key)) continue;
-        // Pages arrive in key order: every insertion is at the end.
-        std::string key = std::move(kv.key);
-        ViewEntry entry = to_entry(std::move(kv));
-        if (self->options.decode) entry.decoded = self->options.decode(key, entry.value);
-        self->loading_.emplace_hint(self->loading_.end(), std::move(key), std::move(entry));
-      }
+      // Pages arrive in key order.
+      self->take_read(r->kvs, r->kvs.size(), self->loading_);
       if (more || sliced) return self->read_page(e);
       if (self->windowed()) {
         // The keys read in full are in: now the window.
@@ -536,17 +540,7 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
         ViewBatch batch;
         batch.kind = ViewBatch::Kind::kChanged;
         batch.revision = rev;
-        // Decoded before the lock is taken: readers never wait for a codec.
-        std::vector<std::shared_ptr<const void>> decoded;
-        if (options.decode) {
-          decoded.resize(j - i);
-          for (size_t k = i; k < j; ++k) {
-            const Event& ev = events[k];
-            if (ev.type == Event::Type::kPut && keeps(ev.kv.key)) {
-              decoded[k - i] = options.decode(ev.kv.key, ev.kv.value);
-            }
-          }
-        }
+        auto decoded = decode_puts(events, i, j, /*kept_only=*/true);
         if (refilling_) {
           // Past the bound while the view reads on from it: kept for the
           // keys that read brings in.
@@ -721,11 +715,6 @@ void PrefixView::resync() {
 void PrefixView::grow() {
   auto impl = impl_;
   if (auto link = impl->running()) asio::post(link->strand(), [impl] { impl->request_grow(); });
-}
-
-std::string PrefixView::window_end() const {
-  std::lock_guard lock(impl_->mu);
-  return impl_->bound_;
 }
 
 uint64_t PrefixView::pages_read() const {

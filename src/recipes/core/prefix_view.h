@@ -211,8 +211,6 @@ class PrefixView : public std::enable_shared_from_this<PrefixView> {
   // use in the window). Reported as one kChanged batch; a no-op
   // while such a read is in flight, or when the view holds every key.
   void grow();
-  // ViewBatch::window_end of the view now.
-  std::string window_end() const;
 
   const std::string& range() const { return range_; }
   // Reads (pages) and resyncs done so far, for tests and metrics.

@@ -182,19 +182,13 @@ void QueueProducer::write(const std::shared_ptr<Batch>& batch) {
 }
 
 void QueueProducer::on_result(const std::shared_ptr<Batch>& batch, Result<TxnResponse> r) {
-  if (r.ok() && r->succeeded) {
-    {
-      std::lock_guard lock(mu_);
-      guard_ = r->header.revision;
-      seen(r->header.revision);
-    }
-    return complete(batch, r->header.revision);
-  }
   if (r.ok()) {
-    {
-      std::lock_guard lock(mu_);
-      seen(r->header.revision);
-    }
+    std::lock_guard lock(mu_);
+    seen(r->header.revision);
+    if (r->succeeded) guard_ = r->header.revision;
+  }
+  if (r.ok() && r->succeeded) return complete(batch, r->header.revision);
+  if (r.ok()) {
     // The producer key moved since our last enqueue.
     const KeyValue* kv = r->responses.at(0).get().first();
     const auto stored = kv ? parse_hex16(kv->value) : std::nullopt;
