@@ -215,6 +215,19 @@ struct Metric {
   std::function<double(Context&)> run;
 };
 
+// A production-scale metric (needs_scale, no ratio): its own private
+// member, its own child processes; Kind::kCost prints two decimals.
+inline Metric scale_metric(std::string name, std::string unit, Kind kind, int order,
+                           std::function<double(Context&)> run) {
+  return {.name = std::move(name),
+          .unit = std::move(unit),
+          .kind = kind,
+          .base = "",
+          .order = order,
+          .needs_scale = true,
+          .run = std::move(run)};
+}
+
 // A derived ratio numerator / denominator, e.g. put_seq_vs_go.
 struct Comparison {
   std::string name;

@@ -63,13 +63,8 @@ double cache_load_1m(Context& ctx) {
   return large.seconds;
 }
 
-[[maybe_unused]] const bool kRegistered = add_metrics({{.name = "cache_load_s_1m",
-                                                        .unit = "s",
-                                                        .kind = Kind::kCost,  // two decimals, no ratio
-                                                        .base = "",
-                                                        .order = 4050,
-                                                        .needs_scale = true,
-                                                        .run = cache_load_1m}});
+[[maybe_unused]] const bool kRegistered =
+    add_metrics({scale_metric("cache_load_s_1m", "s", Kind::kCost, 4050, cache_load_1m)});
 
 }  // namespace
 }  // namespace bench

@@ -93,13 +93,8 @@ double inspect_500k(Context& ctx) {
   return seconds;
 }
 
-[[maybe_unused]] const bool kRegistered = add_metrics({{.name = "inspect_s_500k",
-                                                        .unit = "s",
-                                                        .kind = Kind::kCost,  // two decimals, no ratio
-                                                        .base = "",
-                                                        .order = 4100,
-                                                        .needs_scale = true,
-                                                        .run = inspect_500k}});
+[[maybe_unused]] const bool kRegistered =
+    add_metrics({scale_metric("inspect_s_500k", "s", Kind::kCost, 4100, inspect_500k)});
 
 }  // namespace
 }  // namespace bench

@@ -261,29 +261,27 @@ double workqueue_many_first(Context& ctx) {
     std::vector<std::unique_ptr<ChildProcess>> workers;
     for (int i = 0; i < n; ++i) workers.push_back(start_worker("work", backlog, kRateWindow));
     std::vector<First> firsts;
-    const auto first_deadline = Clock::now() + kFirstBound + std::chrono::seconds(10);
-    for (int i = 0; i < n; ++i) firsts.push_back(parse_first(expect_line(*workers[static_cast<size_t>(i)], "first", first_deadline, i), i));
+    const auto first_lines = expect_lines(workers, "first", Clock::now() + kFirstBound + std::chrono::seconds(10));
+    for (size_t i = 0; i < first_lines.size(); ++i) firsts.push_back(parse_first(first_lines[i], static_cast<int>(i)));
     const std::string metrics_endpoint = "127.0.0.1:" + std::to_string(backlog.member->metrics_port(0));
-    const double etcd_cpu_before =
-        etcd_cpu_seconds(metrics_endpoint);
+    const double etcd_cpu_before = etcd_cpu_seconds(metrics_endpoint);
     const MachineCpu machine_before = machine_cpu();
     const auto window_from = Clock::now();
     signal_workers(workers);
     int64_t acks = 0;
     double elapsed = 0, consumers_cpu = 0;
-    const auto done_deadline = Clock::now() + kRateWindow + kCallBound + std::chrono::seconds(10);
-    for (int i = 0; i < n; ++i) {
-      std::istringstream in(expect_line(*workers[static_cast<size_t>(i)], "done", done_deadline, i));
+    const auto done_lines = expect_lines(workers, "done", Clock::now() + kRateWindow + kCallBound + std::chrono::seconds(10));
+    for (size_t i = 0; i < done_lines.size(); ++i) {
+      std::istringstream in(done_lines[i]);
       long long a = 0;
       double s = 0, cpu = 0;
-      if (!(in >> a >> s >> cpu)) throw std::runtime_error(fmt("worker %d's 'done' line did not parse", i));
+      if (!(in >> a >> s >> cpu)) throw std::runtime_error(fmt("worker %zu's 'done' line did not parse", i));
       acks += a;
       consumers_cpu += cpu;
       elapsed = std::max(elapsed, s);
     }
     const double window_s = Seconds(Clock::now() - window_from).count();
-    const double etcd_cpu_after =
-        etcd_cpu_seconds(metrics_endpoint);
+    const double etcd_cpu_after = etcd_cpu_seconds(metrics_endpoint);
     const MachineCpu machine_after = machine_cpu();
     struct Run {
       double slowest_first_s = 0;
@@ -338,23 +336,13 @@ double workqueue_many_first(Context& ctx) {
   return many.slowest_first_s;
 }
 
-Metric cost(std::string name, std::string unit, int order, std::function<double(Context&)> run) {
-  return {.name = std::move(name),
-          .unit = std::move(unit),
-          .kind = Kind::kCost,  // two decimals, no ratio
-          .base = "",
-          .order = order,
-          .needs_scale = true,
-          .run = std::move(run)};
-}
-
 [[maybe_unused]] const bool kRegistered =
     add_metrics({
-        cost("queue_first_item_s_500k", "s", 4040, [](Context& ctx) { return queue_first(ctx).seconds; }),
-        cost("queue_consumer_rss_mb_500k", "MB", 4041, [](Context& ctx) { return queue_first(ctx).peak_mb; }),
-        cost("workqueue_first_item_s_500k", "s", 4042, [](Context& ctx) { return workqueue_first(ctx).seconds; }),
-        cost("workqueue_consumer_rss_mb_500k", "MB", 4043, [](Context& ctx) { return workqueue_first(ctx).peak_mb; }),
-        cost("workqueue_first_item_s_8c_100k", "s", 4044, workqueue_many_first),
+        scale_metric("queue_first_item_s_500k", "s", Kind::kCost, 4040, [](Context& ctx) { return queue_first(ctx).seconds; }),
+        scale_metric("queue_consumer_rss_mb_500k", "MB", Kind::kCost, 4041, [](Context& ctx) { return queue_first(ctx).peak_mb; }),
+        scale_metric("workqueue_first_item_s_500k", "s", Kind::kCost, 4042, [](Context& ctx) { return workqueue_first(ctx).seconds; }),
+        scale_metric("workqueue_consumer_rss_mb_500k", "MB", Kind::kCost, 4043, [](Context& ctx) { return workqueue_first(ctx).peak_mb; }),
+        scale_metric("workqueue_first_item_s_8c_100k", "s", Kind::kCost, 4044, workqueue_many_first),
     }) &&
     add_helper_mode({.flag = kWorkerFlag, .run = backlog_worker});
 

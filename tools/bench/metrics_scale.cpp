@@ -121,29 +121,23 @@ double sessions_lost(Context& ctx, int total) {
   auto cluster = ctx.private_member();  // Skipped with --endpoints
   const std::string metrics_endpoint = "127.0.0.1:" + std::to_string(cluster->metrics_port(0));
 
-  std::vector<std::unique_ptr<ChildProcess>> workers;
-  for (int i = 0; i < kProcesses; ++i) {
-    const int n = total / kProcesses + (i < total % kProcesses ? 1 : 0);
-    workers.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{
-        self_path().string(), kWorkerFlag, cluster->endpoints_csv(), std::to_string(n), std::to_string(kTtl.count())}));
-  }
+  const auto workers = start_workers(kProcesses, total, [&](int n) {
+    return std::vector<std::string>{kWorkerFlag, cluster->endpoints_csv(), std::to_string(n), std::to_string(kTtl.count())};
+  });
   const auto started_at = Clock::now();
-  const auto ready_deadline = started_at + kStartBound + std::chrono::seconds(10);
-  for (int i = 0; i < kProcesses; ++i) {
-    (void)expect_line(*workers[static_cast<std::size_t>(i)], "ready", ready_deadline, i);
-  }
+  (void)expect_lines(workers, "ready", started_at + kStartBound + std::chrono::seconds(10));
   const double start_s = Seconds(Clock::now() - started_at).count();
   // Every worker holds its sessions over the same window.
   const Scrape before = scrape(metrics_endpoint);
   std::this_thread::sleep_for(kHold);
   const Scrape after = scrape(metrics_endpoint);
   signal_workers(workers);
-  const auto report_deadline = Clock::now() + std::chrono::seconds(30);
   int lost = 0;
   unsigned long long restarts = 0, streams = 0;
   long long min_margin_ms = -1;
-  for (int i = 0; i < kProcesses; ++i) {
-    const auto line = expect_line(*workers[static_cast<std::size_t>(i)], "done", report_deadline, i);
+  const auto lines = expect_lines(workers, "done", Clock::now() + std::chrono::seconds(30));
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
     std::istringstream in(line);
     int l = 0;
     unsigned long long r = 0, s = 0;
@@ -234,14 +228,10 @@ int registrations_worker(const std::vector<std::string>& args) {
 double registrations_idle_cpu(Context& ctx, int total, bool own) {
   auto cluster = ctx.private_member();
   const std::string metrics_endpoint = "127.0.0.1:" + std::to_string(cluster->metrics_port(0));
-  std::vector<std::unique_ptr<ChildProcess>> workers;
-  for (int i = 0; i < kProcesses; ++i) {
-    const int n = total / kProcesses + (i < total % kProcesses ? 1 : 0);
-    workers.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{
-        self_path().string(), kRegistrationsFlag, cluster->endpoints_csv(), std::to_string(n), own ? "1" : "0"}));
-  }
-  const auto ready_deadline = Clock::now() + kStartBound + std::chrono::seconds(10);
-  for (int i = 0; i < kProcesses; ++i) (void)expect_line(*workers[static_cast<std::size_t>(i)], "ready", ready_deadline, i);
+  const auto workers = start_workers(kProcesses, total, [&](int n) {
+    return std::vector<std::string>{kRegistrationsFlag, cluster->endpoints_csv(), std::to_string(n), own ? "1" : "0"};
+  });
+  (void)expect_lines(workers, "ready", Clock::now() + kStartBound + std::chrono::seconds(10));
   // Settle: the registrations' own writes are done; what follows is idle.
   std::this_thread::sleep_for(std::chrono::seconds(2));
   const Scrape before = scrape(metrics_endpoint);
@@ -249,10 +239,7 @@ double registrations_idle_cpu(Context& ctx, int total, bool own) {
   const Scrape after = scrape(metrics_endpoint);
   signal_workers(workers);
   int lost = 0;
-  const auto report_deadline = Clock::now() + std::chrono::seconds(30);
-  for (int i = 0; i < kProcesses; ++i) {
-    lost += std::stoi(expect_line(*workers[static_cast<std::size_t>(i)], "done", report_deadline, i));
-  }
+  for (const auto& line : expect_lines(workers, "done", Clock::now() + std::chrono::seconds(30))) lost += std::stoi(line);
   signal_workers(workers);
   const auto closed_deadline = Clock::now() + std::chrono::seconds(30);
   drain_workers(workers, closed_deadline);
@@ -269,23 +256,13 @@ double registrations_idle_cpu(Context& ctx, int total, bool own) {
 }
 
 Metric registrations(std::string name, int order, int total, bool own) {
-  return {.name = std::move(name),
-          .unit = "% core",
-          .kind = Kind::kCost,  // two decimals, no ratio
-          .base = "",
-          .order = order,
-          .needs_scale = true,
-          .run = [total, own](Context& ctx) { return registrations_idle_cpu(ctx, total, own); }};
+  return scale_metric(std::move(name), "% core", Kind::kCost, order,
+                      [total, own](Context& ctx) { return registrations_idle_cpu(ctx, total, own); });
 }
 
 Metric scale(std::string name, int order, int total) {
-  return {.name = std::move(name),
-          .unit = "sessions",
-          .kind = Kind::kCount,
-          .base = "",
-          .order = order,
-          .needs_scale = true,
-          .run = [total](Context& ctx) { return sessions_lost(ctx, total); }};
+  return scale_metric(std::move(name), "sessions", Kind::kCount, order,
+                      [total](Context& ctx) { return sessions_lost(ctx, total); });
 }
 
 [[maybe_unused]] const bool kRegistered = add_metrics({

@@ -198,15 +198,11 @@ double waiters_rate(Context& ctx, const std::string& kind, int total) {
   auto member = ctx.private_member();
   const std::string metrics_endpoint = "127.0.0.1:" + std::to_string(member->metrics_port(0));
   const std::string name = "scale/" + kind;
-  std::vector<std::unique_ptr<ChildProcess>> workers;
-  for (int i = 0; i < kProcesses; ++i) {
-    const int n = total / kProcesses + (i < total % kProcesses ? 1 : 0);
-    workers.push_back(std::make_unique<ChildProcess>(
-        std::vector<std::string>{self_path().string(), kWorkerFlag, kind, member->endpoints_csv(), name, std::to_string(n)}));
-  }
+  const auto workers = start_workers(kProcesses, total, [&](int n) {
+    return std::vector<std::string>{kWorkerFlag, kind, member->endpoints_csv(), name, std::to_string(n)};
+  });
   const auto started_at = Clock::now();
-  const auto ready_deadline = started_at + kStartBound + std::chrono::seconds(10);
-  for (int i = 0; i < kProcesses; ++i) (void)expect_line(*workers[static_cast<size_t>(i)], "ready", ready_deadline, i);
+  (void)expect_lines(workers, "ready", started_at + kStartBound + std::chrono::seconds(10));
   const double start_s = Seconds(Clock::now() - started_at).count();
   std::this_thread::sleep_for(kSettle);
   const auto cpu = [&] {
@@ -216,9 +212,9 @@ double waiters_rate(Context& ctx, const std::string& kind, int total) {
   // Every worker's counts, summed: what each said after the word.
   const auto collect = [&](const std::string& word) {
     Tally sum;
-    const auto deadline = Clock::now() + std::chrono::seconds(30);
-    for (int i = 0; i < kProcesses; ++i) {
-      const Tally t = parse_tally(expect_line(*workers[static_cast<size_t>(i)], word, deadline, i), i);
+    const auto lines = expect_lines(workers, word, Clock::now() + std::chrono::seconds(30));
+    for (size_t i = 0; i < lines.size(); ++i) {
+      const Tally t = parse_tally(lines[i], static_cast<int>(i));
       sum.acquired += t.acquired;
       sum.failed += t.failed;
       sum.lost += t.lost;
@@ -252,13 +248,8 @@ double waiters_rate(Context& ctx, const std::string& kind, int total) {
 }
 
 Metric waiters(std::string name, const std::string& kind, int order, int total) {
-  return {.name = std::move(name),
-          .unit = "acq/s",
-          .kind = Kind::kCost,  // two decimals, no ratio
-          .base = "",
-          .order = order,
-          .needs_scale = true,
-          .run = [kind, total](Context& ctx) { return waiters_rate(ctx, kind, total); }};
+  return scale_metric(std::move(name), "acq/s", Kind::kCost, order,
+                      [kind, total](Context& ctx) { return waiters_rate(ctx, kind, total); });
 }
 
 [[maybe_unused]] const bool kRegistered =

@@ -294,6 +294,24 @@ int run_worker(const std::vector<std::string>& args, size_t count, const char* f
   }
 }
 
+std::vector<std::unique_ptr<ChildProcess>> start_workers(
+    int processes, int total, const std::function<std::vector<std::string>(int share)>& args) {
+  std::vector<std::unique_ptr<ChildProcess>> workers;
+  for (int i = 0; i < processes; ++i) {
+    std::vector<std::string> argv{self_path().string()};
+    for (auto& a : args(total / processes + (i < total % processes ? 1 : 0))) argv.push_back(std::move(a));
+    workers.push_back(std::make_unique<ChildProcess>(argv));
+  }
+  return workers;
+}
+
+std::vector<std::string> expect_lines(const std::vector<std::unique_ptr<ChildProcess>>& workers,
+                                      const std::string& word, std::chrono::steady_clock::time_point deadline) {
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < workers.size(); ++i) lines.push_back(expect_line(*workers[i], word, deadline, static_cast<int>(i)));
+  return lines;
+}
+
 void signal_workers(const std::vector<std::unique_ptr<ChildProcess>>& workers) {
   for (const auto& w : workers) ::kill(w->pid(), kWorkerSignal);
 }

@@ -77,6 +77,14 @@ bool await_signal(std::chrono::steady_clock::time_point deadline, const std::fun
 // as the worker's answer) with exit status 1.
 int run_worker(const std::vector<std::string>& args, size_t count, const char* flag, const char* usage,
                const std::function<int()>& body);
+// `processes` workers of this executable sharing `total` (sessions,
+// waiters...) between them: worker i runs `args(its share)` (the helper
+// mode's flag and arguments, after the executable's path).
+std::vector<std::unique_ptr<ChildProcess>> start_workers(
+    int processes, int total, const std::function<std::vector<std::string>(int share)>& args);
+// expect_line of each of `workers` in turn: what each said after `word`.
+std::vector<std::string> expect_lines(const std::vector<std::unique_ptr<ChildProcess>>& workers,
+                                      const std::string& word, std::chrono::steady_clock::time_point deadline);
 // Sends kWorkerSignal to each of `workers`.
 void signal_workers(const std::vector<std::unique_ptr<ChildProcess>>& workers);
 // Reads what `workers` still print until each has closed its output (has
