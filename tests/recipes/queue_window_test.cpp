@@ -46,7 +46,7 @@ class QueueWindowTest : public SingleMemberTest {
     for (size_t i = 0; i < values.size(); ++i) order[{e.revision, e.keys[i]}] = values[i];
   }
   Position put_raw(const std::string& key, const std::string& value) {
-    auto r = client().put(key, value).wait().value();
+    auto r = client().put(key, value).timeout(10s).wait().value();
     return {r.header.revision, key};
   }
 };
@@ -65,7 +65,7 @@ TEST_F(QueueWindowTest, ALongBacklogIsServedInExactCommitOrderHoldingOnlyItsHead
     std::vector<std::string> values;
     const int size = 1 + (round * 7) % 40;
     for (int i = 0; i < size && n < kBacklog; ++i) values.push_back("v" + std::to_string(n++));
-    record(order, producers[round % 3]->enqueue_all(values).wait().value(), values);
+    record(order, producers[round % 3]->enqueue_all(values).timeout(10s).wait().value(), values);
     if (round == 20) {
       // A producer whose revision is 1: its key sorts before every other.
       order[put_raw(name + "/items/~" + hex(1) + "-" + hex(0xfeed) + "-" + hex(1), "stale")] = "stale";
@@ -83,7 +83,7 @@ TEST_F(QueueWindowTest, ALongBacklogIsServedInExactCommitOrderHoldingOnlyItsHead
     most = std::max<int64_t>(most, static_cast<int64_t>(metrics->value("etcd_recipes_queue_depth", {{"queue", name}})));
     ++i;
   }
-  EXPECT_EQ(consumer.try_dequeue().wait().value(), std::nullopt);
+  EXPECT_EQ(consumer.try_dequeue().timeout(10s).wait().value(), std::nullopt);
   EXPECT_LE(most, kMostHeld) << "the consumer holds the head, not the backlog";
   EXPECT_GT(most, 0);
 }
@@ -99,16 +99,16 @@ TEST_F(QueueWindowTest, ItemsThatArriveWhileALongBacklogDrainsAreNotLost) {
     (void)producer
         .enqueue_all(std::vector<std::string>(first.begin() + static_cast<ptrdiff_t>(i),
                                               first.begin() + static_cast<ptrdiff_t>(std::min(first.size(), i + 100))))
-        .wait()
+        .timeout(10s).wait()
         .value();
   }
   DistributedQueue consumer(client(), name);
   std::vector<std::string> got;
   for (int i = 0; i < kBacklog + 300; ++i) {
-    if (i < 300) (void)producer.enqueue("b" + std::to_string(i)).wait().value();
+    if (i < 300) (void)producer.enqueue("b" + std::to_string(i)).timeout(10s).wait().value();
     got.push_back(consumer.dequeue().timeout(10s).wait().value());
   }
-  EXPECT_EQ(consumer.try_dequeue().wait().value(), std::nullopt);
+  EXPECT_EQ(consumer.try_dequeue().timeout(10s).wait().value(), std::nullopt);
   std::vector<std::string> want = first;
   for (int i = 0; i < 300; ++i) want.push_back("b" + std::to_string(i));
   EXPECT_EQ(got, want) << "one producer: its items in its order";
@@ -127,10 +127,10 @@ TEST_F(QueueWindowTest, ItemsOfTheEarlierKeyLayoutComeFirstAndNoneIsLost) {
       txn.then(Op::put(name + "/items/" + hex(producer) + "-" + hex(static_cast<uint64_t>(k / 2 + 1)),
                        "old" + std::to_string(k)));
     }
-    (void)client().txn(std::move(txn)).wait().value();
+    (void)client().txn(std::move(txn)).timeout(10s).wait().value();
   }
   DistributedQueue producer(client(), name);
-  for (int i = 0; i < 100; ++i) (void)producer.enqueue("new" + std::to_string(i)).wait().value();
+  for (int i = 0; i < 100; ++i) (void)producer.enqueue("new" + std::to_string(i)).timeout(10s).wait().value();
   DistributedQueue consumer(client(), name);
   std::map<std::string, int> last_old;  // producer parity -> last index seen
   std::set<std::string> seen;
@@ -149,7 +149,7 @@ TEST_F(QueueWindowTest, ItemsOfTheEarlierKeyLayoutComeFirstAndNoneIsLost) {
       ASSERT_EQ(v, "new" + std::to_string(i - kOld));
     }
   }
-  EXPECT_EQ(consumer.try_dequeue().wait().value(), std::nullopt);
+  EXPECT_EQ(consumer.try_dequeue().timeout(10s).wait().value(), std::nullopt);
 }
 
 // Priorities past the window: every item of a better priority first, each
@@ -163,14 +163,14 @@ TEST_F(QueueWindowTest, APriorityQueueServesByPriorityThenCommitOrderPastItsWind
     const int64_t priority = round % 3 == 0 ? 9 : round % 3 == 1 ? 5 : 1;
     std::vector<std::string> values;
     for (int i = 0; i < 25; ++i) values.push_back("p" + std::to_string(priority) + "-" + std::to_string(n++));
-    (void)(round % 2 ? a : b).enqueue_all(values, priority).wait().value();
+    (void)(round % 2 ? a : b).enqueue_all(values, priority).timeout(10s).wait().value();
     for (auto& v : values) want[priority].push_back(v);
   }
   DistributedPriorityQueue consumer(client(), name);
   for (const auto& [priority, values] : want) {
     for (const auto& v : values) ASSERT_EQ(consumer.dequeue().timeout(10s).wait().value(), v);
   }
-  EXPECT_EQ(consumer.try_dequeue().wait().value(), std::nullopt);
+  EXPECT_EQ(consumer.try_dequeue().timeout(10s).wait().value(), std::nullopt);
 }
 
 // Large values: the window stops at its byte budget (8 MiB of keys and
@@ -180,7 +180,7 @@ TEST_F(QueueWindowTest, LargeValuesKeepTheWindowWithinItsBytes) {
   DistributedQueue producer(client(), name);
   constexpr int kItems = 300;
   const std::string big(100 * 1024, 'x');  // 300 x 100 KiB = 30 MiB in all
-  for (int i = 0; i < kItems; ++i) (void)producer.enqueue(std::to_string(i) + ":" + big).wait().value();
+  for (int i = 0; i < kItems; ++i) (void)producer.enqueue(std::to_string(i) + ":" + big).timeout(10s).wait().value();
   RecipeOptions opts;
   auto metrics = std::make_shared<recipes::PrometheusMetrics>();
   opts.metrics = metrics;
@@ -191,7 +191,7 @@ TEST_F(QueueWindowTest, LargeValuesKeepTheWindowWithinItsBytes) {
     ASSERT_EQ(v.substr(0, v.find(':')), std::to_string(i));
     most = std::max<int64_t>(most, static_cast<int64_t>(metrics->value("etcd_recipes_queue_depth", {{"queue", name}})));
   }
-  EXPECT_EQ(consumer.try_dequeue().wait().value(), std::nullopt);
+  EXPECT_EQ(consumer.try_dequeue().timeout(10s).wait().value(), std::nullopt);
   // 8 MiB / 100 KiB is 81 items; a refill may bring one page more.
   EXPECT_LE(most, 2 * 82) << "held at most about its bytes' worth";
   EXPECT_GT(most, 0);
@@ -210,7 +210,7 @@ TEST_F(QueueWindowTest, AWorkQueueConsumerReachesReadyItemsPastClaimedAndDelayed
         .enqueue_all(std::vector<std::string>(delayed.begin() + static_cast<ptrdiff_t>(i),
                                               delayed.begin() + static_cast<ptrdiff_t>(i + 100)),
                      std::chrono::hours(1))
-        .wait()
+        .timeout(10s).wait()
         .value();
   }
   std::vector<std::string> ready;
@@ -219,7 +219,7 @@ TEST_F(QueueWindowTest, AWorkQueueConsumerReachesReadyItemsPastClaimedAndDelayed
     (void)producer
         .enqueue_all(std::vector<std::string>(ready.begin() + static_cast<ptrdiff_t>(i),
                                               ready.begin() + static_cast<ptrdiff_t>(i + 100)))
-        .wait()
+        .timeout(10s).wait()
         .value();
   }
   DistributedWorkQueue holder(client(), name);
@@ -232,14 +232,14 @@ TEST_F(QueueWindowTest, AWorkQueueConsumerReachesReadyItemsPastClaimedAndDelayed
   auto tried = other.try_receive().timeout(10s).wait().value();
   ASSERT_TRUE(tried.has_value()) << "800 items are claimed or delayed at the head; 300 are ready after them";
   EXPECT_EQ(tried->value(), ready[400]);
-  EXPECT_TRUE(tried->ack().wait().value());
+  EXPECT_TRUE(tried->ack().timeout(10s).wait().value());
   for (int i = 401; i < 700; ++i) {
     WorkItem item = other.receive().timeout(10s).wait().value();
     ASSERT_EQ(item.value(), ready[static_cast<size_t>(i)]);
-    EXPECT_TRUE(item.ack().wait().value());
+    EXPECT_TRUE(item.ack().timeout(10s).wait().value());
   }
   EXPECT_EQ(other.try_receive().timeout(10s).wait().value(), std::nullopt) << "the rest is claimed or delayed";
-  for (auto& item : held) EXPECT_TRUE(item.ack().wait().value());
+  for (auto& item : held) EXPECT_TRUE(item.ack().timeout(10s).wait().value());
 }
 
 }  // namespace
