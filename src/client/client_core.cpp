@@ -22,6 +22,10 @@ namespace {
 
 // The least time worth a last try of a call before its deadline.
 constexpr Clock::duration kLastTry = std::chrono::milliseconds(50);
+// A reset from the member this close to the attempt's deadline is that
+// deadline (the member counted it from when the request arrived, but our
+// timer may fire late).
+constexpr Clock::duration kServerDeadlineSlack = std::chrono::milliseconds(100);
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -193,6 +197,7 @@ class UnaryAttempt : public CallWatch::Watched, public std::enable_shared_from_t
       } else {
         attempt_limited_ = false;
       }
+      attempt_deadline_ = attempt_deadline;
       ctx_->set_deadline(ClientCore::to_system(attempt_deadline));
       token_used_ = core_->prepare_context(*ctx_, rpc_.require_leader);
       ++attempts_;
@@ -228,12 +233,32 @@ class UnaryAttempt : public CallWatch::Watched, public std::enable_shared_from_t
       given_up = given_up_;
       given_up_detail = given_up_detail_;
     }
+    bool cancelled;
+    {
+      std::lock_guard lock(mu_);
+      cancelled = cancelled_;
+    }
     // Given up by the call watch: the member will not answer (or not in
     // time), which is what unavailable means to the rules below. The watch
     // already moved the client off a member that stalled or has no leader.
-    const grpc::Status s = given_up && grpc_status.error_code() == grpc::StatusCode::CANCELLED
-                               ? grpc::Status(grpc::StatusCode::UNAVAILABLE, given_up_detail)
-                               : grpc_status;
+    // A cancel this client did not ask for came from the other end: the
+    // member reset the stream. gRPC servers do that when their copy of the
+    // deadline runs out, which can come before ours does (our timer runs
+    // late on a busy machine): near the deadline that is the deadline.
+    // Otherwise the member dropped the call (it is going away), which is
+    // unavailable. Either way a write's outcome is unknown.
+    grpc::Status s = grpc_status;
+    if (grpc_status.error_code() == grpc::StatusCode::CANCELLED) {
+      if (given_up) {
+        s = grpc::Status(grpc::StatusCode::UNAVAILABLE, given_up_detail);
+      } else if (!cancelled && !core_->closed()) {
+        const bool at_deadline = Clock::now() + kServerDeadlineSlack >= attempt_deadline_;
+        s = grpc::Status(at_deadline ? grpc::StatusCode::DEADLINE_EXCEEDED : grpc::StatusCode::UNAVAILABLE,
+                         (at_deadline ? "deadline exceeded (the member's copy of it ran out first): "
+                                      : "the member reset the call: ") +
+                             grpc_status.error_message());
+      }
+    }
     if (s.ok()) {
       core_->note_success();
       complete(Status());
@@ -247,11 +272,6 @@ class UnaryAttempt : public CallWatch::Watched, public std::enable_shared_from_t
       core_->retries.fetch_add(1, std::memory_order_relaxed);
       attempt();
       return;
-    }
-    bool cancelled;
-    {
-      std::lock_guard lock(mu_);
-      cancelled = cancelled_;
     }
     if (s.error_code() == grpc::StatusCode::CANCELLED) {
       if (core_->closed()) {
@@ -381,6 +401,7 @@ class UnaryAttempt : public CallWatch::Watched, public std::enable_shared_from_t
   bool cancelled_ = false;
   int attempts_ = 0;
   bool attempt_limited_ = false;  // this attempt's deadline is the per-attempt one
+  Deadline attempt_deadline_{};   // the deadline this attempt was sent with
   std::optional<Clock::time_point> first_refused_;  // since when every endpoint refuses this call
   std::set<std::string> refused_by_;                 // endpoints whose latest try refused the connection
   std::shared_ptr<grpc::ClientContext> ctx_;
