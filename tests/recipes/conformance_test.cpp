@@ -109,6 +109,21 @@ struct MutexAdapter {
   }
 };
 
+// The mutex with the ordered contender layout.
+struct OrderedMutexAdapter : MutexAdapter {
+  static Recipe make(Client c, std::string name, RecipeOptions o) {
+    o.contender_layout = recipes::ContenderLayout::kOrdered;
+    return Recipe(c, std::move(name), std::move(o));
+  }
+  static std::any block(Client& c, const std::string& name) {
+    RecipeOptions o;
+    o.contender_layout = recipes::ContenderLayout::kOrdered;
+    auto other = std::make_shared<Recipe>(c, name, o);
+    other->lock();
+    return other;
+  }
+};
+
 template <DistributedReadWriteLock::Mode kMode>
 struct RwSideAdapter {
   using Recipe = DistributedReadWriteLock;
@@ -536,7 +551,7 @@ class Conformance : public SingleMemberTest {
 };
 
 using Recipes =
-    ::testing::Types<MutexAdapter, RwSideAdapter<DistributedReadWriteLock::Mode::kRead>,
+    ::testing::Types<MutexAdapter, OrderedMutexAdapter, RwSideAdapter<DistributedReadWriteLock::Mode::kRead>,
                      RwSideAdapter<DistributedReadWriteLock::Mode::kWrite>, SemaphoreAdapter, LatchAdapter,
                      SelectorAdapter, ObserverAdapter, QueueAdapter, TypedQueueAdapter, PriorityQueueAdapter,
                      TypedPriorityQueueAdapter, WorkQueueAdapter, TypedWorkQueueAdapter, TransientAdapter,
@@ -548,6 +563,7 @@ class Names {
   template <class T>
   static std::string GetName(int i) {
     static const char* names[] = {"Mutex",
+                                  "OrderedMutex",
                                   "RwRead",
                                   "RwWrite",
                                   "Semaphore",

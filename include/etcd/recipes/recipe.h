@@ -20,6 +20,19 @@
 
 namespace etcd::recipes {
 
+// How the contenders of a DistributedMutex queue (mutex.h, "Key layout").
+enum class ContenderLayout {
+  // NAME/<lease id in hex>, the layout of etcd's Go concurrency package,
+  // `etcdctl lock` and etcd's lock service. Each acquisition costs etcd
+  // reads of every waiting key (sorted by create revision): O(waiters).
+  kGoConcurrency,
+  // NAME/~<revision>-<lease>-<n>, keys in commit order: each acquisition
+  // costs etcd the same at any number of waiters, and contenders may share
+  // one session. Excludes together with kGoConcurrency contenders and
+  // `etcdctl lock` on the same name (the lowest create revision holds).
+  kOrdered,
+};
+
 struct RecipeOptions {
   // Shows in keys' values and in errors; default: "<hostname>:<pid>".
   std::string client_id{};
@@ -42,6 +55,8 @@ struct RecipeOptions {
   // alone, only where it is free). true: this object's keys live on a lease
   // of their own (revoked by its close(), and lost or healed alone).
   bool own_presence_lease = false;
+  // The DistributedMutex's key layout (other recipes keep their own).
+  ContenderLayout contender_layout = ContenderLayout::kGoConcurrency;
   std::shared_ptr<Metrics> metrics{};
 };
 

@@ -141,9 +141,13 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
     auto on_created = [self](Result<TxnResponse> r) {
       const bool may_have_applied = !r.ok() && (transient(r.status()) || r.status().is(Errc::kOutcomeUnknown) ||
                                                 r.status().code() == StatusCode::kDeadlineExceeded);
-      if (!may_have_applied) {
+      {
         std::lock_guard lock(self->mu_);
-        self->create_unanswered_ = false;
+        if (may_have_applied) {
+          self->key_unanswered_ = true;
+        } else {
+          self->create_unanswered_ = false;
+        }
       }
       if (may_have_applied && self->is_finished()) return self->remove_unanswered_key();
       if (!r.ok()) {
@@ -198,6 +202,7 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
   void on_created(Created c) {
     if (!c.failure.ok()) return fail(std::move(c.failure));
     if (c.stale_rev != 0) return replace_stale(c.stale_rev);
+    if (c.retry_at != 0) return rekey(c.retry_at);
     {
       std::unique_lock lock(mu_);
       if (finished_) {
@@ -264,6 +269,28 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
                   if (!answered) sweep_key(core, session, delete_if_leased(key, lease), /*until_found=*/false);
                   if (then) then();
                 });
+  }
+
+  // The key's place was taken (Created::retry_at): create again under the
+  // key the driver names for `revision`. A creation of the old key that went
+  // unanswered may still apply (held up in the network, or queued at a
+  // member): that key is swept until a sweep finds and deletes it.
+  void rekey(int64_t revision) {
+    std::string old_key;
+    bool unanswered;
+    std::shared_ptr<Session> session;
+    {
+      std::lock_guard lock(mu_);
+      if (finished_) return;
+      old_key = key_;
+      key_ = driver_->rekey(key_, revision);
+      unanswered = std::exchange(key_unanswered_, false);
+      session = session_;
+    }
+    if (unanswered && session) {
+      sweep_key(core_, session, delete_if_leased(old_key, session->lease_id()), /*until_found=*/true);
+    }
+    create();
   }
 
   // A key of ours left by an earlier acquisition whose release did not get
@@ -446,6 +473,8 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
   bool renewed_ = false;
   // A creation was sent and its answer has not told whether it applied.
   bool create_unanswered_ = false;
+  // A creation of the current key went unanswered at least once.
+  bool key_unanswered_ = false;
   int transient_failures_ = 0;
   std::shared_ptr<Session> session_;
   std::string key_;

@@ -85,6 +85,10 @@ struct Created {
   // The creation was refused for a reason no retry changes (e.g. a stored
   // configuration that differs): the acquisition fails with it.
   Status failure{};
+  // Not created because the key's place is taken (a layout whose keys name
+  // a revision, core/ordered_key.h): create again, under the key
+  // ContenderDriver::rekey names for this store revision.
+  int64_t retry_at = 0;
 };
 
 class ContenderDriver {
@@ -93,6 +97,9 @@ class ContenderDriver {
 
   // The contender key for a session.
   virtual std::string key(const Session& session) = 0;
+  // The key to create next after a creation of `key` told Created::retry_at
+  // (layouts that never tell it keep the key).
+  virtual std::string rekey(const std::string& key, int64_t /*revision*/) { return key; }
   // Claim the key (KeyClaims) for the life of the acquisition and the hold
   // (keys named only by the lease: two objects on one session would share
   // one key).

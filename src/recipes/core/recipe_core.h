@@ -39,6 +39,7 @@ class RecipeCore : public std::enable_shared_from_this<RecipeCore> {
   const std::string& name() const { return name_; }
   const std::string& identity() const { return identity_; }
   const std::string& client_id() const { return options_.client_id; }
+  const RecipeOptions& options() const { return options_; }
   Metrics& metrics() { return *metrics_; }
 
   // The result of the input checks (named), or OK.

@@ -1,26 +1,36 @@
-// DistributedMutex: the Go layout's driver (core/lowest_key.h) for the contender
-// engine (core/contender.h), and a slot for its current hold.
+// DistributedMutex: a contender driver for the engine (core/contender.h) —
+// the Go layout's (core/lowest_key.h) or the ordered one's
+// (core/ordered_key.h) — and a slot for its current hold.
 #include "etcd/recipes/mutex.h"
 
 #include "../core/lowest_key.h"
+#include "../core/ordered_key.h"
 #include "../core/recipe_core.h"
 
 namespace etcd::recipes {
 
 namespace detail {
 
-// The Go mutex layout (core/lowest_key.h), plus the slot that keeps the
-// mutex's current hold.
-class MutexDriver : public LowestKeyDriver {
+class MutexDriver {
  public:
   explicit MutexDriver(const std::shared_ptr<RecipeCore>& core_in)
-      : LowestKeyDriver(core_in, LowestKeySettings{.noun = "lock",
-                                                   .family = "lock",
-                                                   .labels = {{"lock", core_in->name()}},
-                                                   .value = [id = core_in->client_id()] { return id; }}),
-        slot(std::make_shared<HolderSlot>(core_in)) {}
+      : core(core_in), contender(make_contender(core_in)), slot(std::make_shared<HolderSlot>(core_in)) {}
 
+  const std::shared_ptr<RecipeCore> core;
+  const std::shared_ptr<ContenderDriver> contender;
   const std::shared_ptr<HolderSlot> slot;
+
+ private:
+  static std::shared_ptr<ContenderDriver> make_contender(const std::shared_ptr<RecipeCore>& core) {
+    LowestKeySettings settings{.noun = "lock",
+                               .family = "lock",
+                               .labels = {{"lock", core->name()}},
+                               .value = [id = core->client_id()] { return id; }};
+    if (core->options().contender_layout == ContenderLayout::kOrdered) {
+      return std::make_shared<OrderedKeyDriver>(core, std::move(settings));
+    }
+    return std::make_shared<LowestKeyDriver>(core, std::move(settings));
+  }
 };
 
 }  // namespace detail
@@ -41,11 +51,11 @@ DistributedMutex::DistributedMutex(Client client, std::string name, RecipeOption
 }
 
 Call<Hold> DistributedMutex::acquire() {
-  return detail::acquire_call(driver_->core, driver_, driver_->slot, driver_->core->input());
+  return detail::acquire_call(driver_->core, driver_->contender, driver_->slot, driver_->core->input());
 }
 
 Call<std::optional<Hold>> DistributedMutex::try_acquire() {
-  return detail::try_acquire_call(driver_->core, driver_, driver_->slot, driver_->core->input());
+  return detail::try_acquire_call(driver_->core, driver_->contender, driver_->slot, driver_->core->input());
 }
 
 Call<bool> DistributedMutex::release() {

@@ -24,16 +24,9 @@
 #include <string>
 #include <string_view>
 
-namespace etcd::recipes::detail {
+#include "../core/hex_number.h"
 
-// 16 lower-case hex digits: fixed width, so that the byte order of keys
-// (and of Compare::value) is the numeric order.
-std::string hex16(uint64_t n);
-// The number written by hex16, if `text` is one.
-std::optional<uint64_t> parse_hex16(std::string_view text);
-// The number `text` writes in 1 to 16 lower-case hex digits (upper-case
-// ones would sort apart from ours in etcd's byte order), if it does.
-std::optional<uint64_t> parse_hex(std::string_view text);
+namespace etcd::recipes::detail {
 
 // The name of an item under NAME/items/ (the layout above).
 std::string item_name(std::string_view rank, int64_t revision, std::string_view producer, uint64_t seq);

@@ -1,0 +1,248 @@
+// DistributedMutex with the ordered contender layout (RecipeOptions::
+// contender_layout = kOrdered) against a real etcd member: keys in commit
+// order, exclusion together with the Go layout and etcdctl, FIFO with one
+// wake-up per hand-off, contenders sharing one session.
+#include <sys/wait.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "etcd/recipes/metrics.h"
+#include "etcd/recipes/mutex.h"
+#include "etcd/session.h"
+#include "support/etcd_fixture.h"
+
+namespace etcd::test {
+namespace {
+
+using namespace std::chrono_literals;
+using recipes::ContenderLayout;
+using recipes::DistributedMutex;
+using recipes::RecipeOptions;
+using OrderedMutexTest = SingleMemberTest;
+
+RecipeOptions ordered(RecipeOptions o = {}) {
+  o.contender_layout = ContenderLayout::kOrdered;
+  return o;
+}
+
+std::string hex16(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+int64_t count_under(Client& c, const std::string& prefix) {
+  return c.get(prefix, {.prefix = true, .count_only = true}).wait()->count;
+}
+
+TEST_F(OrderedMutexTest, KeysNameARevisionTheLeaseAndACountAndTheTokenIsTheCreateRevision) {
+  DistributedMutex m(client(), key("layout"), ordered());
+  ASSERT_TRUE(m.acquire().timeout(10s).wait().ok());
+  const std::string k = m.hold().key();
+  const std::string head = key("layout") + "/~";
+  ASSERT_EQ(k.rfind(head, 0), 0u) << k;
+  ASSERT_EQ(k.size(), head.size() + 16 + 1 + 16 + 1 + 16) << k;
+  auto got = client().get(k).wait();
+  ASSERT_EQ(got->kvs.size(), 1u);
+  const auto& kv = got->kvs[0];
+  EXPECT_EQ(k.substr(head.size() + 17, 16), hex16(static_cast<uint64_t>(kv.lease)));
+  EXPECT_LT(std::stoll(k.substr(head.size(), 16), nullptr, 16), kv.create_revision) << "R was seen before the commit";
+  EXPECT_EQ(m.hold().token(), kv.create_revision);
+  EXPECT_TRUE(m.unlock());
+  EXPECT_EQ(count_under(client(), key("layout") + "/"), 0);
+}
+
+TEST_F(OrderedMutexTest, AnUncontendedCycleCostsTwoWrites) {
+  DistributedMutex m(client(), key("cost"), ordered());
+  ASSERT_TRUE(m.acquire().timeout(10s).wait().ok());  // warm: session granted, a revision seen
+  ASSERT_TRUE(m.unlock());
+  const int64_t before = client().put(key("probe"), "x").wait()->header.revision;
+  ASSERT_TRUE(m.acquire().timeout(10s).wait().ok());
+  ASSERT_TRUE(m.unlock());
+  const int64_t after = client().put(key("probe"), "y").wait()->header.revision;
+  EXPECT_EQ(after - before - 1, 2) << "revisions consumed by one lock+unlock";
+}
+
+// Key order is commit order even when a contender's revision is stale: c's
+// client saw its last revision before the others wrote, so c's first key
+// sorts before the holder's, is refused, and is made again at the tail.
+TEST_F(OrderedMutexTest, AStaleRevisionIsRefusedAndTheKeyGoesToTheTail) {
+  Client a_client(options());
+  Client c_client(options());
+  DistributedMutex early(c_client, key("stale"), ordered());
+  ASSERT_TRUE(early.acquire().timeout(10s).wait().ok());
+  ASSERT_TRUE(early.unlock());  // c's client has seen this revision, and no later one
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(client().put(key("noise"), std::to_string(i)).wait().ok());
+  DistributedMutex a(a_client, key("stale"), ordered());
+  ASSERT_TRUE(a.acquire().timeout(10s).wait().ok());  // named at a later revision
+  DistributedMutex c(c_client, key("stale"), ordered());
+  auto pending_c = c.acquire().timeout(10s).future();
+  ASSERT_TRUE(eventually([&] { return count_under(client(), key("stale") + "/") == 2; }));
+  auto got = client().get(key("stale") + "/", {.prefix = true}).wait();
+  ASSERT_EQ(got->kvs.size(), 2u);
+  EXPECT_EQ(got->kvs[0].key, a.hold().key());
+  EXPECT_LT(got->kvs[0].create_revision, got->kvs[1].create_revision) << "key order is commit order";
+  EXPECT_EQ(pending_c.wait_for(200ms), std::future_status::timeout) << "c waits for a";
+  EXPECT_TRUE(a.unlock());
+  ASSERT_EQ(pending_c.wait_for(10s), std::future_status::ready);
+  EXPECT_TRUE(pending_c.get().ok());
+  EXPECT_TRUE(c.unlock());
+}
+
+TEST_F(OrderedMutexTest, WaitersAreServedFifoAndEachWakesOnce) {
+  auto metrics = std::make_shared<recipes::PrometheusMetrics>();
+  const RecipeOptions opts = ordered([&] {
+    RecipeOptions o;
+    o.metrics = metrics;
+    return o;
+  }());
+  DistributedMutex holder(client(), key("fifo"), opts);
+  ASSERT_TRUE(holder.acquire().timeout(10s).wait().ok());
+  constexpr int kWaiters = 8;
+  std::vector<std::unique_ptr<DistributedMutex>> waiters;
+  std::mutex order_mu;
+  std::vector<int> order;
+  std::vector<std::future<void>> done;
+  for (int i = 0; i < kWaiters; ++i) {
+    waiters.push_back(std::make_unique<DistributedMutex>(client(), key("fifo"), opts));
+    auto* w = waiters.back().get();
+    done.push_back(std::async(std::launch::async, [&, w, i] {
+      ASSERT_TRUE(w->try_lock_for(20s));
+      {
+        std::lock_guard lock(order_mu);
+        order.push_back(i);
+      }
+      EXPECT_TRUE(w->unlock());
+    }));
+    ASSERT_TRUE(eventually([&] { return count_under(client(), key("fifo") + "/") == i + 2; }));
+  }
+  const recipes::Labels labels{{"lock", key("fifo")}};
+  const double wakeups_before = metrics->value("etcd_recipes_lock_wakeups_total", labels);
+  EXPECT_TRUE(holder.unlock());
+  for (auto& f : done) ASSERT_EQ(f.wait_for(30s), std::future_status::ready);
+  std::vector<int> expected(kWaiters);
+  for (int i = 0; i < kWaiters; ++i) expected[i] = i;
+  EXPECT_EQ(order, expected);
+  EXPECT_LE(metrics->value("etcd_recipes_lock_wakeups_total", labels) - wakeups_before, kWaiters * 1.5);
+  EXPECT_EQ(metrics->value("etcd_recipes_lock_acquired_total", labels), kWaiters + 1);
+}
+
+// Many contenders on one session (one lease): each has its own key, and
+// the lock still excludes.
+TEST_F(OrderedMutexTest, ContendersSharingOneSessionExcludeEachOther) {
+  auto session = Session::create(client());
+  RecipeOptions shared = ordered();
+  shared.session = session;
+  constexpr int kContenders = 12;
+  constexpr int kRounds = 5;
+  std::vector<std::unique_ptr<DistributedMutex>> mutexes;
+  for (int i = 0; i < kContenders; ++i) mutexes.push_back(std::make_unique<DistributedMutex>(client(), key("share"), shared));
+  std::atomic<int> inside{0};
+  std::atomic<int> overlaps{0};
+  std::atomic<int> acquired{0};
+  std::vector<std::future<void>> done;
+  for (auto& m : mutexes) {
+    done.push_back(std::async(std::launch::async, [&, mp = m.get()] {
+      for (int r = 0; r < kRounds; ++r) {
+        if (!mp->try_lock_for(30s)) return;
+        if (inside.fetch_add(1) != 0) overlaps.fetch_add(1);
+        std::this_thread::sleep_for(2ms);
+        inside.fetch_sub(1);
+        acquired.fetch_add(1);
+        EXPECT_TRUE(mp->unlock());
+      }
+    }));
+  }
+  for (auto& f : done) ASSERT_EQ(f.wait_for(60s), std::future_status::ready);
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_EQ(acquired.load(), kContenders * kRounds);
+  EXPECT_EQ(count_under(client(), key("share") + "/"), 0);
+}
+
+// The Go layout's contenders (ours, and so etcd's Go package) and the
+// ordered ones share one lock: the lowest create revision holds.
+TEST_F(OrderedMutexTest, ExcludesTogetherWithTheGoLayoutBothWays) {
+  DistributedMutex go(client(), key("mixed"));
+  DistributedMutex ord(client(), key("mixed"), ordered());
+  ASSERT_TRUE(go.acquire().timeout(10s).wait().ok());
+  EXPECT_FALSE(ord.try_lock());
+  auto waiting = ord.acquire().timeout(10s).future();
+  EXPECT_EQ(waiting.wait_for(300ms), std::future_status::timeout) << "the ordered contender waits for the Go holder";
+  ASSERT_TRUE(go.unlock());
+  ASSERT_EQ(waiting.wait_for(10s), std::future_status::ready);
+  ASSERT_TRUE(waiting.get().ok());
+  auto go_waiting = go.acquire().timeout(10s).future();
+  EXPECT_EQ(go_waiting.wait_for(300ms), std::future_status::timeout) << "the Go contender waits for the ordered holder";
+  ASSERT_TRUE(ord.unlock());
+  ASSERT_EQ(go_waiting.wait_for(10s), std::future_status::ready);
+  ASSERT_TRUE(go_waiting.get().ok());
+  EXPECT_TRUE(go.unlock());
+}
+
+TEST_F(OrderedMutexTest, SharesOneLockWithEtcdctl) {
+  const std::string name = key("interop");
+  const std::string endpoints = cluster().endpoint(0);
+  const std::string etcdctl = etcd::testing::etcdctl_binary();
+  FILE* p = popen(("ETCDCTL_API=3 " + etcdctl + " --endpoints=" + endpoints + " lock " + name + " sleep 3 2>&1").c_str(),
+                  "r");
+  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(eventually([&] { return count_under(client(), name + "/") == 1; }));
+  DistributedMutex m(client(), name, ordered());
+  EXPECT_FALSE(m.try_lock());
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(m.acquire().timeout(15s).wait().ok());  // granted when etcdctl releases
+  EXPECT_GT(std::chrono::steady_clock::now() - start, 1s);
+  pclose(p);
+  const int rc = std::system(("timeout -k 1 2 env ETCDCTL_API=3 " + etcdctl + " --endpoints=" + endpoints + " lock " +
+                              name + " true >/dev/null 2>&1")
+                                 .c_str());
+  EXPECT_TRUE(WEXITSTATUS(rc) == 124 || WEXITSTATUS(rc) == 137) << "etcdctl got the lock while we held it";
+  EXPECT_TRUE(m.unlock());
+}
+
+// A waiter in the middle that gives up leaves the queue whole: the one
+// behind it now waits for the one before, and every key is gone at the end.
+TEST_F(OrderedMutexTest, AWaiterThatTimesOutInTheMiddleLeavesTheQueueWhole) {
+  DistributedMutex holder(client(), key("middle"), ordered());
+  DistributedMutex quitter(client(), key("middle"), ordered());
+  DistributedMutex last(client(), key("middle"), ordered());
+  ASSERT_TRUE(holder.acquire().timeout(10s).wait().ok());
+  auto quits = std::async(std::launch::async, [&] { return quitter.try_lock_for(600ms); });
+  ASSERT_TRUE(eventually([&] { return count_under(client(), key("middle") + "/") == 2; }));
+  auto gets = last.acquire().timeout(20s).future();
+  ASSERT_TRUE(eventually([&] { return count_under(client(), key("middle") + "/") == 3; }));
+  ASSERT_EQ(quits.wait_for(10s), std::future_status::ready);
+  EXPECT_FALSE(quits.get());
+  ASSERT_TRUE(eventually([&] { return count_under(client(), key("middle") + "/") == 2; }));
+  EXPECT_EQ(gets.wait_for(300ms), std::future_status::timeout) << "the holder still holds";
+  ASSERT_TRUE(holder.unlock());
+  ASSERT_EQ(gets.wait_for(10s), std::future_status::ready);
+  EXPECT_TRUE(gets.get().ok());
+  EXPECT_TRUE(last.unlock());
+  EXPECT_EQ(count_under(client(), key("middle") + "/"), 0);
+}
+
+// Waiters that arrived more than a window of revisions apart (other writes
+// in between) still find the one before them.
+TEST_F(OrderedMutexTest, AWaiterFindsAPredecessorOlderThanItsWindow) {
+  DistributedMutex holder(client(), key("far"), ordered());
+  DistributedMutex waiter(client(), key("far"), ordered());
+  ASSERT_TRUE(holder.acquire().timeout(10s).wait().ok());
+  for (int i = 0; i < 300; ++i) ASSERT_TRUE(client().put(key("noise"), std::to_string(i)).wait().ok());  // > 256 revisions
+  auto gets = waiter.acquire().timeout(20s).future();
+  EXPECT_EQ(gets.wait_for(300ms), std::future_status::timeout) << "the holder was found past the window";
+  ASSERT_TRUE(holder.unlock());
+  ASSERT_EQ(gets.wait_for(10s), std::future_status::ready);
+  EXPECT_TRUE(gets.get().ok());
+  EXPECT_TRUE(waiter.unlock());
+}
+
+}  // namespace
+}  // namespace etcd::test
