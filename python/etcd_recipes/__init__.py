@@ -366,11 +366,12 @@ Client._watch_type = Watch  # the asyncio Client makes asyncio Watches
 
 
 def _opts(client_id: Optional[str], session: Optional[Session], session_ttl: Optional[float],
-          metrics: Any) -> Dict[str, Any]:
+          metrics: Any, contender_layout: str = "go") -> Dict[str, Any]:
     """The options keyword of every recipe of the core."""
     return {"options": _core.RecipeOptions(client_id=client_id,
                                            session=session._c if session is not None else None,
-                                           session_ttl=session_ttl, metrics=metrics)}
+                                           session_ttl=session_ttl, metrics=metrics,
+                                           contender_layout=contender_layout)}
 
 
 def _typed(codec: Optional[Codec]) -> Optional[Codec]:
@@ -547,11 +548,15 @@ class DistributedMutex(_Lock):
     """
 
     def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None,
+                 layout: str = "go") -> None:
         """The mutex named ``name`` (a key prefix). client_id, session, session_ttl, metrics: the options every
-        recipe takes (see the package's docstring).
+        recipe takes (see the package's docstring). ``layout``: ``"go"`` (etcd's Go concurrency layout, that of
+        ``etcdctl lock``; each acquisition costs etcd O(waiters)) or ``"ordered"`` (keys in commit order: the
+        same cost at any number of waiters, mutexes may share a session; still excludes together with ``"go"``
+        contenders and ``etcdctl lock``).
         """
-        self._c = _core.DistributedMutex(client._c, name, **_opts(client_id, session, session_ttl, metrics))
+        self._c = _core.DistributedMutex(client._c, name, **_opts(client_id, session, session_ttl, metrics, layout))
 
 
 class LockView(_Lock):

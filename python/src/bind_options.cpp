@@ -161,8 +161,13 @@ void bind_options(py::module_& m) {
 
   py::class_<recipes::RecipeOptions>(m, "RecipeOptions")
       .def(py::init([](std::optional<std::string> client_id, std::shared_ptr<Session> session,
-                       std::optional<double> session_ttl, py::object metrics) {
+                       std::optional<double> session_ttl, py::object metrics, const std::string& contender_layout) {
              recipes::RecipeOptions o;
+             if (contender_layout == "ordered") {
+               o.contender_layout = recipes::ContenderLayout::kOrdered;
+             } else if (contender_layout != "go") {
+               throw py::value_error("contender_layout is 'go' or 'ordered', not '" + contender_layout + "'");
+             }
              if (client_id) o.client_id = std::move(*client_id);
              o.session = std::move(session);
              if (session_ttl) {
@@ -176,8 +181,12 @@ void bind_options(py::module_& m) {
              return o;
            }),
            py::kw_only(), py::arg("client_id") = py::none(), py::arg("session") = py::none(),
-           py::arg("session_ttl") = py::none(), py::arg("metrics") = py::none())
+           py::arg("session_ttl") = py::none(), py::arg("metrics") = py::none(), py::arg("contender_layout") = "go")
       .def_readonly("client_id", &recipes::RecipeOptions::client_id)
+      .def_property_readonly("contender_layout",
+                             [](const recipes::RecipeOptions& o) {
+                               return o.contender_layout == recipes::ContenderLayout::kOrdered ? "ordered" : "go";
+                             })
       .def_property_readonly("session_ttl",
                              [](const recipes::RecipeOptions& o) { return static_cast<double>(o.session_ttl.count()); })
       .def_property_readonly("metrics", [](const recipes::RecipeOptions& o) -> py::object {

@@ -44,6 +44,36 @@ def test_mutex_excludes_and_tokens_increase(client, name):
     assert tokens == sorted(tokens) and len(set(tokens)) == 9
 
 
+def test_ordered_mutexes_share_a_session_and_exclude_with_the_go_layout(client, name):
+    state, body = _overlap_checker()
+    session = er.Session(client)
+    mutexes = [er.DistributedMutex(client, name, session=session, layout="ordered") for _ in range(4)]
+
+    def worker(m):
+        for _ in range(3):
+            with m as hold:
+                assert hold.key.startswith(name + "/~")
+                body()
+
+    threads = [threading.Thread(target=worker, args=(m,)) for m in mutexes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert state["max"] == 1
+    go = er.DistributedMutex(client, name)
+    ordered = mutexes[0]
+    with ordered:
+        assert go.try_acquire() is None
+    with go:
+        assert ordered.try_acquire() is None
+    with pytest.raises(ValueError):
+        er.DistributedMutex(client, name, layout="sorted")
+    for m in mutexes:
+        m.close()
+    session.close()
+
+
 def test_try_acquire_and_timeouts(client, name):
     a = er.DistributedMutex(client, name)
     b = er.DistributedMutex(client, name)

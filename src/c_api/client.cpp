@@ -67,6 +67,17 @@ etcd::Status to_recipe_options(const etcdr_recipe_options* in, etcd::recipes::Re
   if (o.session_ttl_s < 0) return etcd::InvalidArgument("session_ttl_s must not be negative");
   if (o.client_id != nullptr) out.client_id = o.client_id;
   if (o.session_ttl_s > 0) out.session_ttl = std::chrono::seconds(o.session_ttl_s);
+  switch (o.contender_layout) {
+    case ETCDR_LAYOUT_GO:
+      out.contender_layout = etcd::recipes::ContenderLayout::kGoConcurrency;
+      break;
+    case ETCDR_LAYOUT_ORDERED:
+      out.contender_layout = etcd::recipes::ContenderLayout::kOrdered;
+      break;
+    default:
+      return etcd::InvalidArgument("contender_layout must be ETCDR_LAYOUT_GO or ETCDR_LAYOUT_ORDERED, got " +
+                                   std::to_string(o.contender_layout));
+  }
   return etcd::Status();
 }
 

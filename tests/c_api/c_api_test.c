@@ -339,6 +339,36 @@ static void test_mutex(etcdr_client* c1, etcdr_client* c2) {
   etcdr_error_clear(&err);
 }
 
+/* The ordered layout excludes together with the Go layout on one name. */
+static void test_ordered_mutex(etcdr_client* c1, etcdr_client* c2) {
+  etcdr_error err = ETCDR_ERROR_INIT;
+  const char* name = name_of("ordered");
+  etcdr_recipe_options ro;
+  etcdr_recipe_options_init(&ro, sizeof ro);
+  ro.contender_layout = 7;
+  etcdr_mutex *ordered = NULL, *go = NULL;
+  CHECK_CODE(etcdr_mutex_create(c1, name, &ro, &ordered, &err), ETCDR_INVALID_ARGUMENT, err,
+             "a contender layout that does not exist");
+  ro.contender_layout = ETCDR_LAYOUT_ORDERED;
+  CHECK_CODE(etcdr_mutex_create(c1, name, &ro, &ordered, &err), ETCDR_OK, err, "an ordered mutex");
+  CHECK_CODE(etcdr_mutex_create(c2, name, NULL, &go, &err), ETCDR_OK, err, "a Go-layout mutex on the same name");
+  int64_t t1 = 0, t2 = 0;
+  int acquired = -1;
+  CHECK_CODE(etcdr_mutex_acquire(ordered, 5000, &t1, &err), ETCDR_OK, err, "the ordered one acquires");
+  CHECK_CODE(etcdr_mutex_try_acquire(go, &acquired, &t2, &err), ETCDR_OK, err, "the Go one tries");
+  CHECK(acquired == 0, "  ... and does not get it");
+  CHECK_CODE(etcdr_mutex_release(ordered, &err), ETCDR_OK, err, "the ordered one releases");
+  CHECK_CODE(etcdr_mutex_acquire(go, 5000, &t2, &err), ETCDR_OK, err, "the Go one acquires");
+  CHECK(t2 > t1, "  ... with a larger token (%lld > %lld)", (long long)t2, (long long)t1);
+  CHECK_CODE(etcdr_mutex_try_acquire(ordered, &acquired, &t1, &err), ETCDR_OK, err, "the ordered one tries");
+  CHECK(acquired == 0, "  ... and does not get it");
+  CHECK_CODE(etcdr_mutex_release(go, &err), ETCDR_OK, err, "the Go one releases");
+  etcdr_mutex_destroy(ordered);
+  etcdr_mutex_destroy(go);
+  CHECK(count_and_delete(c1, name) == 0, "no key left");
+  etcdr_error_clear(&err);
+}
+
 /* --- semaphore -------------------------------------------------------------------- */
 
 typedef struct {
@@ -944,6 +974,7 @@ int main(int argc, char** argv) {
   if (selected("errors")) test_version_and_bad_input(c1);
   if (selected("kv")) test_kv_and_leases(c1);
   if (selected("mutex")) test_mutex(c1, c2);
+  if (selected("mutex")) test_ordered_mutex(c1, c2);
   if (selected("semaphore")) test_semaphore(c1, c2);
   if (selected("election")) test_election(c1, c2);
   if (selected("queue")) test_queue(c1, c2);

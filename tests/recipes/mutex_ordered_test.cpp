@@ -70,10 +70,10 @@ TEST_F(OrderedMutexTest, AnUncontendedCycleCostsTwoWrites) {
   EXPECT_EQ(after - before - 1, 2) << "revisions consumed by one lock+unlock";
 }
 
-// Key order is commit order even when a contender's revision is stale: c's
-// client saw its last revision before the others wrote, so c's first key
-// sorts before the holder's, is refused, and is made again at the tail.
-TEST_F(OrderedMutexTest, AStaleRevisionIsRefusedAndTheKeyGoesToTheTail) {
+// Create revisions decide, not key order: c's client last saw a revision
+// before the others wrote, so c's key sorts below the holder's although it
+// was created after it, and c still waits for it.
+TEST_F(OrderedMutexTest, AKeyNamingAnOlderRevisionStillWaitsForTheHolder) {
   Client a_client(options());
   Client c_client(options());
   DistributedMutex early(c_client, key("stale"), ordered());
@@ -81,15 +81,15 @@ TEST_F(OrderedMutexTest, AStaleRevisionIsRefusedAndTheKeyGoesToTheTail) {
   ASSERT_TRUE(early.unlock());  // c's client has seen this revision, and no later one
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(client().put(key("noise"), std::to_string(i)).wait().ok());
   DistributedMutex a(a_client, key("stale"), ordered());
-  ASSERT_TRUE(a.acquire().timeout(10s).wait().ok());  // named at a later revision
+  ASSERT_TRUE(a.acquire().timeout(10s).wait().ok());  // names a later revision
   DistributedMutex c(c_client, key("stale"), ordered());
   auto pending_c = c.acquire().timeout(10s).future();
   ASSERT_TRUE(eventually([&] { return count_under(client(), key("stale") + "/") == 2; }));
   auto got = client().get(key("stale") + "/", {.prefix = true}).wait();
   ASSERT_EQ(got->kvs.size(), 2u);
-  EXPECT_EQ(got->kvs[0].key, a.hold().key());
-  EXPECT_LT(got->kvs[0].create_revision, got->kvs[1].create_revision) << "key order is commit order";
-  EXPECT_EQ(pending_c.wait_for(200ms), std::future_status::timeout) << "c waits for a";
+  EXPECT_EQ(got->kvs[1].key, a.hold().key()) << "c's key sorts first";
+  EXPECT_GT(got->kvs[0].create_revision, got->kvs[1].create_revision) << "and was created after a's";
+  EXPECT_EQ(pending_c.wait_for(300ms), std::future_status::timeout) << "c waits for a";
   EXPECT_TRUE(a.unlock());
   ASSERT_EQ(pending_c.wait_for(10s), std::future_status::ready);
   EXPECT_TRUE(pending_c.get().ok());
@@ -164,6 +164,91 @@ TEST_F(OrderedMutexTest, ContendersSharingOneSessionExcludeEachOther) {
   EXPECT_EQ(overlaps.load(), 0);
   EXPECT_EQ(acquired.load(), kContenders * kRounds);
   EXPECT_EQ(count_under(client(), key("share") + "/"), 0);
+}
+
+// Contenders that cycle (acquire, release, acquire) queue behind the
+// others each time: every one of them is parked or holding, none spins.
+// Four clients (as four processes), each with one session for its five.
+TEST_F(OrderedMutexTest, CyclingContendersOfFourClientsAllStayQueued) {
+  constexpr int kClients = 4;
+  constexpr int kContenders = 20;
+  std::vector<std::unique_ptr<Client>> clients;
+  std::vector<std::shared_ptr<Session>> sessions;
+  std::vector<std::unique_ptr<DistributedMutex>> mutexes;
+  for (int c = 0; c < kClients; ++c) {
+    clients.push_back(std::make_unique<Client>(options()));
+    sessions.push_back(Session::create(*clients.back()));
+  }
+  for (int i = 0; i < kContenders; ++i) {
+    RecipeOptions shared = ordered();
+    shared.session = sessions[i % kClients];
+    mutexes.push_back(std::make_unique<DistributedMutex>(*clients[i % kClients], key("cycle"), shared));
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<int> acquired{0};
+  std::atomic<int> failed{0};
+  std::vector<std::future<void>> done;
+  for (auto& m : mutexes) {
+    done.push_back(std::async(std::launch::async, [&, mp = m.get()] {
+      while (!stop.load()) {
+        auto h = mp->acquire().timeout(20s).wait();
+        if (!h.ok()) {
+          failed.fetch_add(1);
+          std::fprintf(stderr, "acquire failed: %s\n", h.status().to_string().c_str());
+          continue;
+        }
+        acquired.fetch_add(1);
+        EXPECT_TRUE(mp->release().timeout(10s).wait().ok());
+      }
+    }));
+  }
+  std::this_thread::sleep_for(2s);
+  int64_t fewest = kContenders;
+  for (int i = 0; i < 10; ++i) {
+    fewest = std::min(fewest, count_under(client(), key("cycle") + "/"));
+    std::this_thread::sleep_for(100ms);
+  }
+  stop.store(true);
+  for (auto& f : done) ASSERT_EQ(f.wait_for(60s), std::future_status::ready);
+  std::printf("%d acquisitions, %d failed, fewest keys %lld\n", acquired.load(), failed.load(),
+              static_cast<long long>(fewest));
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_GE(fewest, kContenders - 2) << "contenders without a key are spinning, not queued";
+}
+
+// A client whose contenders keep the lock busy does not keep another
+// client's contender from joining the queue.
+TEST_F(OrderedMutexTest, ABusyClientDoesNotKeepAnotherOutOfTheQueue) {
+  Client busy_client(options());
+  Client other_client(options());
+  auto busy_session = Session::create(busy_client);
+  RecipeOptions busy_opts = ordered();
+  busy_opts.session = busy_session;
+  constexpr int kBusy = 10;
+  std::vector<std::unique_ptr<DistributedMutex>> busy;
+  for (int i = 0; i < kBusy; ++i) busy.push_back(std::make_unique<DistributedMutex>(busy_client, key("busy"), busy_opts));
+  std::atomic<bool> stop{false};
+  std::vector<std::future<void>> loops;
+  for (auto& m : busy) {
+    loops.push_back(std::async(std::launch::async, [&, mp = m.get()] {
+      while (!stop.load()) {
+        if (!mp->try_lock_for(10s)) continue;
+        (void)mp->unlock();
+      }
+    }));
+  }
+  std::this_thread::sleep_for(500ms);
+  DistributedMutex other(other_client, key("busy"), ordered());
+  int got = 0;
+  for (int i = 0; i < 5; ++i) {
+    if (other.try_lock_for(5s)) {
+      ++got;
+      EXPECT_TRUE(other.unlock());
+    }
+  }
+  stop.store(true);
+  for (auto& f : loops) ASSERT_EQ(f.wait_for(30s), std::future_status::ready);
+  EXPECT_EQ(got, 5);
 }
 
 // The Go layout's contenders (ours, and so etcd's Go package) and the

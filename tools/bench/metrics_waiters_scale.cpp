@@ -1,6 +1,7 @@
 // Locks with many waiters (--scale): W waiters on one name, spread over 4
-// processes, each waiter its own recipe object on its own session (one
-// lease each), each looping acquire → release → acquire, so that the lock
+// processes, each waiter its own recipe object — on its own session (one
+// lease each) for the Go layout's mutex and the semaphore, on its
+// process's one session for the ordered mutex — each looping acquire → release → acquire, so that the lock
 // passes through every waiter in turn while the others stay parked. The
 // value is acquisitions per second over a window; the detail gives etcd's
 // CPU per acquisition (what grows when an acquisition's reads grow with the
@@ -85,14 +86,18 @@ struct Loop : std::enable_shared_from_this<Loop> {
 };
 
 // etcd-recipes-bench --scale-waiters-worker KIND ENDPOINTS NAME COUNT:
-// COUNT waiters (KIND mutex, or semaphore of kPermits permits) on NAME,
-// each on a session of its own, started kStartWave at a time; prints
+// COUNT waiters (KIND mutex, ordered-mutex, or semaphore of kPermits
+// permits) on NAME, each on a session of its own (ordered-mutex: all on
+// one), started kStartWave at a time; prints
 // "ready"; at the bench's first signal "mark ACQUIRED FAILED LOST", at its
 // second "done ACQUIRED FAILED LOST"; then stops and exits.
 int waiters_worker(const std::vector<std::string>& args) {
   return run_worker(args, 4, kWorkerFlag, "KIND ENDPOINTS NAME COUNT", [&] {
     const std::string& kind = args[0];
-    if (kind != "mutex" && kind != "semaphore") throw std::runtime_error("KIND is mutex or semaphore");
+    if (kind != "mutex" && kind != "ordered-mutex" && kind != "semaphore") {
+      throw std::runtime_error("KIND is mutex, ordered-mutex or semaphore");
+    }
+    const bool shared_session = kind == "ordered-mutex";
     etcd::Client client(worker_client_options(args[1]));
     const std::string& name = args[2];
     const int count = std::stoi(args[3]);
@@ -120,20 +125,39 @@ int waiters_worker(const std::vector<std::string>& args) {
     std::vector<std::shared_ptr<Loop>> loops;
     Completions started;
     const auto start_deadline = Clock::now() + kStartBound;
+    // The ordered mutexes' one session, replaced once lost.
+    struct Shared {
+      std::mutex mu;
+      std::shared_ptr<etcd::Session> session;
+    };
+    auto shared = std::make_shared<Shared>();
+    if (shared_session) {
+      shared->session = new_session();
+      started.add(shared->session->start().timeout(kCallBound));
+    }
     for (int i = 0; i < count; ++i) {
-      auto session = new_session();
-      started.add(session->start().timeout(kCallBound));
       etcd::recipes::RecipeOptions options;
-      // Its first session started here (in waves); after a loss the recipe
-      // asks for a fresh one.
-      options.session_factory = [first = std::make_shared<std::shared_ptr<etcd::Session>>(session), new_session] {
-        if (*first) return std::exchange(*first, nullptr);
-        return new_session();
-      };
+      if (shared_session) {
+        options.contender_layout = etcd::recipes::ContenderLayout::kOrdered;
+        options.session_factory = [shared, new_session] {
+          std::lock_guard lock(shared->mu);
+          if (shared->session->lost_token().stop_requested()) shared->session = new_session();
+          return shared->session;
+        };
+      } else {
+        auto session = new_session();
+        started.add(session->start().timeout(kCallBound));
+        // Its first session started here (in waves); after a loss the
+        // recipe asks for a fresh one.
+        options.session_factory = [first = std::make_shared<std::shared_ptr<etcd::Session>>(session), new_session] {
+          if (*first) return std::exchange(*first, nullptr);
+          return new_session();
+        };
+      }
       auto loop = std::make_shared<Loop>();
       loop->counts = counts;
       loop->retries = retries;
-      if (kind == "mutex") {
+      if (kind != "semaphore") {
         auto m = std::make_shared<etcd::recipes::DistributedMutex>(client, name, options);
         loop->acquire = [m] { return m->acquire(); };
         mutexes.push_back(std::move(m));
@@ -203,6 +227,18 @@ double waiters_rate(Context& ctx, const std::string& kind, int total) {
   });
   const auto started_at = Clock::now();
   (void)expect_lines(workers, "ready", started_at + kStartBound + std::chrono::seconds(10));
+  // Started is not parked: the window opens once (nearly) every waiter has
+  // its key (all but one in flight per process).
+  {
+    etcd::Client client(worker_client_options(member->endpoints_csv()));
+    const auto parked_deadline = started_at + kStartBound + std::chrono::seconds(10);
+    for (;;) {
+      auto r = client.get(name + "/", {.prefix = true, .count_only = true}).timeout(kCallBound).wait();
+      if (r.ok() && r->count >= total - kProcesses) break;
+      if (Clock::now() > parked_deadline) throw std::runtime_error(fmt("%d waiters never parked", total));
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
   const double start_s = Seconds(Clock::now() - started_at).count();
   std::this_thread::sleep_for(kSettle);
   const auto cpu = [&] {
@@ -239,10 +275,11 @@ double waiters_rate(Context& ctx, const std::string& kind, int total) {
                                 {"failed_while_starting", static_cast<double>(mark.failed)},
                                 {"sessions_lost", static_cast<double>(done.lost)},
                                 {"start_s", start_s}});
-  ctx.note(fmt("%s: etcd %s, %d %s waiters (a session each) in %d processes, each looping acquire + release: "
+  ctx.note(fmt("%s: etcd %s, %d %s waiters (%s) in %d processes, each looping acquire + release: "
                "%.1f acquisitions/s over %.0f s, etcd CPU %.2f ms per acquisition; %lld failed acquisitions or "
                "releases while starting, %lld in the window; %lld sessions lost; started in %.1f s",
-               ctx.metric().c_str(), member->version().text.c_str(), total, kind.c_str(), kProcesses, rate, window_s,
+               ctx.metric().c_str(), member->version().text.c_str(), total, kind.c_str(),
+               kind == "ordered-mutex" ? "one session per process" : "a session each", kProcesses, rate, window_s,
                cpu_ms, mark.failed, done.failed - mark.failed, done.lost, start_s));
   return rate;
 }
@@ -258,6 +295,9 @@ Metric waiters(std::string name, const std::string& kind, int order, int total) 
         waiters("mutex_acq_per_s_w1000", "mutex", 4061, 1000),
         waiters("mutex_acq_per_s_w10000", "mutex", 4062, 10000),
         waiters("semaphore_acq_per_s_w10000", "semaphore", 4063, 10000),
+        waiters("mutex_ordered_acq_per_s_w100", "ordered-mutex", 4064, 100),
+        waiters("mutex_ordered_acq_per_s_w1000", "ordered-mutex", 4065, 1000),
+        waiters("mutex_ordered_acq_per_s_w10000", "ordered-mutex", 4066, 10000),
     }) &&
     add_helper_mode({.flag = kWorkerFlag, .run = waiters_worker});
 

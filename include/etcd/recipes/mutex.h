@@ -17,6 +17,19 @@
 // watches only the key created just before its own (FIFO, no thundering
 // herd), and re-checks after each wake-up.
 //
+// The ordered layout (RecipeOptions::contender_layout = kOrdered): each
+// contender puts NAME/~<R>-<lease>-<n> (16 hex digits each: a store
+// revision the client had seen before it sent the creation, its session's
+// lease, a count), so every key created before it sorts below
+// NAME/~<its create revision>.
+// A waiter finds the key just before its own by looking back over short
+// spans of R instead of sorting every waiter: an acquisition costs etcd the
+// same with 10 or 10,000 waiters (docs/capacity.md), where the Go layout's
+// sorted reads cost O(waiters). Keys are per acquisition, so mutexes may
+// share one Session. The lowest create revision still holds across both
+// layouts: ordered contenders, Go-layout ones and `etcdctl lock` on one
+// name exclude each other (the Go layout's waiters keep their own cost).
+//
 // Fencing: the holder's key's create revision is the fencing token. It
 // strictly increases from one holder to the next. Pass it to the resource you
 // protect and have it reject smaller tokens, or use guarded() to make an etcd
@@ -31,12 +44,15 @@
 //
 // Re-entry: a DistributedMutex object is not recursive. lock() on an object
 // that already holds (or is acquiring) fails at once with
-// kFailedPrecondition instead of deadlocking. Two objects on the same name
-// that share one Session would share one key; the second one's acquire
-// fails with kFailedPrecondition (give each its own session — the default).
+// kFailedPrecondition instead of deadlocking. With the Go layout two objects
+// on the same name that share one Session would share one key; the second
+// one's acquire fails with kFailedPrecondition (give each its own session —
+// the default — or use the ordered layout).
 //
 // Costs: an uncontended lock+unlock is two etcd writes and two round trips
 // (one Txn that creates the key and reads the owner; one guarded delete).
+// The ordered layout adds one round trip (no write) to a client's first
+// acquisition, and to one whose revision was older than the tail's key.
 #pragma once
 
 #include <memory>

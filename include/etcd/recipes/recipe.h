@@ -26,7 +26,7 @@ enum class ContenderLayout {
   // `etcdctl lock` and etcd's lock service. Each acquisition costs etcd
   // reads of every waiting key (sorted by create revision): O(waiters).
   kGoConcurrency,
-  // NAME/~<revision>-<lease>-<n>, keys in commit order: each acquisition
+  // NAME/~<revision>-<lease>-<n>, keys that name a revision: each acquisition
   // costs etcd the same at any number of waiters, and contenders may share
   // one session. Excludes together with kGoConcurrency contenders and
   // `etcdctl lock` on the same name (the lowest create revision holds).

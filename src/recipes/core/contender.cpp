@@ -271,8 +271,8 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
                 });
   }
 
-  // The key's place was taken (Created::retry_at): create again under the
-  // key the driver names for `revision`. A creation of the old key that went
+  // Not created (Created::retry_at): create again under the key the driver
+  // names for `revision`. A creation of the old key that went
   // unanswered may still apply (held up in the network, or queued at a
   // member): that key is swept until a sweep finds and deletes it.
   void rekey(int64_t revision) {

@@ -85,9 +85,9 @@ struct Created {
   // The creation was refused for a reason no retry changes (e.g. a stored
   // configuration that differs): the acquisition fails with it.
   Status failure{};
-  // Not created because the key's place is taken (a layout whose keys name
-  // a revision, core/ordered_key.h): create again, under the key
-  // ContenderDriver::rekey names for this store revision.
+  // Not created: create again, under the key ContenderDriver::rekey names
+  // for this store revision (a layout whose keys name a revision, which the
+  // creation found too old: core/ordered_key.h).
   int64_t retry_at = 0;
 };
 

@@ -1,6 +1,7 @@
 #include "ordered_key.h"
 
 #include <algorithm>
+#include <variant>
 
 #include "hex_number.h"
 #include "keys.h"
@@ -8,13 +9,13 @@
 
 namespace etcd::recipes::detail {
 
-namespace {
-
 // What the ordered keys of one client share: the highest store revision
-// its contenders have seen (a new key's R) and their count (a new key's n,
-// unique per lease: a lease belongs to the one client it was granted on).
+// its contenders have seen (a new key's R) and when, and their count (a new
+// key's n, unique per lease: a lease belongs to the one client it was
+// granted on).
 struct OrderedKeyClock {
   std::atomic<int64_t> seen{0};
+  std::atomic<int64_t> seen_at{0};  // Clock ticks
   std::atomic<uint64_t> count{0};
 
   static std::shared_ptr<OrderedKeyClock> of(const Client& client) {
@@ -22,6 +23,8 @@ struct OrderedKeyClock {
                                                                 [] { return std::make_shared<OrderedKeyClock>(); });
   }
 };
+
+namespace {
 
 constexpr size_t kFieldsSize = 16 + 1 + 16 + 1 + 16;  // <R>-<lease>-<n>
 
@@ -32,6 +35,17 @@ Compare none_in(const std::string& from, const std::string& to) {
   return c;
 }
 
+// A compare that holds when every key in [from, to) was created at `rev` or
+// later (and fails when there is none: etcd compares an empty range as one
+// key of create revision 0).
+Compare all_from(const std::string& from, const std::string& to, int64_t rev) {
+  Compare c = Compare::create_revision(from) > rev - 1;
+  c.range_end = to;
+  return c;
+}
+
+int64_t ticks() { return Clock::now().time_since_epoch().count(); }
+
 }  // namespace
 
 OrderedKeyDriver::OrderedKeyDriver(std::shared_ptr<RecipeCore> core_in, LowestKeySettings settings)
@@ -40,99 +54,148 @@ OrderedKeyDriver::OrderedKeyDriver(std::shared_ptr<RecipeCore> core_in, LowestKe
       settings_(std::move(settings)),
       ordered_(prefix + "~"),
       ordered_end_(prefix + "~g"),
-      seen_([this]() -> std::shared_ptr<std::atomic<int64_t>> {
+      clock_([this] {
         auto link = core->link();
-        if (!link) return std::make_shared<std::atomic<int64_t>>(0);
-        auto clock = OrderedKeyClock::of(link->client());
-        return std::shared_ptr<std::atomic<int64_t>>(clock, &clock->seen);
+        return link ? OrderedKeyClock::of(link->client()) : std::make_shared<OrderedKeyClock>();
       }()) {}
 
 std::string OrderedKeyDriver::key(const Session& s) {
-  auto clock = OrderedKeyClock::of(s.client());
-  const uint64_t n = clock->count.fetch_add(1) + 1;
-  return ordered_ + hex16(static_cast<uint64_t>(seen_->load())) + "-" + hex16(static_cast<uint64_t>(s.lease_id())) +
-         "-" + hex16(n);
+  const uint64_t n = clock_->count.fetch_add(1) + 1;
+  // A revision seen long ago names a key far below its commit, and its
+  // look back would read every key created in between: R = 0 has create()
+  // learn a fresh one first.
+  int64_t r = clock_->seen.load();
+  if (Clock::now() - Clock::time_point(Clock::duration(clock_->seen_at.load())) > kFreshRevision) r = 0;
+  return ordered_ + hex16(static_cast<uint64_t>(r)) + "-" + hex16(static_cast<uint64_t>(s.lease_id())) + "-" +
+         hex16(n);
 }
 
 std::string OrderedKeyDriver::rekey(const std::string& key, int64_t revision) {
-  // Same lease and count, a newer R.
+  // Same lease and count, the revision just learnt.
   if (key.size() != ordered_.size() + kFieldsSize) return key;
   return ordered_ + hex16(static_cast<uint64_t>(revision)) + key.substr(ordered_.size() + 16);
 }
 
 void OrderedKeyDriver::seen(int64_t revision) {
-  int64_t was = seen_->load();
-  while (was < revision && !seen_->compare_exchange_weak(was, revision)) {
+  int64_t was = clock_->seen.load();
+  while (was < revision && !clock_->seen.compare_exchange_weak(was, revision)) {
   }
+  clock_->seen_at.store(ticks());
 }
 
-std::vector<Op> OrderedKeyDriver::reads_before(const std::string& key, int64_t max_create) const {
+Txn OrderedKeyDriver::look_back(uint64_t r, const std::string& to, uint64_t span, int64_t rev) const {
+  GetOptions newest{.range_end = to,
+                    .limit = rev > 0 ? 1 : 2,  // the creation's own key is the newest
+                    .sort_order = SortOrder::kDescend,
+                    .sort_target = SortTarget::kCreate,
+                    .keys_only = true,
+                    .max_create_revision = rev > 0 ? rev - 1 : 0};
+  if (span > kLastLook || r <= span) return Txn().then(Op::get(ordered_, newest));
+  const std::string from = ordered_ + hex16(r - span);
+  Op here = Op::get(from, newest);
+  Op below = Op::txn(look_back(r, from, span * 64, rev));
+  Txn txn;
+  if (rev == 0) {
+    // The creation: every key there is older than ours.
+    txn.when(none_in(from, to)).then(std::move(below)).otherwise(std::move(here));
+  } else {
+    // Keys created after ours (their R lagged) may share the span: pass it
+    // also when all of its keys are newer.
+    Txn newer;
+    newer.when(all_from(from, to, rev)).then(below).otherwise(std::move(here));
+    txn.when(none_in(from, to)).then(std::move(below)).otherwise(Op::txn(std::move(newer)));
+  }
+  return txn;
+}
+
+Txn OrderedKeyDriver::create(const std::string& key, int64_t lease) {
   uint64_t r = 0;
-  if (key.size() == ordered_.size() + kFieldsSize) r = parse_hex16(std::string_view(key).substr(ordered_.size(), 16)).value_or(0);
-  const uint64_t lo_r = r > static_cast<uint64_t>(kWindowRevisions) ? r - kWindowRevisions : 0;
-  const std::string lo = ordered_ + hex16(lo_r);
+  if (key.size() == ordered_.size() + kFieldsSize) {
+    r = parse_hex16(std::string_view(key).substr(ordered_.size(), 16)).value_or(0);
+  }
+  if (r == 0) {
+    // No fresh revision known to this client: a first Txn that only learns
+    // one (the key is renamed at it).
+    return Txn().when(Compare::exists(key)).otherwise(Op::get(key, GetOptions{.keys_only = true}));
+  }
+  const Op put = Op::put(key, settings_.value(), PutOptions{.lease = lease});
   const GetOptions newest_go{.range_end = ordered_,
                              .limit = 1,
                              .sort_order = SortOrder::kDescend,
                              .sort_target = SortTarget::kCreate,
-                             .keys_only = true,
-                             .max_create_revision = max_create};
-  const GetOptions last_in_window{
-      .range_end = key, .limit = 1, .sort_order = SortOrder::kDescend, .sort_target = SortTarget::kKey, .keys_only = true};
-  const GetOptions last_older{
-      .range_end = lo, .limit = 1, .sort_order = SortOrder::kDescend, .sort_target = SortTarget::kKey, .keys_only = true};
-  Txn older;
-  older.when(none_in(lo, key)).then(Op::get(ordered_, last_older));
-  return {Op::get(prefix, newest_go), Op::get(lo, last_in_window), Op::txn(std::move(older))};
-}
-
-Txn OrderedKeyDriver::create(const std::string& key, int64_t lease) {
-  if (seen_->load() == 0) {
-    // No revision seen yet on this client: a first Txn that only learns
-    // one (a creation with R = 0 would make etcd compare every key of the
-    // layout).
-    return Txn().when(Compare::exists(key)).otherwise(Op::get(key, GetOptions{.keys_only = true}));
-  }
+                             .keys_only = true};
+  Txn queued;
+  queued.when(Compare::absent(key))
+      .then({put, Op::get(prefix, newest_go), Op::txn(look_back(r, ordered_end_, kFirstLook, 0))})
+      .otherwise(Op::get(key, GetOptions{.keys_only = true}));
   Txn txn;
-  txn.when(none_in(key, ordered_end_)).then(Op::put(key, settings_.value(), PutOptions{.lease = lease}));
-  for (Op& op : reads_before(key, 0)) txn.then(std::move(op));
-  txn.otherwise(Op::get(key, GetOptions{.keys_only = true}));
+  txn.when(none_in(prefix, ordered_end_)).then(put).otherwise(Op::txn(std::move(queued)));
   return txn;
 }
 
 Created OrderedKeyDriver::created(const TxnResponse& r) {
   seen(r.header.revision);
   Created c;
-  if (r.succeeded && r.responses.size() == 4) {  // created at the tail
+  if (r.succeeded) {  // nothing under the name: ours is the only key
     c.rev = r.header.revision;
-    c.verdict = verdict(r.responses[1].get(), r.responses[2].get(), r.responses[3].txn(), r.header.revision);
+    c.verdict = Verdict{.holds = true, .revision = r.header.revision};
     return c;
   }
-  if (const auto* mine = r.responses.empty() ? nullptr : r.responses[0].get().first()) {
-    c.rev = mine->create_revision;  // an earlier attempt created it: read where it stands
+  if (r.responses.empty() || !std::holds_alternative<std::shared_ptr<TxnResponse>>(r.responses[0].response)) {
+    c.retry_at = r.header.revision;  // the revision learnt: create under a key that names it
     return c;
   }
-  c.retry_at = r.header.revision;  // a later key exists (or no revision was known)
+  const TxnResponse& inner = r.responses[0].txn();
+  if (!inner.succeeded) {
+    if (const auto* mine = inner.responses[0].get().first()) c.rev = mine->create_revision;  // adopted: the engine reads
+    return c;
+  }
+  c.rev = r.header.revision;
+  c.verdict = verdict(inner.responses[1].get(), inner.responses[2].txn(), r.header.revision, r.header.revision);
   return c;
 }
 
 Txn OrderedKeyDriver::read(const std::string& key, int64_t rev) {
-  Txn txn;
-  txn.then(Op::get(key, GetOptions{.keys_only = true}));
-  for (Op& op : reads_before(key, rev - 1)) txn.then(std::move(op));
-  return txn;
+  uint64_t r = 0;
+  if (key.size() == ordered_.size() + kFieldsSize) {
+    r = parse_hex16(std::string_view(key).substr(ordered_.size(), 16)).value_or(0);
+  }
+  const GetOptions newest_go{.range_end = ordered_,
+                             .limit = 1,
+                             .sort_order = SortOrder::kDescend,
+                             .sort_target = SortTarget::kCreate,
+                             .keys_only = true,
+                             .max_create_revision = rev - 1};
+  // Every key created before ours sorts below NAME/~<rev>.
+  return Txn().then({Op::get(key, GetOptions{.keys_only = true}), Op::get(prefix, newest_go),
+                     Op::txn(look_back(r, ordered_ + hex16(static_cast<uint64_t>(rev)), kFirstLook, rev))});
 }
 
-Verdict OrderedKeyDriver::judge(const TxnResponse& r, int64_t) {
+Verdict OrderedKeyDriver::judge(const TxnResponse& r, int64_t rev) {
   seen(r.header.revision);
-  return verdict(r.responses[1].get(), r.responses[2].get(), r.responses[3].txn(), r.header.revision);
+  return verdict(r.responses[1].get(), r.responses[2].txn(), rev, r.header.revision);
 }
 
-Verdict OrderedKeyDriver::verdict(const GetResponse& go, const GetResponse& window, const TxnResponse& older,
-                                  int64_t at) const {
-  const KeyValue* before = window.first();
-  if (!before && older.succeeded && !older.responses.empty()) before = older.responses[0].get().first();
-  if (!before) before = go.first();
+const KeyValue* OrderedKeyDriver::found(const TxnResponse& look, int64_t own_rev) {
+  // The look's one Get, at the end of the path it took.
+  const TxnResponse* step = &look;
+  while (!step->responses.empty() &&
+         std::holds_alternative<std::shared_ptr<TxnResponse>>(step->responses[0].response)) {
+    step = &step->responses[0].txn();
+  }
+  if (step->responses.empty()) return nullptr;
+  for (const auto& kv : step->responses[0].get().kvs) {
+    if (kv.create_revision != own_rev) return &kv;
+  }
+  return nullptr;
+}
+
+Verdict OrderedKeyDriver::verdict(const GetResponse& go, const TxnResponse& look, int64_t own_rev, int64_t at) const {
+  const KeyValue* ours = found(look, own_rev);
+  const KeyValue* theirs = go.first();
+  // The newer of the two is the closer to ours.
+  const KeyValue* before = ours;
+  if (!before || (theirs && theirs->create_revision > before->create_revision)) before = theirs;
   if (!before) return Verdict{.holds = true, .revision = at};
   return Verdict{.wait = WaitFor{.key = before->key,
                                  .options = WatchOptions{.filter_puts = true},
