@@ -12,6 +12,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -240,7 +241,18 @@ double waiters_rate(Context& ctx, const std::string& kind, int total) {
     }
   }
   const double start_s = Seconds(Clock::now() - started_at).count();
-  std::this_thread::sleep_for(kSettle);
+  // ETCD_RECIPES_BENCH_WAITERS_SETTLE_S: a longer settle, to measure once
+  // the keys made while parking have all been through the lock.
+  const char* settle_s = std::getenv("ETCD_RECIPES_BENCH_WAITERS_SETTLE_S");
+  std::this_thread::sleep_for(settle_s ? std::chrono::seconds(std::atoi(settle_s)) : kSettle);
+  // ETCD_RECIPES_BENCH_WAITERS_COMPACT=1: compact the history first (what
+  // a cluster with auto-compaction does every few minutes): the keys of
+  // past acquisitions leave etcd's index.
+  if (std::getenv("ETCD_RECIPES_BENCH_WAITERS_COMPACT")) {
+    etcd::Client client(worker_client_options(member->endpoints_csv()));
+    auto head = client.get("bench-compact-probe").timeout(kCallBound).wait();
+    if (head.ok()) (void)client.compact(head->header.revision, /*physical=*/true).timeout(kCallBound).wait();
+  }
   const auto cpu = [&] {
     return etcd_cpu_seconds(metrics_endpoint);
   };
