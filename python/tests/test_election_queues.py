@@ -6,9 +6,10 @@ import pytest
 import etcd_recipes as er
 
 
-def test_leader_latch_one_leader_then_handover(client, name):
-    a = er.LeaderLatch(client, name, "a")
-    b = er.LeaderLatch(client, name, "b")
+@pytest.mark.parametrize("layout", ["go", "ordered"])
+def test_leader_latch_one_leader_then_handover(client, name, layout):
+    a = er.LeaderLatch(client, name, "a", layout=layout)
+    b = er.LeaderLatch(client, name, "b", layout=layout)
     terms = []
     sub = b.on_is_leader(lambda term: terms.append(term))
     with a:

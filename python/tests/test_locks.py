@@ -109,10 +109,11 @@ def test_guarded_write_and_hold_lost(client, name):
     assert client.get(f"{name}-owner").value == b"me"
 
 
-def test_rwlock_readers_share_writer_excludes(client, name):
-    r1 = er.DistributedReadWriteLock(client, name)
-    r2 = er.DistributedReadWriteLock(client, name)
-    w = er.DistributedReadWriteLock(client, name)
+@pytest.mark.parametrize("layout", ["go", "ordered"])
+def test_rwlock_readers_share_writer_excludes(client, name, layout):
+    r1 = er.DistributedReadWriteLock(client, name, layout=layout)
+    r2 = er.DistributedReadWriteLock(client, name, layout=layout)
+    w = er.DistributedReadWriteLock(client, name, layout=layout)
     with r1.read_lock, r2.read_lock:
         assert r1.read_lock.is_held and r2.read_lock.is_held
         assert w.write_lock.try_acquire() is None

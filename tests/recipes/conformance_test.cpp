@@ -149,6 +149,30 @@ struct RwSideAdapter {
   }
 };
 
+// Both sides of the read-write lock with the ordered contender layout.
+template <DistributedReadWriteLock::Mode kMode>
+struct OrderedRwSideAdapter : RwSideAdapter<kMode> {
+  using Recipe = DistributedReadWriteLock;
+  static RecipeOptions ordered() {
+    RecipeOptions o;
+    o.contender_layout = recipes::ContenderLayout::kOrdered;
+    return o;
+  }
+  static Recipe make(Client c, std::string name, RecipeOptions o) {
+    o.contender_layout = recipes::ContenderLayout::kOrdered;
+    return Recipe(c, std::move(name), std::move(o));
+  }
+  static std::any block(Client& c, const std::string& name) {
+    auto other = std::make_shared<Recipe>(c, name, ordered());
+    if (kMode == Recipe::Mode::kRead) {
+      other->write_lock().lock();
+    } else {
+      other->read_lock().lock();
+    }
+    return other;
+  }
+};
+
 struct SemaphoreAdapter {
   using Recipe = DistributedSemaphore;
   static Recipe make(Client c, std::string name, RecipeOptions o) {
@@ -196,6 +220,22 @@ struct LatchAdapter {
     auto sub = std::make_shared<Subscription>(r.on_lost([fn](const Status&) { fn(); }));
     (void)c.lease_revoke(r.hold().lease()).wait();
     return sub;
+  }
+};
+
+// The latch with the ordered contender layout.
+struct OrderedLatchAdapter : LatchAdapter {
+  static Recipe make(Client c, std::string name, RecipeOptions o) {
+    o.contender_layout = recipes::ContenderLayout::kOrdered;
+    return Recipe(c, std::move(name), "me", std::move(o));
+  }
+  static std::any block(Client& c, const std::string& name) {
+    RecipeOptions o;
+    o.contender_layout = recipes::ContenderLayout::kOrdered;
+    auto other = std::make_shared<Recipe>(c, name, "other", o);
+    other->start();
+    if (!other->await_for(10s)) throw std::runtime_error("the blocking latch never led");
+    return other;
   }
 };
 
@@ -550,14 +590,15 @@ class Conformance : public SingleMemberTest {
   std::unique_ptr<Client> unreachable_;
 };
 
-using Recipes =
-    ::testing::Types<MutexAdapter, OrderedMutexAdapter, RwSideAdapter<DistributedReadWriteLock::Mode::kRead>,
-                     RwSideAdapter<DistributedReadWriteLock::Mode::kWrite>, SemaphoreAdapter, LatchAdapter,
-                     SelectorAdapter, ObserverAdapter, QueueAdapter, TypedQueueAdapter, PriorityQueueAdapter,
-                     TypedPriorityQueueAdapter, WorkQueueAdapter, TypedWorkQueueAdapter, TransientAdapter,
-                     TypedTransientAdapter, AtomicLongAdapter, GateAdapter, CountBarrierAdapter, DoubleBarrierAdapter,
-                     NodeCacheAdapter, TypedNodeCacheAdapter, PathChildrenCacheAdapter, TypedPathChildrenCacheAdapter,
-                     RegistryAdapter, ServiceCacheAdapter, ServiceProviderAdapter, ServiceDiscoveryAdapter>;
+using Recipes = ::testing::Types<
+    MutexAdapter, OrderedMutexAdapter, RwSideAdapter<DistributedReadWriteLock::Mode::kRead>,
+    RwSideAdapter<DistributedReadWriteLock::Mode::kWrite>, OrderedRwSideAdapter<DistributedReadWriteLock::Mode::kRead>,
+    OrderedRwSideAdapter<DistributedReadWriteLock::Mode::kWrite>, SemaphoreAdapter, LatchAdapter, OrderedLatchAdapter,
+    SelectorAdapter, ObserverAdapter, QueueAdapter, TypedQueueAdapter, PriorityQueueAdapter, TypedPriorityQueueAdapter,
+    WorkQueueAdapter, TypedWorkQueueAdapter, TransientAdapter, TypedTransientAdapter, AtomicLongAdapter, GateAdapter,
+    CountBarrierAdapter, DoubleBarrierAdapter, NodeCacheAdapter, TypedNodeCacheAdapter, PathChildrenCacheAdapter,
+    TypedPathChildrenCacheAdapter, RegistryAdapter, ServiceCacheAdapter, ServiceProviderAdapter,
+    ServiceDiscoveryAdapter>;
 class Names {
  public:
   template <class T>
@@ -566,8 +607,11 @@ class Names {
                                   "OrderedMutex",
                                   "RwRead",
                                   "RwWrite",
+                                  "OrderedRwRead",
+                                  "OrderedRwWrite",
                                   "Semaphore",
                                   "LeaderLatch",
+                                  "OrderedLeaderLatch",
                                   "LeaderSelector",
                                   "LeaderObserver",
                                   "DistributedQueue",

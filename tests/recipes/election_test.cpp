@@ -52,7 +52,19 @@ class ElectionTest : public SingleMemberTest {
     SingleMemberTest::TearDown();
   }
   long baseline_ = 0;
+
+  // Behaviours checked on both contender layouts: `layout` is empty (the Go
+  // layout) or asks for the ordered one.
+  void leadership_passes_in_fifo_order(RecipeOptions layout);
+  void etcdctl_leads_and_ours_waits(RecipeOptions layout);
+  void etcdctl_waits_for_our_leader(RecipeOptions layout);
 };
+
+RecipeOptions ordered_layout() {
+  RecipeOptions o;
+  o.contender_layout = recipes::ContenderLayout::kOrdered;
+  return o;
+}
 
 std::string hex(int64_t v) {
   char buf[32];
@@ -227,9 +239,9 @@ TEST_F(ElectionTest, OnlyOneLeaderAmongFiveLatches) {
   EXPECT_EQ(metrics->value("etcd_recipes_election_acquired_total", {{"election", key("five")}}), 1);
 }
 
-TEST_F(ElectionTest, LeadershipPassesInFifoOrderWhenTheLeaderCloses) {
+void ElectionTest::leadership_passes_in_fifo_order(RecipeOptions layout) {
   auto metrics = std::make_shared<recipes::PrometheusMetrics>();
-  RecipeOptions opts;
+  RecipeOptions opts = layout;
   opts.metrics = metrics;
   constexpr int kN = 5;
   std::vector<std::unique_ptr<LeaderLatch>> latches;
@@ -256,7 +268,8 @@ TEST_F(ElectionTest, LeadershipPassesInFifoOrderWhenTheLeaderCloses) {
     ASSERT_TRUE(eventually([&] {
       std::lock_guard lock(mu);
       return order.size() == static_cast<size_t>(i + 1);
-    })) << "latch " << i << " was not told it leads";
+    })) << "latch "
+        << i << " was not told it leads";
     latches[i]->close();
   }
   ASSERT_TRUE(eventually([&] { return count_under(client(), key("fifo/")) == 0; }));
@@ -271,6 +284,11 @@ TEST_F(ElectionTest, LeadershipPassesInFifoOrderWhenTheLeaderCloses) {
   // Each hand-off woke only the next candidate.
   const double wakeups = metrics->value("etcd_recipes_election_wakeups_total", {{"election", key("fifo")}});
   EXPECT_LE(wakeups, (kN - 1) * 1.5);
+}
+
+TEST_F(ElectionTest, LeadershipPassesInFifoOrderWhenTheLeaderCloses) { leadership_passes_in_fifo_order({}); }
+TEST_F(ElectionTest, LeadershipPassesInFifoOrderWhenTheLeaderClosesInTheOrderedLayout) {
+  leadership_passes_in_fifo_order(ordered_layout());
 }
 
 TEST_F(ElectionTest, RevokedLeaseEndsTheTermAnotherTakesOverAndTheLoserContestsAgain) {
@@ -665,8 +683,8 @@ TEST_F(ElectionTest, SelectorRelinquishesWhenItsCallbackThrows) {
 TEST_F(ElectionTest, SelectorReportsHowEachTermEndedAndBacksOffAfterThrows) {
   Mailbox<recipes::TermEnd> seen_inside;
   LeaderSelector s(client(), key("ends"), "s", [&](std::stop_token stop, LeaderTerm& term) {
-    EXPECT_FALSE(term.end().has_value())
-        << "no end while the term goes on; it says " << recipes::to_string(*term.end());
+    EXPECT_FALSE(term.end().has_value()) << "no end while the term goes on; it says "
+                                         << recipes::to_string(*term.end());
     hold_until_stopped(stop);
     if (auto end = term.end()) seen_inside.put(*end);
   });
@@ -969,7 +987,7 @@ TEST_F(ElectionProxyTest, ObserverRecoversAfterTheRevisionItWatchedWasCompacted)
 
 // --- etcdctl interoperability -------------------------------------------------------------------
 
-TEST_F(ElectionTest, EtcdctlLeaderIsSeenByOurObserverAndOurLatchWaitsForIt) {
+void ElectionTest::etcdctl_leads_and_ours_waits(RecipeOptions layout) {
   const std::string name = key("ctl-leads");
   Subprocess ctl(etcdctl(cluster().endpoint(0), {"elect", name, "etcdctl-proposal"}));
   // etcdctl prints its key and value once it leads.
@@ -982,7 +1000,7 @@ TEST_F(ElectionTest, EtcdctlLeaderIsSeenByOurObserverAndOurLatchWaitsForIt) {
   EXPECT_EQ(observer.current()->value, "etcdctl-proposal");
   EXPECT_EQ(observer.current()->key.rfind(name + "/", 0), 0u);
 
-  LeaderLatch ours(client(), name, "ours");
+  LeaderLatch ours(client(), name, "ours", layout);
   ours.start();
   EXPECT_FALSE(ours.await_for(1s));  // etcdctl leads
   ctl.signal(SIGINT);                // etcdctl resigns on SIGINT
@@ -991,9 +1009,14 @@ TEST_F(ElectionTest, EtcdctlLeaderIsSeenByOurObserverAndOurLatchWaitsForIt) {
   ASSERT_TRUE(eventually([&] { return observer.current() && observer.current()->value == "ours"; }));
 }
 
-TEST_F(ElectionTest, EtcdctlSeesOurLeaderAndWaitsForIt) {
+TEST_F(ElectionTest, EtcdctlLeaderIsSeenByOurObserverAndOurLatchWaitsForIt) { etcdctl_leads_and_ours_waits({}); }
+TEST_F(ElectionTest, EtcdctlLeaderIsSeenByOurObserverAndOurLatchWaitsForItInTheOrderedLayout) {
+  etcdctl_leads_and_ours_waits(ordered_layout());
+}
+
+void ElectionTest::etcdctl_waits_for_our_leader(RecipeOptions layout) {
   const std::string name = key("we-lead");
-  LeaderLatch ours(client(), name, "our-proposal");
+  LeaderLatch ours(client(), name, "our-proposal", layout);
   ours.start();
   ASSERT_TRUE(ours.await_for(5s));
 
@@ -1014,6 +1037,11 @@ TEST_F(ElectionTest, EtcdctlSeesOurLeaderAndWaitsForIt) {
   ctl.signal(SIGINT);
   EXPECT_GE(ctl.wait(5s), 0);
   ASSERT_TRUE(eventually([&] { return count_under(client(), name + "/") == 0; }));
+}
+
+TEST_F(ElectionTest, EtcdctlSeesOurLeaderAndWaitsForIt) { etcdctl_waits_for_our_leader({}); }
+TEST_F(ElectionTest, EtcdctlSeesOurLeaderAndWaitsForItInTheOrderedLayout) {
+  etcdctl_waits_for_our_leader(ordered_layout());
 }
 
 // --- bad input ------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -143,7 +144,8 @@ TEST_F(OrderedMutexTest, ContendersSharingOneSessionExcludeEachOther) {
   constexpr int kContenders = 12;
   constexpr int kRounds = 5;
   std::vector<std::unique_ptr<DistributedMutex>> mutexes;
-  for (int i = 0; i < kContenders; ++i) mutexes.push_back(std::make_unique<DistributedMutex>(client(), key("share"), shared));
+  for (int i = 0; i < kContenders; ++i)
+    mutexes.push_back(std::make_unique<DistributedMutex>(client(), key("share"), shared));
   std::atomic<int> inside{0};
   std::atomic<int> overlaps{0};
   std::atomic<int> acquired{0};
@@ -226,7 +228,8 @@ TEST_F(OrderedMutexTest, ABusyClientDoesNotKeepAnotherOutOfTheQueue) {
   busy_opts.session = busy_session;
   constexpr int kBusy = 10;
   std::vector<std::unique_ptr<DistributedMutex>> busy;
-  for (int i = 0; i < kBusy; ++i) busy.push_back(std::make_unique<DistributedMutex>(busy_client, key("busy"), busy_opts));
+  for (int i = 0; i < kBusy; ++i)
+    busy.push_back(std::make_unique<DistributedMutex>(busy_client, key("busy"), busy_opts));
   std::atomic<bool> stop{false};
   std::vector<std::future<void>> loops;
   for (auto& m : busy) {
@@ -275,8 +278,8 @@ TEST_F(OrderedMutexTest, SharesOneLockWithEtcdctl) {
   const std::string name = key("interop");
   const std::string endpoints = cluster().endpoint(0);
   const std::string etcdctl = etcd::testing::etcdctl_binary();
-  FILE* p = popen(("ETCDCTL_API=3 " + etcdctl + " --endpoints=" + endpoints + " lock " + name + " sleep 3 2>&1").c_str(),
-                  "r");
+  FILE* p = popen(
+      ("ETCDCTL_API=3 " + etcdctl + " --endpoints=" + endpoints + " lock " + name + " sleep 3 2>&1").c_str(), "r");
   ASSERT_NE(p, nullptr);
   ASSERT_TRUE(eventually([&] { return count_under(client(), name + "/") == 1; }));
   DistributedMutex m(client(), name, ordered());
@@ -320,13 +323,80 @@ TEST_F(OrderedMutexTest, AWaiterFindsAPredecessorOlderThanItsWindow) {
   DistributedMutex holder(client(), key("far"), ordered());
   DistributedMutex waiter(client(), key("far"), ordered());
   ASSERT_TRUE(holder.acquire().timeout(10s).wait().ok());
-  for (int i = 0; i < 300; ++i) ASSERT_TRUE(client().put(key("noise"), std::to_string(i)).wait().ok());  // > 256 revisions
+  for (int i = 0; i < 300; ++i)
+    ASSERT_TRUE(client().put(key("noise"), std::to_string(i)).wait().ok());  // > 256 revisions
   auto gets = waiter.acquire().timeout(20s).future();
   EXPECT_EQ(gets.wait_for(300ms), std::future_status::timeout) << "the holder was found past the window";
   ASSERT_TRUE(holder.unlock());
   ASSERT_EQ(gets.wait_for(10s), std::future_status::ready);
   EXPECT_TRUE(gets.get().ok());
   EXPECT_TRUE(waiter.unlock());
+}
+
+// A holder's release records the hand-off in NAME (outside NAME/); the
+// waiter it lets go holds without looking back. A waiter that gives up and
+// a hold that is lost record nothing.
+TEST_F(OrderedMutexTest, AReleaseRecordsTheHandOffAndAWaiterThatGivesUpOrALostHoldDoesNot) {
+  const std::string name = key("handoff");
+  const auto record = [&]() -> std::string {
+    auto got = client().get(name).wait();
+    return got.ok() && !got->kvs.empty() ? got->kvs[0].value : std::string();
+  };
+  DistributedMutex holder(client(), name, ordered());
+  DistributedMutex quitter(client(), name, ordered());
+  DistributedMutex waiter(client(), name, ordered());
+  ASSERT_TRUE(holder.acquire().timeout(10s).wait().ok());
+  const std::string held = holder.hold().key();
+  EXPECT_FALSE(quitter.try_lock_for(300ms));
+  EXPECT_EQ(record(), "") << "a waiter that gave up recorded a hand-off";
+  auto gets = waiter.acquire().timeout(20s).future();
+  ASSERT_TRUE(eventually([&] { return count_under(client(), name + "/") == 2; }));
+  ASSERT_TRUE(holder.unlock());
+  EXPECT_EQ(record(), held);
+  ASSERT_EQ(gets.wait_for(10s), std::future_status::ready);
+  ASSERT_TRUE(gets.get().ok());
+  // Lost, not released: nothing recorded.
+  std::promise<void> lost;
+  auto sub = waiter.on_lost([&](const Status&) { lost.set_value(); });
+  ASSERT_TRUE(client().lease_revoke(waiter.hold().lease()).wait().ok());
+  ASSERT_EQ(lost.get_future().wait_for(10s), std::future_status::ready);
+  EXPECT_FALSE(waiter.unlock());
+  EXPECT_EQ(record(), held);
+  EXPECT_EQ(count_under(client(), name + "/"), 0);
+}
+
+// With many of the layout's keys deleted below the waiters (etcd keeps them
+// in its index until a compaction; a hand-off does not read them, see
+// core/ordered_key.h), the lock still passes FIFO through 20 waiters of one
+// session, each woken once.
+TEST_F(OrderedMutexTest, HandOffsStayFifoAndWakeEachWaiterOnceOverManyDeletedKeys) {
+  const std::string name = key("history");
+  for (int batch = 0; batch < 20; ++batch) {
+    Txn puts;
+    for (int i = 0; i < 100; ++i) puts.then(Op::put(name + "/~" + hex16(1) + "-" + hex16(batch) + "-" + hex16(i), "x"));
+    ASSERT_TRUE(client().txn(std::move(puts)).wait().ok());
+    // (a range delete leaves one index entry per key, as releases do)
+  }
+  ASSERT_TRUE(client().del(name + "/~", {.prefix = true}).wait().ok());
+  auto metrics = std::make_shared<recipes::PrometheusMetrics>();
+  RecipeOptions o = ordered();
+  o.metrics = metrics;
+  o.session = Session::create(client());
+  std::vector<std::unique_ptr<DistributedMutex>> ms;
+  for (int i = 0; i < 20; ++i) ms.push_back(std::make_unique<DistributedMutex>(client(), name, o));
+  ASSERT_TRUE(ms[0]->acquire().timeout(10s).wait().ok());
+  std::vector<std::future<Result<recipes::Hold>>> pending;
+  for (int i = 1; i < 20; ++i) {
+    pending.push_back(ms[i]->acquire().timeout(30s).future());
+    ASSERT_TRUE(eventually([&] { return count_under(client(), name + "/") == i + 1; }));
+  }
+  for (int i = 1; i < 20; ++i) {
+    ASSERT_TRUE(ms[i - 1]->unlock());
+    ASSERT_EQ(pending[i - 1].wait_for(10s), std::future_status::ready) << i;
+    ASSERT_TRUE(pending[i - 1].get().ok()) << i;
+  }
+  EXPECT_TRUE(ms[19]->unlock());
+  EXPECT_EQ(metrics->value("etcd_recipes_lock_wakeups_total", {{"lock", name}}), 19);
 }
 
 }  // namespace

@@ -7,9 +7,9 @@
 #include <thread>
 #include <vector>
 
+#include "client/client_access.h"
 #include "etcd/recipes/rwlock.h"
 #include "etcd/session.h"
-#include "client/client_access.h"
 #include "support/etcd_fixture.h"
 
 namespace etcd::test {
@@ -38,8 +38,15 @@ bool still_waiting(Pending& f, std::chrono::milliseconds for_ = 300ms) {
   return f.wait_for(for_) == std::future_status::timeout;
 }
 
-class RwLockTest : public SingleMemberTest {
+// Every behaviour on both contender layouts (the ordered one: keys that
+// name a revision, core/ordered_key.h).
+class RwLockTest : public SingleMemberTest, public ::testing::WithParamInterface<recipes::ContenderLayout> {
  protected:
+  static RecipeOptions layout(RecipeOptions o = {}) {
+    o.contender_layout = GetParam();
+    return o;
+  }
+  static bool ordered() { return GetParam() == recipes::ContenderLayout::kOrdered; }
   int64_t count(const std::string& prefix) {
     return client().get(prefix, {.prefix = true, .count_only = true}).wait()->count;
   }
@@ -49,9 +56,9 @@ class RwLockTest : public SingleMemberTest {
   }
 };
 
-TEST_F(RwLockTest, KeyLayoutFencingTokensAndTwoWritesPerCycle) {
+TEST_P(RwLockTest, KeyLayoutFencingTokensAndTwoWritesPerCycle) {
   const std::string name = key("layout");
-  DistributedReadWriteLock rw(client(), name);
+  DistributedReadWriteLock rw(client(), name, layout());
   EXPECT_EQ(rw.identity(), "DistributedReadWriteLock[" + name + "]");
 
   for (auto* side : {&rw.read_lock(), &rw.write_lock()}) {
@@ -61,7 +68,15 @@ TEST_F(RwLockTest, KeyLayoutFencingTokensAndTwoWritesPerCycle) {
     const std::string k = side->hold().key();
     auto got = client().get(k).wait();
     ASSERT_EQ(got->kvs.size(), 1u) << k;
-    EXPECT_EQ(k, name + "/" + kind + "/" + hex(got->kvs[0].lease));
+    if (ordered()) {
+      // SPACE~<R>-<lease>-<n>, 16 hex digits each.
+      const std::string space = name + "/" + kind + "/~";
+      ASSERT_EQ(k.rfind(space, 0), 0u) << k;
+      ASSERT_EQ(k.size(), space.size() + 16 + 1 + 16 + 1 + 16) << k;
+      EXPECT_EQ(std::stoull(k.substr(space.size() + 17, 16), nullptr, 16), static_cast<uint64_t>(got->kvs[0].lease));
+    } else {
+      EXPECT_EQ(k, name + "/" + kind + "/" + hex(got->kvs[0].lease));
+    }
     EXPECT_EQ(side->hold().token(), got->kvs[0].create_revision);
     EXPECT_TRUE(side->unlock());
     EXPECT_FALSE(side->is_held());
@@ -77,8 +92,8 @@ TEST_F(RwLockTest, KeyLayoutFencingTokensAndTwoWritesPerCycle) {
   }
 }
 
-TEST_F(RwLockTest, StandardLockAdaptersWorkOnBothSides) {
-  DistributedReadWriteLock rw(client(), key("std"));
+TEST_P(RwLockTest, StandardLockAdaptersWorkOnBothSides) {
+  DistributedReadWriteLock rw(client(), key("std"), layout());
   {
     std::unique_lock lock(rw.read_lock());
     EXPECT_TRUE(rw.read_lock().is_held());
@@ -95,9 +110,9 @@ TEST_F(RwLockTest, StandardLockAdaptersWorkOnBothSides) {
   EXPECT_FALSE(rw.read_lock().is_held());
 }
 
-TEST_F(RwLockTest, ReadersShare) {
+TEST_P(RwLockTest, ReadersShare) {
   const std::string name = key("share");
-  DistributedReadWriteLock a(client(), name), b(client(), name), c(client(), name);
+  DistributedReadWriteLock a(client(), name, layout()), b(client(), name, layout()), c(client(), name, layout());
   ASSERT_OK(a.read_lock().acquire().timeout(5s).wait());
   ASSERT_OK(b.read_lock().acquire().timeout(5s).wait());
   EXPECT_TRUE(c.read_lock().try_lock());
@@ -110,9 +125,9 @@ TEST_F(RwLockTest, ReadersShare) {
   EXPECT_TRUE(c.read_lock().unlock());
 }
 
-TEST_F(RwLockTest, AWriterExcludesReadersAndWriters) {
+TEST_P(RwLockTest, AWriterExcludesReadersAndWriters) {
   const std::string name = key("excl");
-  DistributedReadWriteLock w(client(), name), r(client(), name), w2(client(), name);
+  DistributedReadWriteLock w(client(), name, layout()), r(client(), name, layout()), w2(client(), name, layout());
   ASSERT_OK(w.write_lock().acquire().wait());
   EXPECT_FALSE(r.read_lock().try_lock());
   EXPECT_FALSE(w2.write_lock().try_lock());
@@ -140,10 +155,10 @@ TEST_F(RwLockTest, AWriterExcludesReadersAndWriters) {
   EXPECT_TRUE(w2.write_lock().unlock());
 }
 
-TEST_F(RwLockTest, AQueuedWriterIsNotStarvedByLaterReaders) {
+TEST_P(RwLockTest, AQueuedWriterIsNotStarvedByLaterReaders) {
   const std::string name = key("starve");
   auto metrics = std::make_shared<recipes::PrometheusMetrics>();
-  RecipeOptions opts;
+  RecipeOptions opts = layout();
   opts.metrics = metrics;
   DistributedReadWriteLock reader1(client(), name, opts), writer(client(), name, opts), reader2(client(), name, opts);
   ASSERT_OK(reader1.read_lock().acquire().wait());
@@ -171,10 +186,10 @@ TEST_F(RwLockTest, AQueuedWriterIsNotStarvedByLaterReaders) {
   EXPECT_LE(metrics->value("etcd_recipes_rwlock_wakeups_total", {{"lock", name}, {"mode", "read"}}), 1);
 }
 
-TEST_F(RwLockTest, FifoAcrossReadersAndWriters) {
+TEST_P(RwLockTest, FifoAcrossReadersAndWriters) {
   const std::string name = key("fifo");
   auto metrics = std::make_shared<recipes::PrometheusMetrics>();
-  RecipeOptions opts;
+  RecipeOptions opts = layout();
   opts.metrics = metrics;
   DistributedReadWriteLock w0(client(), name, opts), r1(client(), name, opts), r2(client(), name, opts),
       w3(client(), name, opts), r4(client(), name, opts), w5(client(), name, opts);
@@ -221,10 +236,10 @@ TEST_F(RwLockTest, FifoAcrossReadersAndWriters) {
   EXPECT_EQ(metrics->value("etcd_recipes_rwlock_acquired_total", {{"lock", name}, {"mode", "write"}}), 3);
 }
 
-TEST_F(RwLockTest, DowngradeKeepsItsPlaceAheadOfLaterWriters) {
+TEST_P(RwLockTest, DowngradeKeepsItsPlaceAheadOfLaterWriters) {
   const std::string name = key("down");
-  DistributedReadWriteLock holder(client(), name), early_reader(client(), name), writer(client(), name),
-      late_reader(client(), name);
+  DistributedReadWriteLock holder(client(), name, layout()), early_reader(client(), name, layout()),
+      writer(client(), name, layout()), late_reader(client(), name, layout());
   ASSERT_OK(holder.write_lock().acquire().wait());
   const std::string write_key = holder.write_lock().hold().key();
   const int64_t token = holder.write_lock().hold().token();
@@ -278,8 +293,8 @@ TEST_F(RwLockTest, DowngradeKeepsItsPlaceAheadOfLaterWriters) {
   EXPECT_TRUE(late_reader.read_lock().unlock());
 }
 
-TEST_F(RwLockTest, DowngradeWithoutWriteHoldFails) {
-  DistributedReadWriteLock rw(client(), key("nodown"));
+TEST_P(RwLockTest, DowngradeWithoutWriteHoldFails) {
+  DistributedReadWriteLock rw(client(), key("nodown"), layout());
   auto r = rw.downgrade().wait();
   EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().to_string();
   ASSERT_OK(rw.read_lock().acquire().wait());
@@ -288,9 +303,9 @@ TEST_F(RwLockTest, DowngradeWithoutWriteHoldFails) {
   EXPECT_TRUE(rw.read_lock().unlock());
 }
 
-TEST_F(RwLockTest, UpgradeIsRefusedAtOnce) {
+TEST_P(RwLockTest, UpgradeIsRefusedAtOnce) {
   const std::string name = key("up");
-  DistributedReadWriteLock rw(client(), name);
+  DistributedReadWriteLock rw(client(), name, layout());
   ASSERT_OK(rw.read_lock().acquire().wait());
   const auto before = client().stats().rpcs_started;
   auto up = rw.write_lock().acquire().timeout(5s).wait();
@@ -316,9 +331,9 @@ TEST_F(RwLockTest, UpgradeIsRefusedAtOnce) {
   EXPECT_TRUE(rw.write_lock().unlock());
 }
 
-TEST_F(RwLockTest, LossIsReportedToTheHoldingSide) {
+TEST_P(RwLockTest, LossIsReportedToTheHoldingSide) {
   const std::string name = key("loss");
-  DistributedReadWriteLock rw(client(), name);
+  DistributedReadWriteLock rw(client(), name, layout());
   ASSERT_OK(rw.read_lock().acquire().wait());
   Mailbox<Status> lost_read, lost_write;
   auto s1 = rw.read_lock().on_lost([&](const Status& why) { lost_read.put(why); });
@@ -347,9 +362,9 @@ TEST_F(RwLockTest, LossIsReportedToTheHoldingSide) {
   EXPECT_TRUE(rw.write_lock().unlock());
 }
 
-TEST_F(RwLockTest, AWaiterWhoseSessionDiedNeverReportsSuccess) {
+TEST_P(RwLockTest, AWaiterWhoseSessionDiedNeverReportsSuccess) {
   const std::string name = key("dead");
-  DistributedReadWriteLock holder(client(), name), waiter(client(), name);
+  DistributedReadWriteLock holder(client(), name, layout()), waiter(client(), name, layout());
   ASSERT_OK(holder.read_lock().acquire().wait());
   auto pending = waiter.write_lock().acquire().timeout(20s).future();
   queued(name, 2);
@@ -364,9 +379,9 @@ TEST_F(RwLockTest, AWaiterWhoseSessionDiedNeverReportsSuccess) {
   EXPECT_TRUE(holder.read_lock().unlock());
 }
 
-TEST_F(RwLockTest, CloseWakesParkedWaitersWithClosed) {
+TEST_P(RwLockTest, CloseWakesParkedWaitersWithClosed) {
   const std::string name = key("close");
-  DistributedReadWriteLock holder(client(), name), waiter(client(), name);
+  DistributedReadWriteLock holder(client(), name, layout()), waiter(client(), name, layout());
   ASSERT_OK(holder.write_lock().acquire().wait());
   auto pending = waiter.read_lock().acquire().future();
   queued(name, 2);
@@ -380,9 +395,9 @@ TEST_F(RwLockTest, CloseWakesParkedWaitersWithClosed) {
   EXPECT_TRUE(eventually([&] { return count(name + "/") == 0; }));
 }
 
-TEST_F(RwLockTest, StopTokenAndDeadlineEndAWaitAndLeaveNoKey) {
+TEST_P(RwLockTest, StopTokenAndDeadlineEndAWaitAndLeaveNoKey) {
   const std::string name = key("stop");
-  DistributedReadWriteLock holder(client(), name), waiter(client(), name);
+  DistributedReadWriteLock holder(client(), name, layout()), waiter(client(), name, layout());
   ASSERT_OK(holder.write_lock().acquire().wait());
   std::stop_source stop;
   auto pending = waiter.write_lock().acquire().stop_token(stop.get_token()).future();
@@ -400,7 +415,7 @@ TEST_F(RwLockTest, StopTokenAndDeadlineEndAWaitAndLeaveNoKey) {
   EXPECT_TRUE(waiter.read_lock().unlock());
 }
 
-TEST_F(RwLockTest, BadNameIsRejectedBeforeAnyWrite) {
+TEST_P(RwLockTest, BadNameIsRejectedBeforeAnyWrite) {
   const auto before = client().stats().rpcs_started;
   for (std::string bad : {std::string(), key("trailing/"), std::string("nul\0byte", 8)}) {
     DistributedReadWriteLock rw(client(), bad);
@@ -412,7 +427,7 @@ TEST_F(RwLockTest, BadNameIsRejectedBeforeAnyWrite) {
   EXPECT_EQ(client().stats().rpcs_started, before);
 }
 
-TEST_F(RwLockTest, ManyReadersAndWritersNeverOverlap) {
+TEST_P(RwLockTest, ManyReadersAndWritersNeverOverlap) {
   const std::string name = key("stress");
   constexpr int kThreads = 8;
   constexpr int kRounds = 5;
@@ -422,7 +437,7 @@ TEST_F(RwLockTest, ManyReadersAndWritersNeverOverlap) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      DistributedReadWriteLock rw(client(), name);
+      DistributedReadWriteLock rw(client(), name, layout());
       for (int i = 0; i < kRounds; ++i) {
         if ((t + i) % 3 == 0) {
           rw.write_lock().lock();
@@ -450,11 +465,11 @@ TEST_F(RwLockTest, ManyReadersAndWritersNeverOverlap) {
   EXPECT_EQ(count(name + "/"), 0);
 }
 
-TEST_F(RwLockTest, ATimedOutAcquireNeverLeavesItsKeyBehind) {
+TEST_P(RwLockTest, ATimedOutAcquireNeverLeavesItsKeyBehind) {
   // Deadlines so short that they often fire while the create Txn is in
   // flight: the key it creates must still be removed.
   const std::string name = key("orphan");
-  DistributedReadWriteLock rw(client(), name), other(client(), name);
+  DistributedReadWriteLock rw(client(), name, layout()), other(client(), name, layout());
   ASSERT_OK(rw.write_lock().acquire().wait());  // warm: session granted
   ASSERT_TRUE(rw.write_lock().unlock());
   for (int i = 0; i < 20; ++i) {
@@ -477,9 +492,9 @@ std::shared_ptr<Session> started_session(Client& client) {
 
 // Key creation of many read-write locks of one client is group-committed
 // (src/recipes/txn_batcher.h), as for the mutex.
-TEST_F(RwLockTest, ManyLockNamesOfOneClientShareTransactionsAndEachHoldsItsOwnKey) {
+TEST_P(RwLockTest, ManyLockNamesOfOneClientShareTransactionsAndEachHoldsItsOwnKey) {
   constexpr int kLocks = 64;
-  RecipeOptions options;
+  RecipeOptions options = layout();
   options.session = started_session(client());
   std::vector<std::unique_ptr<DistributedReadWriteLock>> locks;
   std::vector<Pending> pending;
@@ -507,18 +522,20 @@ TEST_F(RwLockTest, ManyLockNamesOfOneClientShareTransactionsAndEachHoldsItsOwnKe
   // revisions, a little over half the count under ASan.
   EXPECT_LT(revisions.size(), static_cast<std::size_t>(kLocks * 3 / 4)) << "distinct create revisions";
   for (int i = 0; i < kLocks; ++i) EXPECT_TRUE((i % 2 ? locks[i]->write_lock() : locks[i]->read_lock()).unlock());
-  EXPECT_EQ(count(key("many/")), 0);
+  // No contender key is left; in the ordered layout each lock whose writer
+  // released keeps its hand-off record (the key NAME).
+  EXPECT_EQ(count(key("many/")), ordered() ? kLocks / 2 : 0);
 }
 
-TEST_F(RwLockTest, ContendersOfOneLockNeverShareARevisionWhenOthersAreBatched) {
+TEST_P(RwLockTest, ContendersOfOneLockNeverShareARevisionWhenOthersAreBatched) {
   constexpr int kContenders = 6;  // writers and readers, alternating
   constexpr int kOthers = 24;
-  RecipeOptions shared;
+  RecipeOptions shared = layout();
   shared.session = started_session(client());
   const std::string name = key("same");
   std::vector<std::unique_ptr<DistributedReadWriteLock>> contenders, others;
   for (int i = 0; i < kContenders; ++i) {
-    RecipeOptions own;
+    RecipeOptions own = layout();
     own.session = started_session(client());  // one key per contender
     contenders.push_back(std::make_unique<DistributedReadWriteLock>(client(), name, own));
   }
@@ -568,12 +585,12 @@ TEST_F(RwLockTest, ContendersOfOneLockNeverShareARevisionWhenOthersAreBatched) {
   for (auto& o : others) EXPECT_TRUE(o->write_lock().unlock());
 }
 
-TEST_F(RwLockTest, WaitingDoesNotKeepTheClientAlive) {
+TEST_P(RwLockTest, WaitingDoesNotKeepTheClientAlive) {
   std::weak_ptr<detail::ClientCore> core;
   {
     Client c(options());
     core = etcd::detail::ClientAccess::core(c);
-    DistributedReadWriteLock holder(c, key("alive")), waiter(c, key("alive"));
+    DistributedReadWriteLock holder(c, key("alive"), layout()), waiter(c, key("alive"), layout());
     ASSERT_OK(holder.write_lock().acquire().wait());
     auto f = waiter.read_lock().acquire().timeout(10s).future();
     queued(key("alive"), 2);
@@ -584,6 +601,47 @@ TEST_F(RwLockTest, WaitingDoesNotKeepTheClientAlive) {
   }
   EXPECT_TRUE(eventually([&] { return core.expired(); }, 5s)) << "the client outlived every handle";
 }
+
+// The two layouts share one lock: a contender of either waits for the
+// conflicting keys of both (the lowest create revision goes first).
+using RwLockMixedLayoutsTest = SingleMemberTest;
+
+TEST_F(RwLockMixedLayoutsTest, ReadersAndWritersOfBothLayoutsExcludeEachOther) {
+  const std::string name = key("mixed");
+  RecipeOptions ordered;
+  ordered.contender_layout = recipes::ContenderLayout::kOrdered;
+  DistributedReadWriteLock go_w(client(), name), ord_r(client(), name, ordered), go_r(client(), name),
+      ord_w(client(), name, ordered);
+  ASSERT_OK(go_w.write_lock().acquire().timeout(10s).wait());
+  auto r = ord_r.read_lock().acquire().timeout(20s).future();
+  EXPECT_TRUE(still_waiting(r)) << "an ordered reader waits for a Go-layout writer";
+  auto w = ord_w.write_lock().acquire().timeout(20s).future();
+  EXPECT_TRUE(still_waiting(w, 10ms));
+  auto gr = go_r.read_lock().acquire().timeout(20s).future();
+  EXPECT_TRUE(still_waiting(gr)) << "a Go-layout reader behind an ordered writer";
+  EXPECT_TRUE(go_w.write_lock().unlock());
+  ASSERT_TRUE(ready(r));
+  ASSERT_TRUE(r.get().ok());
+  EXPECT_TRUE(still_waiting(w)) << "the ordered writer waits for the ordered reader";
+  EXPECT_TRUE(still_waiting(gr, 10ms));
+  EXPECT_TRUE(ord_r.read_lock().unlock());
+  ASSERT_TRUE(ready(w));
+  ASSERT_TRUE(w.get().ok());
+  EXPECT_TRUE(still_waiting(gr)) << "the Go-layout reader waits for the ordered writer";
+  EXPECT_TRUE(ord_w.write_lock().unlock());
+  ASSERT_TRUE(ready(gr));
+  ASSERT_TRUE(gr.get().ok());
+  EXPECT_TRUE(go_r.read_lock().unlock());
+  EXPECT_EQ(client().get(name + "/", {.prefix = true, .count_only = true}).wait()->count, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, RwLockTest,
+                         ::testing::Values(recipes::ContenderLayout::kGoConcurrency,
+                                           recipes::ContenderLayout::kOrdered),
+                         [](const ::testing::TestParamInfo<recipes::ContenderLayout>& layout_info) {
+                           return layout_info.param == recipes::ContenderLayout::kOrdered ? std::string("Ordered")
+                                                                                          : std::string("Go");
+                         });
 
 }  // namespace
 }  // namespace etcd::test

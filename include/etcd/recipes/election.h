@@ -28,6 +28,15 @@
 // watch from R+1). `etcdctl elect --listen NAME` shows our leader's value and
 // our LeaderObserver shows etcdctl's.
 //
+// The ordered layout (RecipeOptions::contender_layout = kOrdered, for
+// LeaderLatch and LeaderSelector): candidates create NAME/~<R>-<lease>-<n>
+// as the ordered DistributedMutex does (mutex.h): each campaign finds the
+// key just before its own by looking back over short spans of R, at the
+// same cost with 10 or 10,000 candidates, and candidates may share one
+// Session. The lowest create revision still leads across both layouts and
+// `etcdctl elect`. (A LeaderObserver, participants() and leader() read
+// every candidate, whatever the layout.)
+//
 // A term is a Hold (hold.h): its token() is the term token, its key() the
 // leader key, its stop_token() is requested when the term ends, guarded()
 // runs a Txn only while it lasts. LeaderLatch and LeaderSelector are

@@ -20,7 +20,8 @@
 
 namespace etcd::recipes {
 
-// How the contenders of a DistributedMutex queue (mutex.h, "Key layout").
+// How the contenders of a DistributedMutex, a DistributedReadWriteLock, a
+// LeaderLatch and a LeaderSelector queue (mutex.h, "Key layout").
 enum class ContenderLayout {
   // NAME/<lease id in hex>, the layout of etcd's Go concurrency package,
   // `etcdctl lock` and etcd's lock service. Each acquisition costs etcd
@@ -55,7 +56,8 @@ struct RecipeOptions {
   // alone, only where it is free). true: this object's keys live on a lease
   // of their own (revoked by its close(), and lost or healed alone).
   bool own_presence_lease = false;
-  // The DistributedMutex's key layout (other recipes keep their own).
+  // The key layout of the mutex, the read-write lock and the election's
+  // candidates (other recipes keep their own).
   ContenderLayout contender_layout = ContenderLayout::kGoConcurrency;
   std::shared_ptr<Metrics> metrics{};
 };

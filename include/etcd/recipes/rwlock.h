@@ -30,7 +30,18 @@
 //     exists; it waits for only the last key of either kind created before
 //     it.
 // So a queued writer is never starved by readers that arrive after it: they
-// queue behind it. Every wait is anchored (read at revision R; the watch
+// queue behind it.
+//
+// The ordered layout (RecipeOptions::contender_layout = kOrdered, as for
+// DistributedMutex): keys NAME/read/~<R>-<lease>-<n> and
+// NAME/write/~<R>-<lease>-<n> (16 hex digits each: a revision the client had
+// seen before the creation, the lease, a count). A reader finds the last
+// writer key created before its own, and a writer the last key of either
+// kind, by looking back over short spans of R in each kind's keys instead
+// of sorting every key of the kind: an acquisition costs etcd the same at
+// any number of waiters. The rules above are the same, across both layouts
+// (contenders of either layout on one name share one lock), and sides of
+// many objects may share one Session. Every wait is anchored (read at revision R; the watch
 // starts at its creation, and if the store moved past R before that, one
 // read covers what came in between) and re-checks after each wake-up, so a
 // wake-up that does not unblock (an earlier waiter gave up) only moves the

@@ -325,14 +325,17 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
   void read() {
     std::string key;
     int64_t rev;
+    std::string waited_for;
     {
       std::lock_guard lock(mu_);
       if (finished_) return;
       key = key_;
       rev = rev_;
+      waited_for = waited_for_;
     }
+    Txn txn = waited_for.empty() ? driver_->read(key, rev) : driver_->reread(key, rev, waited_for);
     auto self = shared_from_this();
-    CallAccess::start_inline(CallAccess::caller_waits(link_->client().txn(driver_->read(key, rev)), on_caller_thread()),
+    CallAccess::start_inline(CallAccess::caller_waits(link_->client().txn(std::move(txn)), on_caller_thread()),
                              [self, rev](Result<TxnResponse> r) {
                                if (!r.ok()) {
                                  if (transient(r.status())) {
@@ -352,6 +355,10 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
   // Waits for one change that can unblock us, then reads again (at most
   // one wake-up per watch).
   void watch(WaitFor w, int64_t from) {
+    {
+      std::lock_guard lock(mu_);
+      waited_for_ = w.key;
+    }
     std::weak_ptr<Acquisition> weak = weak_from_this();
     auto core = core_;
     auto driver = driver_;
@@ -479,6 +486,7 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
   std::shared_ptr<Session> session_;
   std::string key_;
   int64_t rev_ = 0;
+  std::string waited_for_;  // the key of the last wait (WaitFor::key)
   Registrations registrations_;
 };
 

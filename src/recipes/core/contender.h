@@ -115,6 +115,10 @@ class ContenderDriver {
   // The anchored read: one Txn of reads at one revision; its first response
   // must be the Get of `key`.
   virtual Txn read(const std::string& key, int64_t rev) = 0;
+  // The read after a wake-up from the wait for `waited_for` (the key of the
+  // last WaitFor): by default the anchored read. (The ordered layout first
+  // checks whether that key was let go by a holder: core/ordered_key.h.)
+  virtual Txn reread(const std::string& key, int64_t rev, const std::string& /*waited_for*/) { return read(key, rev); }
   virtual Verdict judge(const TxnResponse& response, int64_t rev) = 0;
   // The hold's description (noun, family, labels, watch_key,
   // require_unmodified); the engine fills in key, token, lease, session.

@@ -273,6 +273,28 @@ void delete_own_key(std::shared_ptr<ClientLink> link, std::string key, int64_t t
       });
 }
 
+// The release of a hold that records its hand-off (HoldSpec::handoff_key):
+// one guarded Txn deletes the key and puts the record. Guarded by the
+// create revision, so it never records the release of a key that is not
+// ours any more, and retried like the plain delete.
+void hand_off_own_key(std::shared_ptr<ClientLink> link, std::string key, int64_t token, std::string handoff,
+                      bool caller_waits, bool earlier_unknown, int attempt, Callback<bool> done) {
+  Txn txn;
+  txn.when(Compare::create_revision(key) == token).then(Op::del(key), Op::put(handoff, key));
+  auto call = link->client().txn(std::move(txn));
+  CallAccess::start_inline(
+      CallAccess::caller_waits(std::move(call), caller_waits),
+      [link, key, token, handoff, earlier_unknown, attempt, done = std::move(done)](Result<TxnResponse> r) mutable {
+        if (!r.ok() && attempt < 3 && transient(r.status())) {
+          return hand_off_own_key(std::move(link), std::move(key), token, std::move(handoff), false, true, attempt + 1,
+                                  std::move(done));
+        }
+        if (!r.ok()) return done(std::move(r).status());
+        // An earlier attempt may have applied.
+        done(r->succeeded || earlier_unknown);
+      });
+}
+
 }  // namespace
 
 void HoldState::release(bool caller_waits, Callback<bool> done) {
@@ -307,26 +329,30 @@ void HoldState::release(bool caller_waits, Callback<bool> done) {
   if (slot_) slot_->releasing(this);
   auto self = shared_from_this();
   std::weak_ptr<Session> owner = session();
-  delete_own_key(link, spec_.key, spec_.token, caller_waits, false, 1,
-                 [self, link, was_lost, owner, done = std::move(done)](Result<bool> r) {
-                   self->drop_claim();
-                   if (self->slot_) self->slot_->ended(self.get());
-                   if (!r.ok()) {
-                     self->core_->record_error(r.status());
-                     // A key named by this hold alone (a permit's) would
-                     // stay with the live session and keep the permit taken:
-                     // it is swept until a delete is answered. (A key named
-                     // by the session is adopted by its next acquisition.)
-                     if (!self->spec_.claims) {
-                       sweep_key(self->core_, owner, delete_if_created_at(self->spec_.key, self->spec_.token),
-                                 /*until_found=*/false);
-                     }
-                     done(self->core_->named(std::move(r).status()));
-                   } else {
-                     done(*r && !was_lost);
-                   }
-                   self->let_go();  // the hold is over (`link` lasts until this continuation is done)
-                 });
+  auto released = [self, link, was_lost, owner, done = std::move(done)](Result<bool> r) {
+    self->drop_claim();
+    if (self->slot_) self->slot_->ended(self.get());
+    if (!r.ok()) {
+      self->core_->record_error(r.status());
+      // A key named by this hold alone (a permit's) would
+      // stay with the live session and keep the permit taken:
+      // it is swept until a delete is answered. (A key named
+      // by the session is adopted by its next acquisition.)
+      if (!self->spec_.claims) {
+        sweep_key(self->core_, owner, delete_if_created_at(self->spec_.key, self->spec_.token),
+                  /*until_found=*/false);
+      }
+      done(self->core_->named(std::move(r).status()));
+    } else {
+      done(*r && !was_lost);
+    }
+    self->let_go();  // the hold is over (`link` lasts until this continuation is done)
+  };
+  if (spec_.handoff_key.empty()) {
+    delete_own_key(link, spec_.key, spec_.token, caller_waits, false, 1, std::move(released));
+  } else {
+    hand_off_own_key(link, spec_.key, spec_.token, spec_.handoff_key, caller_waits, false, 1, std::move(released));
+  }
 }
 
 Call<bool> HoldState::release_call() {

@@ -64,6 +64,11 @@ struct HoldSpec {
   // Where the key is claimed (KeyClaims) until the hold ends; null: it is
   // not.
   std::shared_ptr<KeyClaims> claims{};
+  // Set: releasing the hold also records the hand-off in one Txn — it puts
+  // this key, with the released key as its value — so that the contender
+  // waiting for our key knows, from one compare, that it was let go by a
+  // holder (core/ordered_key.h). Empty: a release is a plain delete.
+  std::string handoff_key{};
   // For messages and metrics: "lock", "permit", "leadership".
   std::string noun = "hold";
   // The metric family: etcd_recipes_<family>_{lost_total,hold_seconds}.

@@ -48,16 +48,29 @@ int64_t ticks() { return Clock::now().time_since_epoch().count(); }
 
 }  // namespace
 
-OrderedKeyDriver::OrderedKeyDriver(std::shared_ptr<RecipeCore> core_in, LowestKeySettings settings)
+OrderedKeyDriver::OrderedKeyDriver(std::shared_ptr<RecipeCore> core_in, LowestKeySettings settings,
+                                   OrderedSpaces spaces)
     : core(std::move(core_in)),
       prefix(core->name() + "/"),
       settings_(std::move(settings)),
-      ordered_(prefix + "~"),
-      ordered_end_(prefix + "~g"),
+      spaces_([&] {
+        if (spaces.own.empty()) spaces.own = prefix;
+        if (spaces.conflicts.empty()) spaces.conflicts = {spaces.own};
+        return std::move(spaces);
+      }()),
+      own_(spaces_.own + "~"),
       clock_([this] {
         auto link = core->link();
         return link ? OrderedKeyClock::of(link->client()) : std::make_shared<OrderedKeyClock>();
-      }()) {}
+      }()) {
+  for (const auto& space : spaces_.conflicts) conflicts_.push_back(Space{space, space + "~", space + "~g"});
+}
+
+std::string OrderedKeyDriver::waiting_for() const {
+  const std::string& noun = settings_.noun;
+  if (noun.size() >= 4 && noun.compare(noun.size() - 4, 4, "lock") == 0) return "the " + noun;
+  return noun;
+}
 
 std::string OrderedKeyDriver::key(const Session& s) {
   const uint64_t n = clock_->count.fetch_add(1) + 1;
@@ -66,14 +79,18 @@ std::string OrderedKeyDriver::key(const Session& s) {
   // learn a fresh one first.
   int64_t r = clock_->seen.load();
   if (Clock::now() - Clock::time_point(Clock::duration(clock_->seen_at.load())) > kFreshRevision) r = 0;
-  return ordered_ + hex16(static_cast<uint64_t>(r)) + "-" + hex16(static_cast<uint64_t>(s.lease_id())) + "-" +
-         hex16(n);
+  return own_ + hex16(static_cast<uint64_t>(r)) + "-" + hex16(static_cast<uint64_t>(s.lease_id())) + "-" + hex16(n);
+}
+
+uint64_t OrderedKeyDriver::r_of(const std::string& key) const {
+  if (key.size() != own_.size() + kFieldsSize) return 0;
+  return parse_hex16(std::string_view(key).substr(own_.size(), 16)).value_or(0);
 }
 
 std::string OrderedKeyDriver::rekey(const std::string& key, int64_t revision) {
   // Same lease and count, the revision just learnt.
-  if (key.size() != ordered_.size() + kFieldsSize) return key;
-  return ordered_ + hex16(static_cast<uint64_t>(revision)) + key.substr(ordered_.size() + 16);
+  if (key.size() != own_.size() + kFieldsSize) return key;
+  return own_ + hex16(static_cast<uint64_t>(revision)) + key.substr(own_.size() + 16);
 }
 
 void OrderedKeyDriver::seen(int64_t revision) {
@@ -83,17 +100,17 @@ void OrderedKeyDriver::seen(int64_t revision) {
   clock_->seen_at.store(ticks());
 }
 
-Txn OrderedKeyDriver::look_back(uint64_t r, const std::string& to, uint64_t span, int64_t rev) const {
+Txn OrderedKeyDriver::look_back(const Space& space, uint64_t r, const std::string& to, uint64_t span, int64_t rev) {
   GetOptions newest{.range_end = to,
-                    .limit = rev > 0 ? 1 : 2,  // the creation's own key is the newest
+                    .limit = rev > 0 ? 1 : 2,  // the creation's own key may be the newest
                     .sort_order = SortOrder::kDescend,
                     .sort_target = SortTarget::kCreate,
                     .keys_only = true,
                     .max_create_revision = rev > 0 ? rev - 1 : 0};
-  if (span > kLastLook || r <= span) return Txn().then(Op::get(ordered_, newest));
-  const std::string from = ordered_ + hex16(r - span);
+  if (span > kLastLook || r <= span) return Txn().then(Op::get(space.ordered, newest));
+  const std::string from = space.ordered + hex16(r - span);
   Op here = Op::get(from, newest);
-  Op below = Op::txn(look_back(r, from, span * 64, rev));
+  Op below = Op::txn(look_back(space, r, from, span * 64, rev));
   Txn txn;
   if (rev == 0) {
     // The creation: every key there is older than ours.
@@ -108,72 +125,78 @@ Txn OrderedKeyDriver::look_back(uint64_t r, const std::string& to, uint64_t span
   return txn;
 }
 
-Txn OrderedKeyDriver::create(const std::string& key, int64_t lease) {
-  uint64_t r = 0;
-  if (key.size() == ordered_.size() + kFieldsSize) {
-    r = parse_hex16(std::string_view(key).substr(ordered_.size(), 16)).value_or(0);
+std::vector<Op> OrderedKeyDriver::conflicting(uint64_t r, int64_t rev) const {
+  std::vector<Op> ops;
+  for (const auto& space : conflicts_) {
+    const GetOptions newest_go{.range_end = space.ordered,
+                               .limit = 1,
+                               .sort_order = SortOrder::kDescend,
+                               .sort_target = SortTarget::kCreate,
+                               .keys_only = true,
+                               .max_create_revision = rev > 0 ? rev - 1 : 0};
+    ops.push_back(Op::get(space.go, newest_go));
+    // At the creation every key there is older than ours; at a read, every
+    // key created before ours sorts below SPACE~<rev>.
+    const std::string to = rev > 0 ? space.ordered + hex16(static_cast<uint64_t>(rev)) : space.end;
+    ops.push_back(Op::txn(look_back(space, r, to, kFirstLook, rev)));
   }
+  return ops;
+}
+
+Txn OrderedKeyDriver::create(const std::string& key, int64_t lease) {
+  const uint64_t r = r_of(key);
   if (r == 0) {
     // No fresh revision known to this client: a first Txn that only learns
     // one (the key is renamed at it).
     return Txn().when(Compare::exists(key)).otherwise(Op::get(key, GetOptions{.keys_only = true}));
   }
-  const Op put = Op::put(key, settings_.value(), PutOptions{.lease = lease});
-  const GetOptions newest_go{.range_end = ordered_,
-                             .limit = 1,
-                             .sort_order = SortOrder::kDescend,
-                             .sort_target = SortTarget::kCreate,
-                             .keys_only = true};
-  Txn queued;
-  queued.when(Compare::absent(key))
-      .then({put, Op::get(prefix, newest_go), Op::txn(look_back(r, ordered_end_, kFirstLook, 0))})
-      .otherwise(Op::get(key, GetOptions{.keys_only = true}));
+  std::vector<Op> then{Op::put(key, settings_.value(), PutOptions{.lease = lease})};
+  for (auto& op : conflicting(r, 0)) then.push_back(std::move(op));
+  // (No "nothing under NAME/" fast path: etcd compares a range by reading
+  // every key in it, which is every waiter.)
   Txn txn;
-  txn.when(none_in(prefix, ordered_end_)).then(put).otherwise(Op::txn(std::move(queued)));
+  txn.when(Compare::absent(key)).otherwise(Op::get(key, GetOptions{.keys_only = true}));
+  for (auto& op : then) txn.then(std::move(op));
   return txn;
 }
 
 Created OrderedKeyDriver::created(const TxnResponse& r) {
   seen(r.header.revision);
   Created c;
-  if (r.succeeded) {  // nothing under the name: ours is the only key
+  if (r.succeeded && r.responses.size() == 1 + 2 * conflicts_.size()) {  // created
     c.rev = r.header.revision;
-    c.verdict = Verdict{.holds = true, .revision = r.header.revision};
+    c.verdict = verdict(r.responses, 1, r.header.revision, r.header.revision);
     return c;
   }
-  if (r.responses.empty() || !std::holds_alternative<std::shared_ptr<TxnResponse>>(r.responses[0].response)) {
-    c.retry_at = r.header.revision;  // the revision learnt: create under a key that names it
+  if (const auto* mine = r.responses.empty() ? nullptr : r.responses[0].get().first()) {
+    c.rev = mine->create_revision;  // an earlier attempt's: adopted, the engine reads
     return c;
   }
-  const TxnResponse& inner = r.responses[0].txn();
-  if (!inner.succeeded) {
-    if (const auto* mine = inner.responses[0].get().first()) c.rev = mine->create_revision;  // adopted: the engine reads
-    return c;
-  }
-  c.rev = r.header.revision;
-  c.verdict = verdict(inner.responses[1].get(), inner.responses[2].txn(), r.header.revision, r.header.revision);
+  c.retry_at = r.header.revision;  // the probe: create under a key that names the revision learnt
   return c;
 }
 
 Txn OrderedKeyDriver::read(const std::string& key, int64_t rev) {
-  uint64_t r = 0;
-  if (key.size() == ordered_.size() + kFieldsSize) {
-    r = parse_hex16(std::string_view(key).substr(ordered_.size(), 16)).value_or(0);
-  }
-  const GetOptions newest_go{.range_end = ordered_,
-                             .limit = 1,
-                             .sort_order = SortOrder::kDescend,
-                             .sort_target = SortTarget::kCreate,
-                             .keys_only = true,
-                             .max_create_revision = rev - 1};
-  // Every key created before ours sorts below NAME/~<rev>.
-  return Txn().then({Op::get(key, GetOptions{.keys_only = true}), Op::get(prefix, newest_go),
-                     Op::txn(look_back(r, ordered_ + hex16(static_cast<uint64_t>(rev)), kFirstLook, rev))});
+  Txn txn;
+  txn.then(Op::get(key, GetOptions{.keys_only = true}));
+  for (auto& op : conflicting(r_of(key), rev)) txn.then(std::move(op));
+  return txn;
+}
+
+Txn OrderedKeyDriver::reread(const std::string& key, int64_t rev, const std::string& waited_for) {
+  Txn txn;
+  txn.when(Compare::value(core->name()) == waited_for).then(Op::get(key, GetOptions{.keys_only = true}));
+  const Txn plain = read(key, rev);
+  for (const auto& op : plain.success()) txn.otherwise(op);
+  return txn;
 }
 
 Verdict OrderedKeyDriver::judge(const TxnResponse& r, int64_t rev) {
   seen(r.header.revision);
-  return verdict(r.responses[1].get(), r.responses[2].txn(), rev, r.header.revision);
+  // The key we waited for was let go by its holder: nothing is left before
+  // ours (the hand-off record, see the header).
+  if (r.succeeded && r.responses.size() == 1) return Verdict{.holds = true, .revision = r.header.revision};
+  return verdict(r.responses, 1, rev, r.header.revision);
 }
 
 const KeyValue* OrderedKeyDriver::found(const TxnResponse& look, int64_t own_rev) {
@@ -190,25 +213,48 @@ const KeyValue* OrderedKeyDriver::found(const TxnResponse& look, int64_t own_rev
   return nullptr;
 }
 
-Verdict OrderedKeyDriver::verdict(const GetResponse& go, const TxnResponse& look, int64_t own_rev, int64_t at) const {
-  const KeyValue* ours = found(look, own_rev);
-  const KeyValue* theirs = go.first();
-  // The newer of the two is the closer to ours.
-  const KeyValue* before = ours;
-  if (!before || (theirs && theirs->create_revision > before->create_revision)) before = theirs;
-  if (!before) return Verdict{.holds = true, .revision = at};
+Verdict OrderedKeyDriver::verdict(const std::vector<OpResponse>& reads, size_t first, int64_t own_rev,
+                                  int64_t at) const {
+  // The newest of the keys found is the closest to ours.
+  const KeyValue* before = nullptr;
+  const auto consider = [&](const KeyValue* kv) {
+    if (kv && kv->create_revision != own_rev && (!before || kv->create_revision > before->create_revision)) {
+      before = kv;
+    }
+  };
+  for (size_t i = first; i + 1 < reads.size(); i += 2) {
+    consider(reads[i].get().first());
+    consider(found(reads[i + 1].txn(), own_rev));
+  }
+  // A reader is not blocked by a write key put after its creation: it was
+  // downgraded, a read hold now (and, having held the write lock, it has no
+  // older conflicting key).
+  if (!before || (spaces_.reader && before->mod_revision != before->create_revision)) {
+    return Verdict{.holds = true, .revision = at};
+  }
+  const bool puts = spaces_.reader;  // a reader wakes when its writer is downgraded
   return Verdict{.wait = WaitFor{.key = before->key,
-                                 .options = WatchOptions{.filter_puts = true},
-                                 .recheck = key_changed(before->key, at + 1, /*puts=*/false)},
+                                 .options = WatchOptions{.filter_puts = !puts},
+                                 .recheck = key_changed(before->key, at + 1, puts)},
                  .revision = at};
 }
 
 HoldSpec OrderedKeyDriver::hold_spec() {
-  return HoldSpec{.watch_key = settings_.watch_key,
+  return HoldSpec{.require_unmodified = spaces_.require_unmodified,
+                  .watch_key = settings_.watch_key,
                   .record_loss = settings_.record_loss,
+                  .handoff_key = spaces_.records_handoff ? core->name() : std::string(),
                   .noun = settings_.noun,
                   .family = settings_.family,
                   .labels = settings_.labels};
+}
+
+std::shared_ptr<ContenderDriver> lowest_key_driver(const std::shared_ptr<RecipeCore>& core,
+                                                   LowestKeySettings settings) {
+  if (core->options().contender_layout == ContenderLayout::kOrdered) {
+    return std::make_shared<OrderedKeyDriver>(core, std::move(settings));
+  }
+  return std::make_shared<LowestKeyDriver>(core, std::move(settings));
 }
 
 }  // namespace etcd::recipes::detail

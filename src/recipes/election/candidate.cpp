@@ -14,16 +14,16 @@ Candidate::Candidate(std::shared_ptr<RecipeCore> core_in, std::string value)
       prefix(core->name() + "/"),
       slot(std::make_shared<HolderSlot>(core)),
       proposal_(std::make_shared<Proposal>()),
-      driver_(std::make_shared<LowestKeyDriver>(core, LowestKeySettings{.noun = "leadership",
-                                                                        .family = "election",
-                                                                        .labels = {{"election", core->name()}},
-                                                                        .value =
-                                                                            [proposal = proposal_] {
-                                                                              std::lock_guard lock(proposal->mu);
-                                                                              return proposal->value;
-                                                                            },
-                                                                        .watch_key = true,
-                                                                        .record_loss = false})) {
+      driver_(lowest_key_driver(core, LowestKeySettings{.noun = "leadership",
+                                                        .family = "election",
+                                                        .labels = {{"election", core->name()}},
+                                                        .value =
+                                                            [proposal = proposal_] {
+                                                              std::lock_guard lock(proposal->mu);
+                                                              return proposal->value;
+                                                            },
+                                                        .watch_key = true,
+                                                        .record_loss = false})) {
   proposal_->value = std::move(value);
 }
 

@@ -18,7 +18,7 @@
 #include <stop_token>
 #include <string>
 
-#include "../core/lowest_key.h"
+#include "../core/ordered_key.h"
 #include "etcd/recipes/election.h"
 
 namespace etcd::recipes::detail {
@@ -75,7 +75,7 @@ class Candidate : public std::enable_shared_from_this<Candidate> {
   void wound_down();
 
   const std::shared_ptr<Proposal> proposal_;
-  const std::shared_ptr<LowestKeyDriver> driver_;
+  const std::shared_ptr<ContenderDriver> driver_;
 
   mutable std::mutex mu_;
   // A campaign is in flight (from contend() until its outcome).

@@ -22,14 +22,10 @@ class MutexDriver {
 
  private:
   static std::shared_ptr<ContenderDriver> make_contender(const std::shared_ptr<RecipeCore>& core) {
-    LowestKeySettings settings{.noun = "lock",
-                               .family = "lock",
-                               .labels = {{"lock", core->name()}},
-                               .value = [id = core->client_id()] { return id; }};
-    if (core->options().contender_layout == ContenderLayout::kOrdered) {
-      return std::make_shared<OrderedKeyDriver>(core, std::move(settings));
-    }
-    return std::make_shared<LowestKeyDriver>(core, std::move(settings));
+    return lowest_key_driver(core, LowestKeySettings{.noun = "lock",
+                                                     .family = "lock",
+                                                     .labels = {{"lock", core->name()}},
+                                                     .value = [id = core->client_id()] { return id; }});
   }
 };
 

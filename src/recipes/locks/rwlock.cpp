@@ -4,6 +4,7 @@
 
 #include "../core/contender.h"
 #include "../core/keys.h"
+#include "../core/ordered_key.h"
 #include "../core/recipe_core.h"
 
 namespace etcd::recipes {
@@ -33,23 +34,18 @@ struct RwShared {
   bool downgrading = false;  // (mu)
 };
 
-// One side: a driver for the engine. Order is the keys' create revision
-// across both kinds: a reader waits for the last writer key created before
-// its own (a downgraded writer key no longer counts), a writer for the last
-// key of either kind created before its own.
-class RwSide : public ContenderDriver {
+// The Go-like layout's driver of one side (RecipeOptions::contender_layout =
+// kGoConcurrency). Order is the keys' create revision across both kinds: a
+// reader waits for the last writer key created before its own (a
+// downgraded writer key no longer counts), a writer for the last key of
+// either kind created before its own.
+class RwGoDriver : public ContenderDriver {
  public:
-  RwSide(const std::shared_ptr<RwShared>& shared_in, Mode mode_in)
-      : shared(shared_in),
-        core(shared_in->core),
-        mode(mode_in),
-        slot(std::make_shared<HolderSlot>(core)),
-        labels_{{"lock", core->name()}, {"mode", mode_name(mode_in)}} {}
+  RwGoDriver(std::shared_ptr<RecipeCore> core_in, Mode mode_in, Labels labels)
+      : core(std::move(core_in)), mode(mode_in), labels_(std::move(labels)) {}
 
-  const std::shared_ptr<RwShared> shared;
   const std::shared_ptr<RecipeCore> core;
   const Mode mode;
-  const std::shared_ptr<HolderSlot> slot;
 
   const std::string& prefix(Mode m) const { return prefixes_[idx(m)]; }
 
@@ -162,6 +158,48 @@ class RwSide : public ContenderDriver {
   const Labels labels_;
 };
 
+// One side: its slot and its contender driver, in the recipe's layout. In
+// the ordered layout (core/ordered_key.h) a reader's keys are
+// NAME/read/~<R>-<lease>-<n> and wait for the writers' spaces, a writer's
+// NAME/write/~... and wait for both.
+class RwSide {
+ public:
+  RwSide(const std::shared_ptr<RwShared>& shared_in, Mode mode_in)
+      : shared(shared_in),
+        core(shared_in->core),
+        mode(mode_in),
+        slot(std::make_shared<HolderSlot>(core)),
+        contender(make_contender(core, mode_in)) {}
+
+  const std::shared_ptr<RwShared> shared;
+  const std::shared_ptr<RecipeCore> core;
+  const Mode mode;
+  const std::shared_ptr<HolderSlot> slot;
+  const std::shared_ptr<ContenderDriver> contender;
+
+ private:
+  static std::shared_ptr<ContenderDriver> make_contender(const std::shared_ptr<RecipeCore>& core, Mode mode) {
+    Labels labels{{"lock", core->name()}, {"mode", mode_name(mode)}};
+    if (core->options().contender_layout != ContenderLayout::kOrdered) {
+      return std::make_shared<RwGoDriver>(core, mode, std::move(labels));
+    }
+    const std::string read = core->name() + "/read/";
+    const std::string write = core->name() + "/write/";
+    const bool reader = mode == Mode::kRead;
+    return std::make_shared<OrderedKeyDriver>(
+        core,
+        LowestKeySettings{.noun = std::string(mode_name(mode)) + " lock",
+                          .family = "rwlock",
+                          .labels = std::move(labels),
+                          .value = [id = core->client_id()] { return id; }},
+        OrderedSpaces{.own = reader ? read : write,
+                      .conflicts = reader ? std::vector<std::string>{write} : std::vector<std::string>{read, write},
+                      .reader = reader,
+                      .require_unmodified = !reader,
+                      .records_handoff = !reader});
+  }
+};
+
 namespace {
 
 // Re-purposes the write key as the read hold: the same key keeps its create
@@ -204,7 +242,7 @@ void downgrade_attempt(std::shared_ptr<ClientLink> link, std::shared_ptr<RwShare
         auto reader = shared->sides[idx(Mode::kRead)].lock();
         auto writer = shared->sides[idx(Mode::kWrite)].lock();
         if (!reader || !writer) return done(core->closed_status());
-        HoldSpec read_spec = reader->hold_spec();
+        HoldSpec read_spec = reader->contender->hold_spec();
         read_spec.key = write->spec().key;
         read_spec.token = write->spec().token;
         read_spec.lease = write->spec().lease;
@@ -216,7 +254,7 @@ void downgrade_attempt(std::shared_ptr<ClientLink> link, std::shared_ptr<RwShare
         reader->slot->held(HoldAccess::make(read));
         write->hand_over();
         read->arm();
-        core->metrics().add("etcd_recipes_rwlock_downgrades_total", writer->labels(), 1);
+        core->metrics().add("etcd_recipes_rwlock_downgrades_total", writer->contender->labels(), 1);
         // close() could not release while we were downgrading.
         if (core->closed()) reader->slot->release(false, [](Result<bool>) {});
         done(Result<void>());
@@ -236,11 +274,11 @@ void DistributedReadWriteLock::LockView::bind(std::shared_ptr<detail::RwSide> si
 }
 
 Call<Hold> DistributedReadWriteLock::LockView::acquire() {
-  return detail::acquire_call(side_->core, side_, side_->slot, side_->core->input());
+  return detail::acquire_call(side_->core, side_->contender, side_->slot, side_->core->input());
 }
 
 Call<std::optional<Hold>> DistributedReadWriteLock::LockView::try_acquire() {
-  return detail::try_acquire_call(side_->core, side_, side_->slot, side_->core->input());
+  return detail::try_acquire_call(side_->core, side_->contender, side_->slot, side_->core->input());
 }
 
 Call<bool> DistributedReadWriteLock::LockView::release() {
