@@ -333,13 +333,13 @@ TEST_F(OrderedMutexTest, AWaiterFindsAPredecessorOlderThanItsWindow) {
   EXPECT_TRUE(waiter.unlock());
 }
 
-// A holder's release records the hand-off in NAME (outside NAME/); the
+// A holder's release records the hand-off in NAME~handoff (beside NAME/); the
 // waiter it lets go holds without looking back. A waiter that gives up and
 // a hold that is lost record nothing.
 TEST_F(OrderedMutexTest, AReleaseRecordsTheHandOffAndAWaiterThatGivesUpOrALostHoldDoesNot) {
   const std::string name = key("handoff");
   const auto record = [&]() -> std::string {
-    auto got = client().get(name).wait();
+    auto got = client().get(name + "~handoff").wait();
     return got.ok() && !got->kvs.empty() ? got->kvs[0].value : std::string();
   };
   DistributedMutex holder(client(), name, ordered());
@@ -397,6 +397,37 @@ TEST_F(OrderedMutexTest, HandOffsStayFifoAndWakeEachWaiterOnceOverManyDeletedKey
   }
   EXPECT_TRUE(ms[19]->unlock());
   EXPECT_EQ(metrics->value("etcd_recipes_lock_wakeups_total", {{"lock", name}}), 19);
+}
+
+// The tail record names the key created last and goes with the release
+// of the holder it names (then the only key): an uncontended acquisition
+// reads nothing of the layout. A waiter that gives up leaves it naming its
+// gone key; the next acquisition looks back, holds, and clears it again.
+TEST_F(OrderedMutexTest, TheTailRecordNamesTheLastKeyAndGoesWithTheLastHolder) {
+  const std::string name = key("tail");
+  const auto tail = [&]() -> std::string {
+    auto got = client().get(name + "~tail").wait();
+    return got.ok() && !got->kvs.empty() ? got->kvs[0].value : std::string();
+  };
+  DistributedMutex a(client(), name, ordered());
+  DistributedMutex b(client(), name, ordered());
+  ASSERT_TRUE(a.acquire().timeout(10s).wait().ok());
+  EXPECT_EQ(tail(), a.hold().key());
+  ASSERT_TRUE(a.unlock());
+  EXPECT_EQ(tail(), "") << "the last holder's release removes the tail record";
+  ASSERT_TRUE(a.acquire().timeout(10s).wait().ok());
+  const std::string held = a.hold().key();
+  EXPECT_FALSE(b.try_lock_for(200ms));
+  const std::string gone = tail();
+  EXPECT_NE(gone, "");
+  EXPECT_NE(gone, held) << "the tail record names the waiter that gave up";
+  ASSERT_TRUE(a.unlock());
+  EXPECT_EQ(tail(), gone) << "a holder that is not the tail leaves it";
+  ASSERT_TRUE(b.acquire().timeout(10s).wait().ok());
+  EXPECT_EQ(tail(), b.hold().key());
+  ASSERT_TRUE(b.unlock());
+  EXPECT_EQ(tail(), "");
+  EXPECT_EQ(count_under(client(), name + "/"), 0);
 }
 
 }  // namespace

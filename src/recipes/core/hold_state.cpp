@@ -274,20 +274,28 @@ void delete_own_key(std::shared_ptr<ClientLink> link, std::string key, int64_t t
 }
 
 // The release of a hold that records its hand-off (HoldSpec::handoff_key):
-// one guarded Txn deletes the key and puts the record. Guarded by the
-// create revision, so it never records the release of a key that is not
-// ours any more, and retried like the plain delete.
-void hand_off_own_key(std::shared_ptr<ClientLink> link, std::string key, int64_t token, std::string handoff,
-                      bool caller_waits, bool earlier_unknown, int attempt, Callback<bool> done) {
+// one guarded Txn deletes the key, puts the record and deletes the tail
+// record if it still names the key. Guarded by the create revision, so it
+// never records the release of a key that is not ours any more, and
+// retried like the plain delete.
+Txn hand_off_txn(const HoldSpec& spec) {
   Txn txn;
-  txn.when(Compare::create_revision(key) == token).then(Op::del(key), Op::put(handoff, key));
-  auto call = link->client().txn(std::move(txn));
+  txn.when(Compare::create_revision(spec.key) == spec.token)
+      .then(Op::del(spec.key), Op::put(spec.handoff_key, spec.key));
+  if (!spec.tail_key.empty()) {
+    txn.then(Op::txn(Txn().when(Compare::value(spec.tail_key) == spec.key).then(Op::del(spec.tail_key))));
+  }
+  return txn;
+}
+
+void hand_off_own_key(std::shared_ptr<ClientLink> link, Txn txn, bool caller_waits, bool earlier_unknown, int attempt,
+                      Callback<bool> done) {
+  auto call = link->client().txn(txn);
   CallAccess::start_inline(
       CallAccess::caller_waits(std::move(call), caller_waits),
-      [link, key, token, handoff, earlier_unknown, attempt, done = std::move(done)](Result<TxnResponse> r) mutable {
+      [link, txn = std::move(txn), earlier_unknown, attempt, done = std::move(done)](Result<TxnResponse> r) mutable {
         if (!r.ok() && attempt < 3 && transient(r.status())) {
-          return hand_off_own_key(std::move(link), std::move(key), token, std::move(handoff), false, true, attempt + 1,
-                                  std::move(done));
+          return hand_off_own_key(std::move(link), std::move(txn), false, true, attempt + 1, std::move(done));
         }
         if (!r.ok()) return done(std::move(r).status());
         // An earlier attempt may have applied.
@@ -351,7 +359,7 @@ void HoldState::release(bool caller_waits, Callback<bool> done) {
   if (spec_.handoff_key.empty()) {
     delete_own_key(link, spec_.key, spec_.token, caller_waits, false, 1, std::move(released));
   } else {
-    hand_off_own_key(link, spec_.key, spec_.token, spec_.handoff_key, caller_waits, false, 1, std::move(released));
+    hand_off_own_key(link, hand_off_txn(spec_), caller_waits, false, 1, std::move(released));
   }
 }
 

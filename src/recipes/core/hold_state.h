@@ -69,6 +69,9 @@ struct HoldSpec {
   // waiting for our key knows, from one compare, that it was let go by a
   // holder (core/ordered_key.h). Empty: a release is a plain delete.
   std::string handoff_key{};
+  // Set with handoff_key: the release also deletes this key if it still
+  // names the released key (the ordered layout's tail record).
+  std::string tail_key{};
   // For messages and metrics: "lock", "permit", "leadership".
   std::string noun = "hold";
   // The metric family: etcd_recipes_<family>_{lost_total,hold_seconds}.

@@ -56,14 +56,19 @@ OrderedKeyDriver::OrderedKeyDriver(std::shared_ptr<RecipeCore> core_in, LowestKe
       spaces_([&] {
         if (spaces.own.empty()) spaces.own = prefix;
         if (spaces.conflicts.empty()) spaces.conflicts = {spaces.own};
+        if (spaces.tailed.empty()) spaces.tailed = {spaces.own};
         return std::move(spaces);
       }()),
       own_(spaces_.own + "~"),
+      own_tail_(std::ranges::count(spaces_.tailed, spaces_.own) ? tail_key(core->name(), spaces_.own) : std::string()),
       clock_([this] {
         auto link = core->link();
         return link ? OrderedKeyClock::of(link->client()) : std::make_shared<OrderedKeyClock>();
       }()) {
-  for (const auto& space : spaces_.conflicts) conflicts_.push_back(Space{space, space + "~", space + "~g"});
+  for (const auto& space : spaces_.conflicts) {
+    const bool tailed = std::ranges::count(spaces_.tailed, space) != 0;
+    conflicts_.push_back(Space{space, space + "~", space + "~g", tailed ? tail_key(core->name(), space) : ""});
+  }
 }
 
 std::string OrderedKeyDriver::waiting_for() const {
@@ -138,7 +143,13 @@ std::vector<Op> OrderedKeyDriver::conflicting(uint64_t r, int64_t rev) const {
     // At the creation every key there is older than ours; at a read, every
     // key created before ours sorts below SPACE~<rev>.
     const std::string to = rev > 0 ? space.ordered + hex16(static_cast<uint64_t>(rev)) : space.end;
-    ops.push_back(Op::txn(look_back(space, r, to, kFirstLook, rev)));
+    Txn look = look_back(space, r, to, kFirstLook, rev);
+    if (!space.tail.empty()) {
+      // No tail record: no key of the space is left (etcd evaluates every
+      // compare before it applies a write, so ours is not counted).
+      look = Txn().when(Compare::absent(space.tail)).otherwise(Op::txn(std::move(look)));
+    }
+    ops.push_back(Op::txn(std::move(look)));
   }
   return ops;
 }
@@ -151,6 +162,7 @@ Txn OrderedKeyDriver::create(const std::string& key, int64_t lease) {
     return Txn().when(Compare::exists(key)).otherwise(Op::get(key, GetOptions{.keys_only = true}));
   }
   std::vector<Op> then{Op::put(key, settings_.value(), PutOptions{.lease = lease})};
+  if (!own_tail_.empty()) then.push_back(Op::put(own_tail_, key));
   for (auto& op : conflicting(r, 0)) then.push_back(std::move(op));
   // (No "nothing under NAME/" fast path: etcd compares a range by reading
   // every key in it, which is every waiter.)
@@ -163,9 +175,10 @@ Txn OrderedKeyDriver::create(const std::string& key, int64_t lease) {
 Created OrderedKeyDriver::created(const TxnResponse& r) {
   seen(r.header.revision);
   Created c;
-  if (r.succeeded && r.responses.size() == 1 + 2 * conflicts_.size()) {  // created
+  const size_t first = own_tail_.empty() ? 1 : 2;                            // the reads, after the puts
+  if (r.succeeded && r.responses.size() == first + 2 * conflicts_.size()) {  // created
     c.rev = r.header.revision;
-    c.verdict = verdict(r.responses, 1, r.header.revision, r.header.revision);
+    c.verdict = verdict(r.responses, first, r.header.revision, r.header.revision);
     return c;
   }
   if (const auto* mine = r.responses.empty() ? nullptr : r.responses[0].get().first()) {
@@ -185,7 +198,7 @@ Txn OrderedKeyDriver::read(const std::string& key, int64_t rev) {
 
 Txn OrderedKeyDriver::reread(const std::string& key, int64_t rev, const std::string& waited_for) {
   Txn txn;
-  txn.when(Compare::value(core->name()) == waited_for).then(Op::get(key, GetOptions{.keys_only = true}));
+  txn.when(Compare::value(handoff_key(core->name())) == waited_for).then(Op::get(key, GetOptions{.keys_only = true}));
   const Txn plain = read(key, rev);
   for (const auto& op : plain.success()) txn.otherwise(op);
   return txn;
@@ -243,10 +256,17 @@ HoldSpec OrderedKeyDriver::hold_spec() {
   return HoldSpec{.require_unmodified = spaces_.require_unmodified,
                   .watch_key = settings_.watch_key,
                   .record_loss = settings_.record_loss,
-                  .handoff_key = spaces_.records_handoff ? core->name() : std::string(),
+                  .handoff_key = spaces_.records_handoff ? handoff_key(core->name()) : std::string(),
+                  .tail_key = own_tail_,
                   .noun = settings_.noun,
                   .family = settings_.family,
                   .labels = settings_.labels};
+}
+
+std::string tail_key(const std::string& name, const std::string& space) {
+  if (space.size() <= name.size() + 1) return name + "~tail";
+  // NAME/<kind>/ -> NAME~<kind>-tail
+  return name + "~" + space.substr(name.size() + 1, space.size() - name.size() - 2) + "-tail";
 }
 
 std::shared_ptr<ContenderDriver> lowest_key_driver(const std::shared_ptr<RecipeCore>& core,

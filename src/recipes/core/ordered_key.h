@@ -27,8 +27,19 @@
 // downgraded (put again after its creation: a read hold now) and wakes also
 // when the writer it waits for is downgraded.
 //
-// The hand-off record: NAME itself (outside NAME/, so invisible to the Go
-// layout and etcdctl) holds the key of the last exclusive hold that was
+// The tail record: NAME~tail (beside NAME/, as the hand-off record; for
+// the read-write lock's writers NAME~write-tail) holds the key last created
+// in the space, and is deleted by the release of a holder whose key it
+// still names — the last created, so then the only one. The creation puts
+// it in the same Txn, and each look back at a space whose tail record is
+// absent is skipped: an uncontended acquisition reads nothing of the
+// layout. (A waiter that gave up or a lost hold leaves it naming a key that
+// is gone: the next creation then looks back.)
+//
+// The hand-off record: the key NAME~handoff (beside NAME/, not under it,
+// so invisible to the Go layout and etcdctl; and not NAME itself, which
+// users often keep the guarded data in) holds the key of the last
+// exclusive hold that was
 // released; the release deletes the key and puts the record in one guarded
 // Txn. A waiter woken by the deletion of the key it waited for first
 // compares the record with that key: a key let go by its holder had nothing
@@ -41,16 +52,19 @@
 //
 // Each Txn and what etcd reads for it (G keys of the Go layout in the
 // conflicting spaces):
-//   create  If(K absent) Then Put(K, lease), and for each conflicting
-//           space the newest Go key (reads G) and the look back; Else
+//   create  If(K absent) Then Put(K, lease), Put(the tail record, K),
+//           and for each conflicting space the newest Go key (reads G)
+//           and — unless its tail record is absent — the look back; Else
 //           Get(K) (an earlier attempt's key: adopted). No "nothing under
 //           NAME/" fast path as the Go layout's: etcd compares a range by
 //           reading every key in it.
 //   read    Get(K), and for each conflicting space the newest Go key
 //           created before K and the look back — at one revision. After a
-//           wake-up: If(NAME == the key waited for) Then Get(K) Else the
+//           wake-up: If(NAME~handoff == the key waited for) Then Get(K)
+//           Else the
 //           read.
-//   release Delete(K) — with Put(NAME, K) for an exclusive hold — if K
+//   release Delete(K) — with Put(NAME~handoff, K) and If(tail == K)
+//           Delete(tail) for an exclusive hold — if K
 //           is still ours.
 // The look back finds the newest key created before ours among the keys
 // of a space with R in [R_K - 16, C_K) (for the creation: every key from
@@ -90,9 +104,12 @@ struct OrderedSpaces {
   // a downgrade turns into a read hold of the same key).
   bool require_unmodified = false;
   // An exclusive hold (the mutex's, a leader's, a writer's): its release
-  // records the hand-off (NAME := the released key), which tells the one
+  // records the hand-off (NAME~handoff := the released key), which tells the one
   // waiting for it that nothing before it is left.
   bool records_handoff = true;
+  // The SPACEs whose tail record is kept (see the header; default: own),
+  // those whose keys are exclusive holds.
+  std::vector<std::string> tailed;
 };
 
 class OrderedKeyDriver : public ContenderDriver {
@@ -119,7 +136,7 @@ class OrderedKeyDriver : public ContenderDriver {
   Txn create(const std::string& key, int64_t lease) override;
   Created created(const TxnResponse& response) override;
   Txn read(const std::string& key, int64_t rev) override;
-  // If(NAME == the key waited for) Then Get(K) (it was let go by a holder:
+  // If(NAME~handoff == the key waited for) Then Get(K) (it was let go by a holder:
   // we hold) Else the read.
   Txn reread(const std::string& key, int64_t rev, const std::string& waited_for) override;
   Verdict judge(const TxnResponse& response, int64_t rev) override;
@@ -134,6 +151,7 @@ class OrderedKeyDriver : public ContenderDriver {
     std::string go;       // SPACE
     std::string ordered;  // SPACE~
     std::string end;      // SPACE~g: past every key of the layout
+    std::string tail;     // its tail record (tail_key), or empty: none kept
   };
   // The look back in `space` below R = `r`, within [.., to): keys created
   // before ours — at most at `rev` - 1 when rev is known (read), else every
@@ -154,10 +172,17 @@ class OrderedKeyDriver : public ContenderDriver {
 
   const LowestKeySettings settings_;
   const OrderedSpaces spaces_;
-  const std::string own_;  // SPACE~ of our keys
+  const std::string own_;       // SPACE~ of our keys
+  const std::string own_tail_;  // the tail record of our space, if kept
   std::vector<Space> conflicts_;
   const std::shared_ptr<OrderedKeyClock> clock_;
 };
+
+// The key of the hand-off record of the recipe named `name`.
+inline std::string handoff_key(const std::string& name) { return name + "~handoff"; }
+// The key of the tail record of `space` (NAME/ or NAME/<kind>/) of the
+// recipe named `name`: NAME~tail, NAME~<kind>-tail.
+std::string tail_key(const std::string& name, const std::string& space);
 
 // The driver for "the lowest create revision holds" (the mutex, a
 // candidate) in the recipe's contender layout.

@@ -196,7 +196,8 @@ class RwSide {
                       .conflicts = reader ? std::vector<std::string>{write} : std::vector<std::string>{read, write},
                       .reader = reader,
                       .require_unmodified = !reader,
-                      .records_handoff = !reader});
+                      .records_handoff = !reader,
+                      .tailed = {write}});
   }
 };
 
