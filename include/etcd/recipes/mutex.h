@@ -31,9 +31,9 @@
 // name exclude each other (the Go layout's waiters keep their own cost).
 // A holder's release records the hand-off in the key NAME~handoff (beside
 // NAME/, in the same Txn as its delete), so the waiter it lets go holds
-// after one compare. An acquisition that finds nothing before it (an
-// uncontended one) reads the layout's keys deleted since etcd's last
-// compaction: run etcd with auto-compaction (docs/capacity.md).
+// after one compare, and a tail record NAME~tail names the key created
+// last until the release of the holder it names, so an uncontended
+// acquisition reads nothing of the layout (docs/capacity.md).
 //
 // Fencing: the holder's key's create revision is the fencing token. It
 // strictly increases from one holder to the next. Pass it to the resource you
