@@ -43,6 +43,12 @@ int64_t count_under(Client& c, const std::string& prefix) {
   return c.get(prefix, {.prefix = true, .count_only = true}).wait()->count;
 }
 
+// The value of `key`, or "" when it is absent.
+std::string value_of(Client& c, const std::string& key) {
+  auto got = c.get(key).wait();
+  return got.ok() && !got->kvs.empty() ? got->kvs[0].value : std::string();
+}
+
 TEST_F(OrderedMutexTest, KeysNameARevisionTheLeaseAndACountAndTheTokenIsTheCreateRevision) {
   DistributedMutex m(client(), key("layout"), ordered());
   ASSERT_TRUE(m.acquire().timeout(10s).wait().ok());
@@ -338,10 +344,7 @@ TEST_F(OrderedMutexTest, AWaiterFindsAPredecessorOlderThanItsWindow) {
 // a hold that is lost record nothing.
 TEST_F(OrderedMutexTest, AReleaseRecordsTheHandOffAndAWaiterThatGivesUpOrALostHoldDoesNot) {
   const std::string name = key("handoff");
-  const auto record = [&]() -> std::string {
-    auto got = client().get(name + "~handoff").wait();
-    return got.ok() && !got->kvs.empty() ? got->kvs[0].value : std::string();
-  };
+  const auto record = [&] { return value_of(client(), name + "~handoff"); };
   DistributedMutex holder(client(), name, ordered());
   DistributedMutex quitter(client(), name, ordered());
   DistributedMutex waiter(client(), name, ordered());
@@ -405,10 +408,7 @@ TEST_F(OrderedMutexTest, HandOffsStayFifoAndWakeEachWaiterOnceOverManyDeletedKey
 // gone key; the next acquisition looks back, holds, and clears it again.
 TEST_F(OrderedMutexTest, TheTailRecordNamesTheLastKeyAndGoesWithTheLastHolder) {
   const std::string name = key("tail");
-  const auto tail = [&]() -> std::string {
-    auto got = client().get(name + "~tail").wait();
-    return got.ok() && !got->kvs.empty() ? got->kvs[0].value : std::string();
-  };
+  const auto tail = [&] { return value_of(client(), name + "~tail"); };
   DistributedMutex a(client(), name, ordered());
   DistributedMutex b(client(), name, ordered());
   ASSERT_TRUE(a.acquire().timeout(10s).wait().ok());
