@@ -1,7 +1,8 @@
 // Locks with many waiters (--scale): W waiters on one name, spread over 4
 // processes, each waiter its own recipe object — on its own session (one
 // lease each) for the Go layout's mutex and the semaphore, on its
-// process's one session for the ordered mutex — each looping acquire → release → acquire, so that the lock
+// process's one session for the ordered layout's mutex and read-write lock
+// writers — each looping acquire → release → acquire, so that the lock
 // passes through every waiter in turn while the others stay parked. The
 // value is acquisitions per second over a window; the detail gives etcd's
 // CPU per acquisition (what grows when an acquisition's reads grow with the
@@ -24,6 +25,7 @@
 
 #include "bench.h"
 #include "etcd/recipes/mutex.h"
+#include "etcd/recipes/rwlock.h"
 #include "etcd/recipes/semaphore.h"
 #include "etcd/session.h"
 #include "process.h"
@@ -95,10 +97,10 @@ struct Loop : std::enable_shared_from_this<Loop> {
 int waiters_worker(const std::vector<std::string>& args) {
   return run_worker(args, 4, kWorkerFlag, "KIND ENDPOINTS NAME COUNT", [&] {
     const std::string& kind = args[0];
-    if (kind != "mutex" && kind != "ordered-mutex" && kind != "semaphore") {
-      throw std::runtime_error("KIND is mutex, ordered-mutex or semaphore");
+    if (kind != "mutex" && kind != "ordered-mutex" && kind != "ordered-rwlock-writer" && kind != "semaphore") {
+      throw std::runtime_error("KIND is mutex, ordered-mutex, ordered-rwlock-writer or semaphore");
     }
-    const bool shared_session = kind == "ordered-mutex";
+    const bool shared_session = kind.rfind("ordered-", 0) == 0;
     etcd::Client client(worker_client_options(args[1]));
     const std::string& name = args[2];
     const int count = std::stoi(args[3]);
@@ -123,6 +125,7 @@ int waiters_worker(const std::vector<std::string>& args) {
     };
     std::vector<std::shared_ptr<etcd::recipes::DistributedMutex>> mutexes;
     std::vector<std::shared_ptr<etcd::recipes::DistributedSemaphore>> semaphores;
+    std::vector<std::shared_ptr<etcd::recipes::DistributedReadWriteLock>> rwlocks;
     std::vector<std::shared_ptr<Loop>> loops;
     Completions started;
     const auto start_deadline = Clock::now() + kStartBound;
@@ -158,7 +161,11 @@ int waiters_worker(const std::vector<std::string>& args) {
       auto loop = std::make_shared<Loop>();
       loop->counts = counts;
       loop->retries = retries;
-      if (kind != "semaphore") {
+      if (kind == "ordered-rwlock-writer") {
+        auto rw = std::make_shared<etcd::recipes::DistributedReadWriteLock>(client, name, options);
+        loop->acquire = [rw] { return rw->write_lock().acquire(); };
+        rwlocks.push_back(std::move(rw));
+      } else if (kind != "semaphore") {
         auto m = std::make_shared<etcd::recipes::DistributedMutex>(client, name, options);
         loop->acquire = [m] { return m->acquire(); };
         mutexes.push_back(std::move(m));
@@ -170,7 +177,8 @@ int waiters_worker(const std::vector<std::string>& args) {
       loops.push_back(std::move(loop));
       if ((i + 1) % kStartWave == 0 || i + 1 == count) {
         started.wait_all(start_deadline, "session starts");
-        for (size_t k = loops.size() - static_cast<size_t>((i % kStartWave) + 1); k < loops.size(); ++k) loops[k]->again();
+        for (size_t k = loops.size() - static_cast<size_t>((i % kStartWave) + 1); k < loops.size(); ++k)
+          loops[k]->again();
       }
     }
     std::printf("ready %d\n", count);
@@ -196,6 +204,7 @@ int waiters_worker(const std::vector<std::string>& args) {
     counts->stopping.store(true);
     for (auto& m : mutexes) m->close();
     for (auto& s : semaphores) s->close();
+    for (auto& rw : rwlocks) rw->close();
     Completions closed;
     std::vector<std::shared_ptr<etcd::Session>> all;
     {
@@ -215,7 +224,8 @@ struct Tally {
 Tally parse_tally(const std::string& line, int index) {
   std::istringstream in(line);
   Tally t;
-  if (!(in >> t.acquired >> t.failed >> t.lost)) throw std::runtime_error(fmt("worker %d said '%s'", index, line.c_str()));
+  if (!(in >> t.acquired >> t.failed >> t.lost))
+    throw std::runtime_error(fmt("worker %d said '%s'", index, line.c_str()));
   return t;
 }
 
@@ -253,9 +263,7 @@ double waiters_rate(Context& ctx, const std::string& kind, int total) {
     auto head = client.get("bench-compact-probe").timeout(kCallBound).wait();
     if (head.ok()) (void)client.compact(head->header.revision, /*physical=*/true).timeout(kCallBound).wait();
   }
-  const auto cpu = [&] {
-    return etcd_cpu_seconds(metrics_endpoint);
-  };
+  const auto cpu = [&] { return etcd_cpu_seconds(metrics_endpoint); };
   const double cpu_before = cpu();
   // Every worker's counts, summed: what each said after the word.
   const auto collect = [&](const std::string& word) {
@@ -287,12 +295,13 @@ double waiters_rate(Context& ctx, const std::string& kind, int total) {
                                 {"failed_while_starting", static_cast<double>(mark.failed)},
                                 {"sessions_lost", static_cast<double>(done.lost)},
                                 {"start_s", start_s}});
-  ctx.note(fmt("%s: etcd %s, %d %s waiters (%s) in %d processes, each looping acquire + release: "
-               "%.1f acquisitions/s over %.0f s, etcd CPU %.2f ms per acquisition; %lld failed acquisitions or "
-               "releases while starting, %lld in the window; %lld sessions lost; started in %.1f s",
-               ctx.metric().c_str(), member->version().text.c_str(), total, kind.c_str(),
-               kind == "ordered-mutex" ? "one session per process" : "a session each", kProcesses, rate, window_s,
-               cpu_ms, mark.failed, done.failed - mark.failed, done.lost, start_s));
+  ctx.note(
+      fmt("%s: etcd %s, %d %s waiters (%s) in %d processes, each looping acquire + release: "
+          "%.1f acquisitions/s over %.0f s, etcd CPU %.2f ms per acquisition; %lld failed acquisitions or "
+          "releases while starting, %lld in the window; %lld sessions lost; started in %.1f s",
+          ctx.metric().c_str(), member->version().text.c_str(), total, kind.c_str(),
+          kind.rfind("ordered-", 0) == 0 ? "one session per process" : "a session each", kProcesses, rate, window_s,
+          cpu_ms, mark.failed, done.failed - mark.failed, done.lost, start_s));
   return rate;
 }
 
@@ -310,6 +319,8 @@ Metric waiters(std::string name, const std::string& kind, int order, int total) 
         waiters("mutex_ordered_acq_per_s_w100", "ordered-mutex", 4064, 100),
         waiters("mutex_ordered_acq_per_s_w1000", "ordered-mutex", 4065, 1000),
         waiters("mutex_ordered_acq_per_s_w10000", "ordered-mutex", 4066, 10000),
+        waiters("rwlock_ordered_write_acq_per_s_w100", "ordered-rwlock-writer", 4068, 100),
+        waiters("rwlock_ordered_write_acq_per_s_w10000", "ordered-rwlock-writer", 4069, 10000),
     }) &&
     add_helper_mode({.flag = kWorkerFlag, .run = waiters_worker});
 
