@@ -70,6 +70,32 @@ TEST(CliInspect, AContenderKeyMustBeNamedByItsOwnLease) {
   EXPECT_EQ(only(r).kind, Kind::kTransient);
 }
 
+// The ordered layout's keys (~<R>-<lease>-<n>, 16 hex digits each) are
+// contenders too, in one lock with Go-layout keys, ordered by creation.
+TEST(CliInspect, OrderedLayoutKeysAreContendersOfTheSameLock) {
+  const Report r =
+      build_report({kv("/locks/o/~0000000000000009-0000000000000abc-0000000000000001", "host:2", 12, 0xabc),
+                    kv("/locks/o/7b", "host:1", 11, 0x7b),
+                    kv("/locks/o/~0000000000000010-0000000000000abd-0000000000000002", "host:3", 13, 0xabd)},
+                   14);
+  const Recipe& lock = only(r);
+  EXPECT_EQ(lock.kind, Kind::kLockOrElection);
+  ASSERT_EQ(lock.entries.size(), 3u);
+  EXPECT_EQ(lock.entries[0].role, Role::kHolder);
+  EXPECT_EQ(lock.entries[0].kv.value, "host:1");
+  EXPECT_EQ(lock.entries[1].kv.value, "host:2");
+  // Named by another lease: not a contender.
+  EXPECT_EQ(
+      only(build_report({kv("/locks/p/~0000000000000009-0000000000000abc-0000000000000001", "v", 12, 0x1)}, 13)).kind,
+      Kind::kTransient);
+  // Read-write lock keys of the ordered layout.
+  const Report rw = build_report({kv("/rw/write/~0000000000000009-0000000000000002-0000000000000001", "w", 10, 2),
+                                  kv("/rw/read/~0000000000000009-0000000000000003-0000000000000002", "r", 11, 3)},
+                                 12);
+  EXPECT_EQ(only(rw).kind, Kind::kRwLock);
+  EXPECT_EQ(count(only(rw), Role::kHolder), 1);
+}
+
 TEST(CliInspect, ParentPrefixGroupsManyRecipes) {
   const Report r =
       build_report({kv("/locks/a/1", "h1", 5, 1), kv("/locks/b/2", "h2", 6, 2), kv("/locks/b/3", "h3", 7, 3)}, 8);
@@ -272,7 +298,8 @@ TEST(CliInspect, ASummarisedLockCountsEveryWaiterAndListsTheHead) {
 
 TEST(CliInspect, ASummarisedSemaphoreHoldsNOfItsTotal) {
   std::vector<etcd::KeyValue> keys = {kv("/s/permits", "50", 1)};
-  for (int i = 0; i < 20; ++i) keys.push_back(kv("/s/holders/" + std::to_string(100 + i) + "-1", "h", 10 + i, 0x100 + i));
+  for (int i = 0; i < 20; ++i)
+    keys.push_back(kv("/s/holders/" + std::to_string(100 + i) + "-1", "h", 10 + i, 0x100 + i));
   const Report r = build_report(keys, 9000, {{"/s/holders/", 5000}});
   const Recipe& sem = only(r);
   EXPECT_EQ(total(sem, Role::kHolder), 50);
@@ -284,7 +311,9 @@ TEST(CliInspect, ASummarisedSemaphoreHoldsNOfItsTotal) {
 TEST(CliInspect, ASummarisedQueueStatesItsDepthAndHeadInFewLines) {
   std::vector<etcd::KeyValue> keys;
   // The page read: producer aa's first keys; the per-producer heads: bb's oldest is the queue's head.
-  for (int i = 1; i <= 30; ++i) keys.push_back(kv("/q/items/00000000000000aa-" + std::string(14, '0') + (i < 10 ? "0" : "") + std::to_string(i), "a", 100 + 2 * i));
+  for (int i = 1; i <= 30; ++i)
+    keys.push_back(kv("/q/items/00000000000000aa-" + std::string(14, '0') + (i < 10 ? "0" : "") + std::to_string(i),
+                      "a", 100 + 2 * i));
   keys.push_back(kv("/q/items/00000000000000bb-0000000000000001", "first", 50));
   const Report r = build_report(keys, 600000, {{"/q/items/", 500000}});
   const Recipe& q = only(r);

@@ -44,6 +44,24 @@ std::string go_lease_hex(int64_t lease) {
   return buf;
 }
 
+// The ordered contender layout's keys (recipe.h, ContenderLayout::kOrdered)
+// name a revision, their lease and a count, 16 hex digits each:
+// ~<R>-<lease>-<n>. Only a key named by its own lease is a contender.
+bool ordered_contender(std::string_view last, int64_t lease) {
+  if (lease == 0 || last.size() != 1 + 16 + 1 + 16 + 1 + 16 || last[0] != '~' || last[17] != '-' || last[34] != '-') {
+    return false;
+  }
+  char own[17];
+  std::snprintf(own, sizeof own, "%016llx", static_cast<unsigned long long>(lease));
+  return is_hex(last.substr(1, 16), 16, 16) && last.substr(18, 16) == own && is_hex(last.substr(35, 16), 16, 16);
+}
+
+// A contender key of etcd's Go layout (named by its lease) or of the
+// ordered one.
+bool contender_of(std::string_view last, int64_t lease) {
+  return (lease != 0 && last == go_lease_hex(lease)) || ordered_contender(last, lease);
+}
+
 // KEY split at its last two '/': KEY = grand + "/" + mid + "/" + last.
 struct Path {
   std::string_view parent;  // everything before the last '/'
@@ -312,7 +330,8 @@ std::optional<Collection> collection_of(const etcd::KeyValue& kv) {
   const Path p = split(kv.key);
   const std::string dir = std::string(p.parent) + "/";
   using Head = Collection::Head;
-  if (p.has_mid && (p.mid == "read" || p.mid == "write") && is_hex(p.last, 1, 16)) {
+  if (p.has_mid && (p.mid == "read" || p.mid == "write") &&
+      (is_hex(p.last, 1, 16) || ordered_contender(p.last, kv.lease))) {
     return Collection{dir, Head::kByCreation};
   }
   if (p.has_mid && p.mid == "holders" && p.last.find('-') != std::string_view::npos &&
@@ -322,7 +341,7 @@ std::optional<Collection> collection_of(const etcd::KeyValue& kv) {
   if (p.has_mid && p.mid == "items") return Collection{dir, Head::kPerGroup};
   if (p.has_mid && (p.mid == "claims" || p.mid == "dead" || p.mid == "receipts")) return Collection{dir, Head::kByKey};
   if (p.has_mid && p.mid == "parties") return Collection{dir, Head::kByCreation};
-  if (kv.lease != 0 && !p.parent.empty() && p.last == go_lease_hex(kv.lease)) return Collection{dir, Head::kByCreation};
+  if (!p.parent.empty() && contender_of(p.last, kv.lease)) return Collection{dir, Head::kByCreation};
   if (p.has_mid && !p.grand.empty()) {
     auto i = etcd::recipes::ServiceInstanceCodec::decode(kv.value, kv.key);
     if (i.ok() && i->name == p.mid && i->id == p.last) return Collection{dir, Head::kByKey};
@@ -450,9 +469,8 @@ int64_t total(const Recipe& r, Role role) {
       int64_t all = 0;
       for (const auto& key : collection_keys(r.kind)) {
         const std::string dir = collection_dir(r.name, key);
-        all += total_of(r, key).value_or(std::count_if(r.entries.begin(), r.entries.end(), [&](const Entry& e) {
-          return e.kv.key.starts_with(dir);
-        }));
+        all += total_of(r, key).value_or(std::count_if(r.entries.begin(), r.entries.end(),
+                                                       [&](const Entry& e) { return e.kv.key.starts_with(dir); }));
       }
       // The head read by creation holds every holder (a lock has one; readers
       // holding beyond the head are counted as waiting).
@@ -519,7 +537,8 @@ Report build_report(std::vector<etcd::KeyValue> kvs, int64_t revision, const std
       pending.entries.push_back(std::move(e));
       return pending;
     };
-    if (p.has_mid && (p.mid == "read" || p.mid == "write") && is_hex(p.last, 1, 16)) {
+    if (p.has_mid && (p.mid == "read" || p.mid == "write") &&
+        (is_hex(p.last, 1, 16) || ordered_contender(p.last, kv.lease))) {
       Entry e = entry(Role::kWaiting, std::move(kv));
       e.mode = std::string(p.mid);
       add(Family::kRw, p.grand, std::move(e));
@@ -561,7 +580,7 @@ Report build_report(std::vector<etcd::KeyValue> kvs, int64_t revision, const std
     } else if (counters.count(kv.key)) {
       const std::string name = kv.key;
       add(Family::kCounter, name, entry(Role::kValue, std::move(kv)));
-    } else if (kv.lease != 0 && !p.parent.empty() && p.last == go_lease_hex(kv.lease)) {
+    } else if (!p.parent.empty() && contender_of(p.last, kv.lease)) {
       add(Family::kLowest, p.parent, entry(Role::kWaiting, std::move(kv)));
     } else if (p.has_mid && !p.grand.empty() && [&] {
                  auto i = etcd::recipes::ServiceInstanceCodec::decode(kv.value, kv.key);
@@ -712,8 +731,8 @@ void render_contenders(const Recipe& r, const Leases& leases, std::vector<std::s
     if (e.role == Role::kPermits) continue;
     std::string label = e.role == Role::kHolder ? "holder " : "waiting";
     if (r.kind == Kind::kRwLock) label += " " + e.mode;
-    out.push_back("  " + label + " " + excerpt(e.kv.value) + " " + simple_field(e.kv.key) + " (" + lease_words(e.kv.lease, leases) +
-                  "), token " + std::to_string(e.kv.create_revision));
+    out.push_back("  " + label + " " + excerpt(e.kv.value) + " " + simple_field(e.kv.key) + " (" +
+                  lease_words(e.kv.lease, leases) + "), token " + std::to_string(e.kv.create_revision));
   }
 }
 
@@ -741,7 +760,9 @@ void render_queue(const Recipe& r, const Report& report, const Leases& leases, i
       std::string parts;
       for (auto [p, n] : by_priority)
         parts += (parts.empty() ? "" : ", ") + std::to_string(n) + " at " + std::to_string(p);
-      head += (partial ? "; by priority, of the " + std::to_string(count(r, Role::kItem)) + " read: " : "; by priority: ") + parts;
+      head +=
+          (partial ? "; by priority, of the " + std::to_string(count(r, Role::kItem)) + " read: " : "; by priority: ") +
+          parts;
     }
     // A producer key outlives its items only while (or if) its producer did not close.
     if (producers > 0) head += "; " + plural(producers, "producer key", "producer keys");
@@ -788,13 +809,14 @@ void render_queue(const Recipe& r, const Report& report, const Leases& leases, i
                excerpt(e.payload);
         break;
       case Role::kItem:
-        line = std::string("  ") + (e.not_before_ms > now_ms ? "delayed " : "ready ") + simple_field(e.id) + " " + excerpt(e.payload);
+        line = std::string("  ") + (e.not_before_ms > now_ms ? "delayed " : "ready ") + simple_field(e.id) + " " +
+               excerpt(e.payload);
         if (e.not_before_ms > now_ms) line += " (ready in " + fmt_age(e.not_before_ms - now_ms) + ")";
         if (e.deliveries > 0) line += " (delivered " + plural(e.deliveries, "time", "times") + " before)";
         break;
       case Role::kDead:
-        line = "  dead letter " + simple_field(e.id) + " after " + plural(e.deliveries, "delivery", "deliveries") + ", dead for " +
-               fmt_age(now_ms - e.since_ms) + ": " + excerpt(e.reason, 200) + " " + excerpt(e.payload);
+        line = "  dead letter " + simple_field(e.id) + " after " + plural(e.deliveries, "delivery", "deliveries") +
+               ", dead for " + fmt_age(now_ms - e.since_ms) + ": " + excerpt(e.reason, 200) + " " + excerpt(e.payload);
         break;
       case Role::kClaim:
         line = "  claim " + simple_field(e.id) + (partial ? " (its item not read), by " : " without its item, by ") +
@@ -884,8 +906,7 @@ void render_services(const Recipe& r, const Leases& leases, std::vector<std::str
 
 }  // namespace
 
-std::vector<std::string> render_text(const Report& report, const Leases& leases, int64_t now_ms,
-                                     RenderLimits limits) {
+std::vector<std::string> render_text(const Report& report, const Leases& leases, int64_t now_ms, RenderLimits limits) {
   std::vector<std::string> out;
   size_t blocks = 0;
   for (const Recipe& r : report.recipes) {
@@ -925,7 +946,8 @@ std::vector<std::string> render_text(const Report& report, const Leases& leases,
       case Kind::kTransient:
       case Kind::kPlain: {
         const etcd::KeyValue& kv = r.entries.front().kv;
-        std::string line = std::string(kind_words(r.kind)) + " " + simple_field(kv.key) + ": " + excerpt(kv.value) + " (";
+        std::string line =
+            std::string(kind_words(r.kind)) + " " + simple_field(kv.key) + ": " + excerpt(kv.value) + " (";
         if (kv.lease != 0) line += lease_words(kv.lease, leases) + ", ";
         out.push_back(line + revs(kv) + ")");
         break;
