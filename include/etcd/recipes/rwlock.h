@@ -30,7 +30,11 @@
 //     exists; it waits for only the last key of either kind created before
 //     it.
 // So a queued writer is never starved by readers that arrive after it: they
-// queue behind it.
+// queue behind it. Every wait is anchored (read at revision R; the watch
+// starts at its creation, and if the store moved past R before that, one
+// read covers what came in between) and re-checks after each wake-up, so a
+// wake-up that does not unblock (an earlier waiter gave up) only moves the
+// watch one key back.
 //
 // The ordered layout (RecipeOptions::contender_layout = kOrdered, as for
 // DistributedMutex): keys NAME/read/~<R>-<lease>-<n> and
@@ -41,11 +45,7 @@
 // of sorting every key of the kind: an acquisition costs etcd the same at
 // any number of waiters. The rules above are the same, across both layouts
 // (contenders of either layout on one name share one lock), and sides of
-// many objects may share one Session. Every wait is anchored (read at revision R; the watch
-// starts at its creation, and if the store moved past R before that, one
-// read covers what came in between) and re-checks after each wake-up, so a
-// wake-up that does not unblock (an earlier waiter gave up) only moves the
-// watch one key back.
+// many objects may share one Session.
 //
 // Downgrade: downgrade() turns a write hold into a read hold atomically,
 // keeping its place: one guarded put re-purposes the write key as the read

@@ -39,9 +39,8 @@
 // The hand-off record: the key NAME~handoff (beside NAME/, not under it,
 // so invisible to the Go layout and etcdctl; and not NAME itself, which
 // users often keep the guarded data in) holds the key of the last
-// exclusive hold that was
-// released; the release deletes the key and puts the record in one guarded
-// Txn. A waiter woken by the deletion of the key it waited for first
+// exclusive hold that was released; the release deletes the key and puts
+// the record in one guarded Txn. A waiter woken by the deletion of the key it waited for first
 // compares the record with that key: a key let go by its holder had nothing
 // before it, and nothing was left between it and the waiter, so the waiter
 // holds without looking back. (Looking back from a head of the queue
@@ -61,11 +60,9 @@
 //   read    Get(K), and for each conflicting space the newest Go key
 //           created before K and the look back — at one revision. After a
 //           wake-up: If(NAME~handoff == the key waited for) Then Get(K)
-//           Else the
-//           read.
+//           Else the read.
 //   release Delete(K) — with Put(NAME~handoff, K) and If(tail == K)
-//           Delete(tail) for an exclusive hold — if K
-//           is still ours.
+//           Delete(tail) for an exclusive hold — if K is still ours.
 // The look back finds the newest key created before ours among the keys
 // of a space with R in [R_K - 16, C_K) (for the creation: every key from
 // R_K - 16 on, all older than ours then); if there is none, among those in
