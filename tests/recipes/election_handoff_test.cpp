@@ -129,28 +129,43 @@ TEST_F(ElectionHandoffTest, TheNextCandidateLeadsPromptlyWhileOtherWritesLand) {
       }
     }
   };
-  const auto describe = [](const char* what, std::vector<double> ms) {
+  // What counts as slow: 20 ms, or three times the control's median when
+  // the machine is so loaded that a plain handoff takes longer than 7 ms.
+  // etcd's loop delays a wake-up by up to 100 ms; a loaded machine (the
+  // suite runs two tests at a time on two cores) stretches every turnover
+  // alike, and an election turnover has more to do than a mutex handoff
+  // (five candidates' watches, the resigned one queuing again), so a fixed
+  // 20 ms counted the load's tail, not the loop: under the suite's load the
+  // control's median was 9-10 ms and the election's tail 24-33 ms, never
+  // near the loop's 100 ms.
+  const auto median = [](std::vector<double> ms) {
     std::sort(ms.begin(), ms.end());
-    const auto over = [&](double bound) {
-      return static_cast<int>(std::count_if(ms.begin(), ms.end(), [&](double v) { return v > bound; }));
+    return ms[ms.size() / 2];
+  };
+  const auto describe = [](const char* what, std::vector<double> ms, double bound) {
+    std::sort(ms.begin(), ms.end());
+    const auto over = [&](double b) {
+      return static_cast<int>(std::count_if(ms.begin(), ms.end(), [&](double v) { return v > b; }));
     };
-    std::printf("%s under writes: min %.1f median %.1f p90 %.1f max %.1f ms; %d over 20 ms, %d over 40 ms (of %zu)\n",
-                what, ms.front(), ms[ms.size() / 2], ms[ms.size() * 9 / 10], ms.back(), over(20.0), over(40.0),
+    std::printf("%s under writes: min %.1f median %.1f p90 %.1f max %.1f ms; %d over %.1f ms, %d over 40 ms (of %zu)\n",
+                what, ms.front(), ms[ms.size() / 2], ms[ms.size() * 9 / 10], ms.back(), over(bound), bound, over(40.0),
                 ms.size());
-    return over(20.0);
+    return over(bound);
   };
   measure();
   if (HasFatalFailure()) return;
-  int election_slow = describe("election turnover", election_ms);
-  int mutex_slow = describe("mutex handoff (control)", mutex_ms);
+  double slow_ms = std::max(20.0, 3 * median(mutex_ms));
+  int election_slow = describe("election turnover", election_ms, slow_ms);
+  int mutex_slow = describe("mutex handoff (control)", mutex_ms, slow_ms);
   if (election_slow > mutex_slow + kRounds / 20) {
     // Once more: a burst of load on a shared machine seldom comes back in
     // the next 60 rounds, while the slow wake-up this guards against showed
     // in 8 of 10 runs.
     measure();
     if (HasFatalFailure()) return;
-    election_slow = describe("election turnover (again)", election_ms);
-    mutex_slow = describe("mutex handoff (control, again)", mutex_ms);
+    slow_ms = std::max(20.0, 3 * median(mutex_ms));
+    election_slow = describe("election turnover (again)", election_ms, slow_ms);
+    mutex_slow = describe("mutex handoff (control, again)", mutex_ms, slow_ms);
   }
   // An anchored wait wakes with the resign's own event. Watching from the
   // read's next revision, as the candidate does today, put 3 to 9 of 60
