@@ -192,6 +192,20 @@ struct SemaphoreAdapter {
   }
 };
 
+// The semaphore with the ordered layout (a queue and N permit slots).
+struct OrderedSemaphoreAdapter : SemaphoreAdapter {
+  static Recipe make(Client c, std::string name, RecipeOptions o) {
+    o.contender_layout = recipes::ContenderLayout::kOrdered;
+    return Recipe(c, std::move(name), 1, std::move(o));
+  }
+  static std::any block(Client& c, const std::string& name) {
+    RecipeOptions o;
+    o.contender_layout = recipes::ContenderLayout::kOrdered;
+    auto other = std::make_shared<Recipe>(c, name, 1, o);
+    return std::make_shared<std::pair<std::shared_ptr<Recipe>, Hold>>(other, other->acquire_blocking());
+  }
+};
+
 struct LatchAdapter {
   using Recipe = LeaderLatch;
   static Recipe make(Client c, std::string name, RecipeOptions o) {
@@ -593,7 +607,8 @@ class Conformance : public SingleMemberTest {
 using Recipes = ::testing::Types<
     MutexAdapter, OrderedMutexAdapter, RwSideAdapter<DistributedReadWriteLock::Mode::kRead>,
     RwSideAdapter<DistributedReadWriteLock::Mode::kWrite>, OrderedRwSideAdapter<DistributedReadWriteLock::Mode::kRead>,
-    OrderedRwSideAdapter<DistributedReadWriteLock::Mode::kWrite>, SemaphoreAdapter, LatchAdapter, OrderedLatchAdapter,
+    OrderedRwSideAdapter<DistributedReadWriteLock::Mode::kWrite>, SemaphoreAdapter, OrderedSemaphoreAdapter, LatchAdapter,
+    OrderedLatchAdapter,
     SelectorAdapter, ObserverAdapter, QueueAdapter, TypedQueueAdapter, PriorityQueueAdapter, TypedPriorityQueueAdapter,
     WorkQueueAdapter, TypedWorkQueueAdapter, TransientAdapter, TypedTransientAdapter, AtomicLongAdapter, GateAdapter,
     CountBarrierAdapter, DoubleBarrierAdapter, NodeCacheAdapter, TypedNodeCacheAdapter, PathChildrenCacheAdapter,
@@ -610,6 +625,7 @@ class Names {
                                   "OrderedRwRead",
                                   "OrderedRwWrite",
                                   "Semaphore",
+                                  "OrderedSemaphore",
                                   "LeaderLatch",
                                   "OrderedLeaderLatch",
                                   "LeaderSelector",

@@ -1,5 +1,6 @@
 // DistributedSemaphore against a real etcd member.
 #include <atomic>
+#include <functional>
 #include <cstdio>
 #include <future>
 #include <mutex>
@@ -32,10 +33,30 @@ bool still_waiting(Pending& f, std::chrono::milliseconds for_ = 300ms) {
   return f.wait_for(for_) == std::future_status::timeout;
 }
 
-class SemaphoreTest : public SingleMemberTest {
+// Every behaviour on both layouts (the ordered one: a queue and N permit
+// slots, semaphore.h).
+class SemaphoreTest : public SingleMemberTest, public ::testing::WithParamInterface<recipes::ContenderLayout> {
  protected:
+  static RecipeOptions layout(RecipeOptions o = {}) {
+    o.contender_layout = GetParam();
+    return o;
+  }
+  static bool ordered() { return GetParam() == recipes::ContenderLayout::kOrdered; }
+  // The keys that take a place: holders and waiters.
   int64_t holders(const std::string& name) {
-    return client().get(name + "/holders/", {.prefix = true, .count_only = true}).wait()->count;
+    const auto count = [&](const std::string& prefix) {
+      return client().get(prefix, {.prefix = true, .count_only = true}).wait()->count;
+    };
+    if (ordered()) return count(name + "/slots/") + count(name + "/queue/");
+    return count(name + "/holders/");
+  }
+  // The waiters' keys, oldest first.
+  std::vector<KeyValue> waiting(const std::string& name) {
+    return client()
+        .get(name + (ordered() ? "/queue/" : "/holders/"),
+             {.prefix = true, .sort_order = SortOrder::kAscend, .sort_target = SortTarget::kCreate})
+        .wait()
+        ->kvs;
   }
   void queued(const std::string& name, int64_t n) {
     ASSERT_TRUE(eventually([&] { return holders(name) == n; })) << "expected " << n << " keys under " << name;
@@ -47,20 +68,29 @@ class SemaphoreTest : public SingleMemberTest {
   }
 };
 
-TEST_F(SemaphoreTest, UncontendedPermitUsesTheKeyLayoutAndCostsTwoWrites) {
+TEST_P(SemaphoreTest, UncontendedPermitUsesTheKeyLayoutAndCostsTwoWrites) {
   const std::string name = key("layout");
-  DistributedSemaphore sem(client(), name, 3);
+  DistributedSemaphore sem(client(), name, 3, layout());
   EXPECT_EQ(sem.identity(), "DistributedSemaphore[" + name + "]");
   EXPECT_EQ(sem.permits(), 3);
   EXPECT_EQ(sem.available_permits().wait().value(), 3);
   Permit p = sem.acquire().wait().value();
   ASSERT_TRUE(p.valid());
   EXPECT_TRUE(p.is_held());
-  EXPECT_EQ(client().get(name + "/permits").wait()->kvs.at(0).value, "3");
+  EXPECT_EQ(client().get(name + "/permits").wait()->kvs.at(0).value, ordered() ? "3 ordered" : "3");
   auto got = client().get(p.key()).wait();
   ASSERT_EQ(got->kvs.size(), 1u) << p.key();
-  const std::string prefix = name + "/holders/" + hex(got->kvs[0].lease) + "-";
-  EXPECT_EQ(p.key().rfind(prefix, 0), 0u) << p.key();
+  if (ordered()) {
+    // A slot NAME/slots/<i>, 0 <= i < 3, whose value names the client.
+    EXPECT_EQ(p.key().rfind(name + "/slots/", 0), 0u) << p.key();
+    const std::string i = p.key().substr(name.size() + 7);
+    EXPECT_TRUE(i == "0" || i == "1" || i == "2") << p.key();
+    EXPECT_NE(got->kvs[0].value.find(recipes::default_client_id()), std::string::npos) << got->kvs[0].value;
+    EXPECT_EQ(got->kvs[0].lease, p.lease());
+  } else {
+    const std::string prefix = name + "/holders/" + hex(got->kvs[0].lease) + "-";
+    EXPECT_EQ(p.key().rfind(prefix, 0), 0u) << p.key();
+  }
   EXPECT_EQ(p.token(), got->kvs[0].create_revision);
   EXPECT_EQ(sem.available_permits().wait().value(), 2);
   auto token = p.stop_token();
@@ -81,9 +111,9 @@ TEST_F(SemaphoreTest, UncontendedPermitUsesTheKeyLayoutAndCostsTwoWrites) {
   EXPECT_EQ(after - before - 1, 2) << "revisions consumed by one acquire+release";
 }
 
-TEST_F(SemaphoreTest, PermitsReleaseOnDestructionAndMove) {
+TEST_P(SemaphoreTest, PermitsReleaseOnDestructionAndMove) {
   const std::string name = key("raii");
-  DistributedSemaphore sem(client(), name, 2);
+  DistributedSemaphore sem(client(), name, 2, layout());
   std::string k1;
   {
     Permit p = sem.acquire_blocking();
@@ -109,9 +139,9 @@ TEST_F(SemaphoreTest, PermitsReleaseOnDestructionAndMove) {
   EXPECT_TRUE(eventually([&] { return holders(name) == 0; }));
 }
 
-TEST_F(SemaphoreTest, SeveralPermitsFromOneObjectUseDistinctKeys) {
+TEST_P(SemaphoreTest, SeveralPermitsFromOneObjectUseDistinctKeys) {
   const std::string name = key("multi");
-  DistributedSemaphore sem(client(), name, 3);
+  DistributedSemaphore sem(client(), name, 3, layout());
   std::vector<Permit> permits;
   for (int i = 0; i < 3; ++i) {
     auto p = sem.try_acquire().wait();
@@ -142,10 +172,10 @@ TEST_F(SemaphoreTest, SeveralPermitsFromOneObjectUseDistinctKeys) {
 // Permit keys are named by the session's lease and a number: objects that
 // share one session — on its client or on another one — still get distinct
 // keys, and so never believe they hold one permit together.
-TEST_F(SemaphoreTest, ObjectsSharingOneSessionHoldDistinctPermitsEvenThroughTwoClients) {
+TEST_P(SemaphoreTest, ObjectsSharingOneSessionHoldDistinctPermitsEvenThroughTwoClients) {
   const std::string name = key("shared");
   auto session = Session::create(client());
-  RecipeOptions shared;
+  RecipeOptions shared = layout();
   shared.session = session;
   Client other(options());
   DistributedSemaphore a(client(), name, 3, shared), b(client(), name, 3, shared), c(other, name, 3, shared);
@@ -166,9 +196,9 @@ TEST_F(SemaphoreTest, ObjectsSharingOneSessionHoldDistinctPermitsEvenThroughTwoC
   EXPECT_TRUE(pc.release().wait().value());
 }
 
-TEST_F(SemaphoreTest, TwentyContendersNeverExceedThePermitCount) {
+TEST_P(SemaphoreTest, TwentyContendersNeverExceedThePermitCount) {
   const std::string name = key("twenty");
-  RecipeOptions opts;
+  RecipeOptions opts = layout();
   auto metrics = metrics_of(opts);
   constexpr int kContenders = 20;
   constexpr int kPermits = 3;
@@ -208,9 +238,9 @@ TEST_F(SemaphoreTest, TwentyContendersNeverExceedThePermitCount) {
               metrics->value("etcd_recipes_semaphore_nudges_total", labels), releases);
 }
 
-TEST_F(SemaphoreTest, AsyncContendersOnOneObjectNeverExceedThePermitCount) {
+TEST_P(SemaphoreTest, AsyncContendersOnOneObjectNeverExceedThePermitCount) {
   const std::string name = key("async");
-  DistributedSemaphore sem(client(), name, 2);
+  DistributedSemaphore sem(client(), name, 2, layout());
   constexpr int kContenders = 10;
   std::atomic<int> current{0}, max_seen{0}, served{0};
   std::mutex mu;
@@ -247,9 +277,9 @@ TEST_F(SemaphoreTest, AsyncContendersOnOneObjectNeverExceedThePermitCount) {
   EXPECT_EQ(holders(name), 0);
 }
 
-TEST_F(SemaphoreTest, GrantsAreFifoEvenWhenHoldersReleaseOutOfOrder) {
+TEST_P(SemaphoreTest, GrantsAreFifoEvenWhenHoldersReleaseOutOfOrder) {
   const std::string name = key("fifo");
-  RecipeOptions opts;
+  RecipeOptions opts = layout();
   auto metrics = metrics_of(opts);
   DistributedSemaphore a(client(), name, 2, opts), b(client(), name, 2, opts);
   Permit pa = a.acquire_blocking();
@@ -292,9 +322,9 @@ TEST_F(SemaphoreTest, GrantsAreFifoEvenWhenHoldersReleaseOutOfOrder) {
   EXPECT_EQ(holders(name), 0);
 }
 
-TEST_F(SemaphoreTest, PermitCountMismatchIsAClearErrorAndWritesNothing) {
+TEST_P(SemaphoreTest, PermitCountMismatchIsAClearErrorAndWritesNothing) {
   const std::string name = key("mismatch");
-  DistributedSemaphore three(client(), name, 3), five(client(), name, 5);
+  DistributedSemaphore three(client(), name, 3, layout()), five(client(), name, 5, layout());
   Permit p = three.acquire_blocking();
   const int64_t rev = client().get(key("probe")).wait()->header.revision;
   auto r = five.acquire().wait();
@@ -309,10 +339,10 @@ TEST_F(SemaphoreTest, PermitCountMismatchIsAClearErrorAndWritesNothing) {
   EXPECT_TRUE(p.release().wait().value());
 }
 
-TEST_F(SemaphoreTest, BadArgumentsAreRejectedBeforeAnyRequest) {
+TEST_P(SemaphoreTest, BadArgumentsAreRejectedBeforeAnyRequest) {
   const auto before = client().stats().rpcs_started;
   for (int n : {0, -1}) {
-    DistributedSemaphore sem(client(), key("bad"), n);
+    DistributedSemaphore sem(client(), key("bad"), n, layout());
     auto r = sem.acquire().wait();
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().to_string();
     EXPECT_NE(r.status().message().find("permits"), std::string::npos) << r.status().message();
@@ -321,15 +351,15 @@ TEST_F(SemaphoreTest, BadArgumentsAreRejectedBeforeAnyRequest) {
     EXPECT_THROW((void)sem.acquire_blocking(), Error);
   }
   for (std::string bad : {std::string(), key("trailing/"), std::string("nul\0byte", 8)}) {
-    DistributedSemaphore sem(client(), bad, 2);
+    DistributedSemaphore sem(client(), bad, 2, layout());
     EXPECT_EQ(sem.acquire().wait().status().code(), StatusCode::kInvalidArgument);
   }
   EXPECT_EQ(client().stats().rpcs_started, before);
 }
 
-TEST_F(SemaphoreTest, CloseWakesParkedWaitersWithClosed) {
+TEST_P(SemaphoreTest, CloseWakesParkedWaitersWithClosed) {
   const std::string name = key("close");
-  DistributedSemaphore holder(client(), name, 1), waiter(client(), name, 1);
+  DistributedSemaphore holder(client(), name, 1, layout()), waiter(client(), name, 1, layout());
   Permit p = holder.acquire_blocking();
   auto w1 = waiter.acquire().future();
   auto w2 = waiter.acquire().future();
@@ -347,9 +377,9 @@ TEST_F(SemaphoreTest, CloseWakesParkedWaitersWithClosed) {
   EXPECT_TRUE(p.release().wait().value());
 }
 
-TEST_F(SemaphoreTest, StopTokenCancelsAWaitAndLeavesNoKey) {
+TEST_P(SemaphoreTest, StopTokenCancelsAWaitAndLeavesNoKey) {
   const std::string name = key("stop");
-  DistributedSemaphore sem(client(), name, 1);
+  DistributedSemaphore sem(client(), name, 1, layout());
   Permit p = sem.acquire_blocking();
   std::stop_source stop;
   auto pending = sem.acquire().stop_token(stop.get_token()).future();
@@ -362,9 +392,9 @@ TEST_F(SemaphoreTest, StopTokenCancelsAWaitAndLeavesNoKey) {
   EXPECT_TRUE(p.release().wait().value());
 }
 
-TEST_F(SemaphoreTest, LossIsReportedAndReleaseReturnsFalse) {
+TEST_P(SemaphoreTest, LossIsReportedAndReleaseReturnsFalse) {
   const std::string name = key("loss");
-  DistributedSemaphore sem(client(), name, 2);
+  DistributedSemaphore sem(client(), name, 2, layout());
   Permit p = sem.acquire_blocking();
   Mailbox<Status> lost;
   auto sub = p.on_lost([&](const Status& why) { lost.put(why); });
@@ -396,19 +426,15 @@ TEST_F(SemaphoreTest, LossIsReportedAndReleaseReturnsFalse) {
   EXPECT_TRUE(q.release().wait().value());
 }
 
-TEST_F(SemaphoreTest, AWaiterWhoseSessionDiedNeverReportsSuccess) {
+TEST_P(SemaphoreTest, AWaiterWhoseSessionDiedNeverReportsSuccess) {
   const std::string name = key("dead");
-  DistributedSemaphore holder(client(), name, 1), waiter(client(), name, 1);
+  DistributedSemaphore holder(client(), name, 1, layout()), waiter(client(), name, 1, layout());
   Permit p = holder.acquire_blocking();
   auto pending = waiter.acquire().timeout(20s).future();
   queued(name, 2);
-  auto kvs = client()
-                 .get(name + "/holders/",
-                      {.prefix = true, .sort_order = SortOrder::kAscend, .sort_target = SortTarget::kCreate})
-                 .wait()
-                 ->kvs;
-  ASSERT_EQ(kvs.size(), 2u);
-  ASSERT_TRUE(client().lease_revoke(kvs[1].lease).wait().ok());
+  auto kvs = waiting(name);
+  ASSERT_EQ(kvs.size(), ordered() ? 1u : 2u);
+  ASSERT_TRUE(client().lease_revoke(kvs.back().lease).wait().ok());
   ASSERT_TRUE(ready(pending));
   auto r = pending.get();
   EXPECT_FALSE(r.ok());
@@ -417,9 +443,9 @@ TEST_F(SemaphoreTest, AWaiterWhoseSessionDiedNeverReportsSuccess) {
   EXPECT_TRUE(p.release().wait().value());
 }
 
-TEST_F(SemaphoreTest, ATimedOutAcquireNeverLeavesItsKeyBehind) {
+TEST_P(SemaphoreTest, ATimedOutAcquireNeverLeavesItsKeyBehind) {
   const std::string name = key("orphan");
-  DistributedSemaphore sem(client(), name, 1), other(client(), name, 1);
+  DistributedSemaphore sem(client(), name, 1, layout()), other(client(), name, 1, layout());
   ASSERT_TRUE(sem.acquire_blocking().release().wait().value());  // warm: session granted, count stored
   for (int i = 0; i < 20; ++i) {
     auto r = sem.acquire().timeout(std::chrono::microseconds(200 + 100 * i)).wait();
@@ -436,7 +462,7 @@ TEST_F(SemaphoreTest, ATimedOutAcquireNeverLeavesItsKeyBehind) {
 // A permit is the caller's: it outlives its semaphore's close() as a hold,
 // keeping its client (and so its session) until it is released; then the
 // client goes, and the permit answers without it.
-TEST_F(SemaphoreTest, APermitOutlivesItsClosedSemaphoreAndKeepsItsClientUntilReleased) {
+TEST_P(SemaphoreTest, APermitOutlivesItsClosedSemaphoreAndKeepsItsClientUntilReleased) {
   const std::string name = key("outlives");
   std::weak_ptr<detail::ClientCore> core;
   std::optional<DistributedSemaphore> sem;
@@ -444,7 +470,7 @@ TEST_F(SemaphoreTest, APermitOutlivesItsClosedSemaphoreAndKeepsItsClientUntilRel
   {
     Client c(options());
     core = etcd::detail::ClientAccess::core(c);
-    sem.emplace(c, name, 1);
+    sem.emplace(c, name, 1, layout());
     p = sem->acquire_blocking();
     sem->close();
   }
@@ -464,16 +490,15 @@ TEST_F(SemaphoreTest, APermitOutlivesItsClosedSemaphoreAndKeepsItsClientUntilRel
   sem.reset();
 }
 
-TEST_F(SemaphoreTest, WaitingDoesNotKeepTheClientAlive) {
+TEST_P(SemaphoreTest, WaitingDoesNotKeepTheClientAlive) {
   std::weak_ptr<detail::ClientCore> core;
   {
     Client c(options());
     core = etcd::detail::ClientAccess::core(c);
-    DistributedSemaphore a(c, key("alive"), 1), b(c, key("alive"), 1);
+    DistributedSemaphore a(c, key("alive"), 1, layout()), b(c, key("alive"), 1, layout());
     Permit p = a.acquire_blocking();
     auto f = b.acquire().timeout(10s).future();
-    ASSERT_TRUE(eventually(
-        [&] { return c.get(key("alive/holders/"), {.prefix = true, .count_only = true}).wait()->count == 2; }));
+    ASSERT_TRUE(eventually([&] { return holders(key("alive")) == 2; }));
     EXPECT_TRUE(p.release().wait().value());
     ASSERT_TRUE(ready(f));
     auto q = f.get();
@@ -484,6 +509,170 @@ TEST_F(SemaphoreTest, WaitingDoesNotKeepTheClientAlive) {
   }
   EXPECT_TRUE(eventually([&] { return core.expired(); }, 5s)) << "the client outlived every handle";
 }
+
+// The ordered layout's own rules (semaphore.h, "The ordered layout").
+class OrderedSemaphoreTest : public SingleMemberTest {
+ protected:
+  static RecipeOptions ordered() {
+    RecipeOptions o;
+    o.contender_layout = recipes::ContenderLayout::kOrdered;
+    return o;
+  }
+  int64_t count(const std::string& prefix) {
+    return client().get(prefix, {.prefix = true, .count_only = true}).wait()->count;
+  }
+  bool exists(const std::string& k) { return !client().get(k).wait()->kvs.empty(); }
+  // Revisions consumed by `fn` (etcd writes it made).
+  int64_t writes(const std::function<void()>& fn) {
+    const int64_t before = client().put(key("probe"), "x").wait()->header.revision;
+    fn();
+    return client().put(key("probe"), "y").wait()->header.revision - before - 1;
+  }
+};
+
+TEST_F(OrderedSemaphoreTest, TheTwoLayoutsRefuseEachOtherBeforeAnyWrite) {
+  const std::string name = key("layouts");
+  DistributedSemaphore ordered_sem(client(), name, 2, ordered()), holders_sem(client(), name, 2);
+  Permit p = ordered_sem.acquire_blocking();
+  const int64_t rev = client().get(key("probe")).wait()->header.revision;
+  auto r = holders_sem.acquire().wait();
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().is(Errc::kMismatch)) << r.status().to_string();
+  EXPECT_NE(r.status().message().find("stores 2 ordered"), std::string::npos) << r.status().message();
+  EXPECT_EQ(client().get(key("probe")).wait()->header.revision, rev) << "nothing written";
+  EXPECT_TRUE(p.release().wait().value());
+
+  const std::string other = key("layouts2");
+  DistributedSemaphore first(client(), other, 2), second(client(), other, 2, ordered());
+  Permit q = first.acquire_blocking();
+  auto s = second.try_acquire().wait();
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(s.status().is(Errc::kMismatch)) << s.status().to_string();
+  EXPECT_NE(s.status().message().find("asks for 2 ordered"), std::string::npos) << s.status().message();
+  EXPECT_TRUE(second.available_permits().wait().status().is(Errc::kMismatch));
+  EXPECT_TRUE(q.release().wait().value());
+}
+
+// Nobody waits: a permit is one write, a release another, whether the
+// semaphore is free or partly taken (the creation tries a slot itself, and
+// otherwise the first in line moves into a free one).
+TEST_F(OrderedSemaphoreTest, AnUncontendedPermitIsOneWriteAndItsReleaseAnother) {
+  const std::string name = key("cost");
+  DistributedSemaphore sem(client(), name, 3, ordered());
+  ASSERT_TRUE(sem.acquire_blocking().release().wait().value());  // warm: session, count stored
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(writes([&] {
+                Permit p = sem.acquire_blocking();
+                EXPECT_TRUE(p.release().wait().value());
+              }),
+              2)
+        << "cycle " << i;
+  }
+  Permit a = sem.acquire_blocking(), b = sem.acquire_blocking();
+  for (int i = 0; i < 6; ++i) {
+    // The third permit: one write when the creation's slot is the free one,
+    // two (a queue key, then the move into the free slot) when it is not.
+    const int64_t w = writes([&] {
+      Permit p = sem.acquire_blocking();
+      EXPECT_TRUE(p.release().wait().value());
+    });
+    EXPECT_GE(w, 2);
+    EXPECT_LE(w, 3);
+  }
+  EXPECT_EQ(count(name + "/queue/"), 0);
+  EXPECT_FALSE(exists(name + "~queue-tail")) << "no queue left behind";
+}
+
+// A try that finds every permit taken leaves as the first in line: it
+// hands off (so no stale tail record makes the next creation look back),
+// and the next permit is again one write.
+TEST_F(OrderedSemaphoreTest, ADeclinedTryLeavesTheQueueAsItFoundIt) {
+  const std::string name = key("decline");
+  DistributedSemaphore sem(client(), name, 1, ordered()), other(client(), name, 1, ordered());
+  ASSERT_TRUE(other.acquire_blocking().release().wait().value());  // warm
+  Permit p = sem.acquire_blocking();
+  for (int i = 0; i < 5; ++i) {
+    auto none = other.try_acquire().wait();
+    ASSERT_TRUE(none.ok()) << none.status().to_string();
+    EXPECT_FALSE(none->has_value());
+    EXPECT_EQ(count(name + "/queue/"), 0);
+    EXPECT_FALSE(exists(name + "~queue-tail")) << "the declined try left the tail record";
+  }
+  EXPECT_TRUE(p.release().wait().value());
+  EXPECT_EQ(writes([&] {
+              Permit q = other.acquire_blocking();
+              EXPECT_TRUE(q.release().wait().value());
+            }),
+            2);
+}
+
+// The first in line, waiting for a slot, times out: the next waiter takes
+// its place, and gets the next permit.
+TEST_F(OrderedSemaphoreTest, TheFirstInLineTimingOutHandsItsPlaceToTheNext) {
+  const std::string name = key("giveup");
+  DistributedSemaphore holder(client(), name, 1, ordered()), a(client(), name, 1, ordered()),
+      b(client(), name, 1, ordered());
+  Permit p = holder.acquire_blocking();
+  auto first = a.acquire().timeout(600ms).future();
+  ASSERT_TRUE(eventually([&] { return count(name + "/queue/") == 1; }));
+  auto second = b.acquire().timeout(30s).future();
+  ASSERT_TRUE(eventually([&] { return count(name + "/queue/") == 2; }));
+  ASSERT_TRUE(ready(first, 5s));
+  EXPECT_EQ(first.get().status().code(), StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(eventually([&] { return count(name + "/queue/") == 1; }));
+  EXPECT_TRUE(still_waiting(second, 200ms)) << "the permit is still held";
+  EXPECT_TRUE(p.release().wait().value());
+  ASSERT_TRUE(ready(second, 5s));
+  auto q = second.get();
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  EXPECT_TRUE(q->release().wait().value());
+  EXPECT_EQ(count(name + "/queue/"), 0);
+  EXPECT_EQ(count(name + "/slots/"), 0);
+  EXPECT_FALSE(exists(name + "~queue-tail"));
+}
+
+// Acquisitions cut short at every step (the creation, the wait, the move
+// into a slot) while a holder cycles: never more than N slots, and nothing
+// left behind.
+TEST_F(OrderedSemaphoreTest, AcquisitionsCutShortAnywhereLeaveNothingBehind) {
+  const std::string name = key("cut");
+  DistributedSemaphore cycler(client(), name, 1, ordered()), cut(client(), name, 1, ordered());
+  std::atomic<bool> stop{false};
+  std::thread t([&] {
+    while (!stop) {
+      auto p = cycler.try_acquire_for(2s);
+      if (p) {
+        std::this_thread::sleep_for(2ms);
+        (void)p->release().wait();
+      }
+    }
+  });
+  int granted = 0;
+  for (int i = 0; i < 40; ++i) {
+    auto r = cut.acquire().timeout(std::chrono::microseconds(300 + 150 * i)).wait();
+    if (r.ok()) {
+      ++granted;
+      ASSERT_TRUE(r->release().wait().value());
+    }
+    EXPECT_LE(count(name + "/slots/"), 1);
+  }
+  stop = true;
+  t.join();
+  EXPECT_TRUE(eventually([&] { return count(name + "/slots/") + count(name + "/queue/") == 0; }, 10s))
+      << "a cut-short acquisition left a key";
+  std::printf("cut short: %d of 40 granted\n", granted);
+  auto p = cut.try_acquire().wait();
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(p->has_value());
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, SemaphoreTest,
+                         ::testing::Values(recipes::ContenderLayout::kGoConcurrency,
+                                           recipes::ContenderLayout::kOrdered),
+                         [](const ::testing::TestParamInfo<recipes::ContenderLayout>& layout_info) {
+                           return layout_info.param == recipes::ContenderLayout::kOrdered ? std::string("Ordered")
+                                                                                          : std::string("Holders");
+                         });
 
 }  // namespace
 }  // namespace etcd::test

@@ -207,9 +207,14 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
       std::unique_lock lock(mu_);
       if (finished_) {
         // Timed out, cancelled or closed while the key was being created:
-        // it must not stay behind and block the queue.
+        // it must not stay behind and block the queue (nor a hold the
+        // creation put elsewhere: Verdict::at).
         lock.unlock();
-        if (c.rev != 0) remove_own_key(c.rev, {});
+        if (c.verdict && c.verdict->holds && c.verdict->at) {
+          remove_key(link_, core_, c.verdict->at->key, c.verdict->at->token, "cleaning up an unused hold");
+        } else if (c.rev != 0) {
+          remove_own_key(c.rev, {});
+        }
         return;
       }
       rev_ = c.rev;
@@ -245,28 +250,43 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
       session = session_;
     }
     if (driver_->claims_key()) return;
-    sweep_key(core_, session, delete_if_leased(key, lease), /*until_found=*/true);
+    for (auto& txn : driver_->strays(key, lease)) sweep_key(core_, session, std::move(txn), /*until_found=*/true);
   }
 
   // Deletes our key (created at `rev`) after an acquisition ended without a
   // hold, then runs `then`. A key named by the acquisition alone that
   // could not be deleted (no delete was answered) is swept until one is.
+  //
+  // The driver says how (ContenderDriver::leave: a key with nothing left
+  // before it may leave as a holder would), and an admission that was sent
+  // (Verdict::admit_to) is undone with it in one Txn: whichever of the two
+  // applies first, the other finds nothing of ours.
   void remove_own_key(int64_t rev, std::function<void()> then) {
     std::shared_ptr<Session> owner;
     std::string key;
+    bool first;
+    std::string admit_to;
     {
       std::lock_guard lock(mu_);
       owner = session_;
       key = key_;
+      first = first_;
+      admit_to = admit_to_;
+    }
+    Txn txn = driver_->leave(key, rev, first);
+    if (!admit_to.empty() && owner) {
+      txn = Txn().then(Op::txn(std::move(txn)),
+                       Op::txn(driver_->admission(key, rev, owner->lease_id(), admit_to).undo));
     }
     if (driver_->claims_key() || !owner) {
-      return remove_key(link_, core_, key, rev, "cleaning up a contender key", std::move(then));
+      return remove_with(link_, core_, std::move(txn), "cleaning up a contender key", [then = std::move(then)](bool) {
+        if (then) then();
+      });
     }
     std::weak_ptr<Session> session = owner;
-    const int64_t lease = owner->lease_id();
-    remove_with(link_, core_, delete_if_created_at(key, rev), "cleaning up a contender key",
-                [core = core_, session, key, lease, then = std::move(then)](bool answered) {
-                  if (!answered) sweep_key(core, session, delete_if_leased(key, lease), /*until_found=*/false);
+    remove_with(link_, core_, txn, "cleaning up a contender key",
+                [core = core_, session, txn, then = std::move(then)](bool answered) {
+                  if (!answered) sweep_key(core, session, txn, /*until_found=*/false);
                   if (then) then();
                 });
   }
@@ -315,7 +335,11 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
   }
 
   void on_verdict(Verdict v) {
-    if (v.holds) return acquired(v);
+    {
+      std::lock_guard lock(mu_);
+      first_ = v.first;
+    }
+    if (v.holds) return v.admit_to.empty() ? acquired(v) : admit(std::move(v));
     if (!wait_) return finish(std::optional<Hold>());
     if (!v.wait) return read();
     watch(std::move(*v.wait), v.revision + 1);
@@ -350,6 +374,41 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
                                v.revision = r->header.revision;
                                self->on_verdict(std::move(v));
                              });
+  }
+
+  // Moves our key to the one the hold will live at (Verdict::admit_to),
+  // then holds. Sent again after a transient failure (the admission tells
+  // from the store whether an earlier one applied); an acquisition that
+  // ends meanwhile undoes it (remove_own_key).
+  void admit(Verdict v) {
+    std::string key;
+    int64_t rev;
+    int64_t lease;
+    {
+      std::lock_guard lock(mu_);
+      if (finished_) return;
+      admit_to_ = v.admit_to;
+      key = key_;
+      rev = rev_;
+      lease = session_->lease_id();
+    }
+    Admission admission = driver_->admission(key, rev, lease, v.admit_to);
+    auto self = shared_from_this();
+    CallAccess::start_inline(
+        CallAccess::caller_waits(link_->client().txn(std::move(admission.txn)), on_caller_thread()),
+        [self, v = std::move(v), key, rev](Result<TxnResponse> r) mutable {
+          if (!r.ok()) {
+            if (transient(r.status()) || r.status().is(Errc::kOutcomeUnknown)) {
+              return self->retry_later(r.status(), [self, v] { self->admit(v); });
+            }
+            return self->fail(std::move(r).status());
+          }
+          Admitted a = self->driver_->admitted(*r, key, rev, v.admit_to);
+          if (!a.failure.ok()) return self->fail(std::move(a.failure));
+          if (!a.at) return self->read();  // taken by another: look again
+          v.at = std::move(a.at);
+          self->acquired(v);
+        });
   }
 
   // Waits for one change that can unblock us, then reads again (at most
@@ -406,8 +465,8 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
       finished_ = true;
       registrations = std::move(registrations_);
       HoldSpec spec = driver_->hold_spec();
-      spec.key = key_;
-      spec.token = rev_;
+      spec.key = v.at ? v.at->key : key_;
+      spec.token = v.at ? v.at->token : rev_;
       spec.lease = session_->lease_id();
       spec.session = session_;
       spec.claims = std::exchange(claims_, nullptr);  // the hold carries the claim from here
@@ -487,6 +546,8 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
   std::string key_;
   int64_t rev_ = 0;
   std::string waited_for_;  // the key of the last wait (WaitFor::key)
+  bool first_ = false;      // the last verdict's Verdict::first
+  std::string admit_to_;    // an admission was sent (Verdict::admit_to)
   Registrations registrations_;
 };
 

@@ -38,6 +38,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "etcd/recipes/hold.h"
 #include "etcd/recipes/recipe.h"
@@ -61,6 +62,13 @@ struct WaitFor {
   Recheck recheck{};
 };
 
+// A hold that lives at another key than the contender's own (the ordered
+// semaphore's permits: locks/ordered_semaphore.h).
+struct HeldAt {
+  std::string key;
+  int64_t token = 0;  // its create revision
+};
+
 // The driver's judgement of one read.
 struct Verdict {
   bool holds = false;
@@ -71,6 +79,31 @@ struct Verdict {
   int64_t revision = 0;
   // Passed to ContenderDriver::held (the semaphore's "waiters follow").
   bool waiters_behind = false;
+  // With `holds`: the hold lives at this key already (the creation put it
+  // there instead of ours).
+  std::optional<HeldAt> at{};
+  // With `holds`: the hold lives at this key once one more Txn has moved
+  // ours there (ContenderDriver::admission).
+  std::string admit_to{};
+  // Nothing is left before our key: an acquisition that ends here leaves
+  // as a holder would (ContenderDriver::leave).
+  bool first = false;
+};
+
+// The Txn that moves a contender's key to the key its hold lives at, and
+// the one that undoes it for an acquisition that ends without a hold.
+// Both are guarded so that either may apply first: the admission by our
+// key's create revision, the undo by a value only this acquisition writes.
+struct Admission {
+  Txn txn;
+  Txn undo;
+};
+
+// What the answer to an admission told: admitted (`at`), never to be
+// (`failure`: our key is gone), or neither (read again).
+struct Admitted {
+  std::optional<HeldAt> at{};
+  Status failure{};
 };
 
 // What the creation Txn told.
@@ -120,6 +153,25 @@ class ContenderDriver {
   // checks whether that key was let go by a holder: core/ordered_key.h.)
   virtual Txn reread(const std::string& key, int64_t rev, const std::string& /*waited_for*/) { return read(key, rev); }
   virtual Verdict judge(const TxnResponse& response, int64_t rev) = 0;
+  // For a verdict with Verdict::admit_to: the admission of `key` (created
+  // at `rev`, bound to `lease`) into `to`, and what its answer told. An
+  // admission whose answer is lost is sent again: its Txn must tell from
+  // the store that an earlier one applied.
+  virtual Admission admission(const std::string& /*key*/, int64_t /*rev*/, int64_t /*lease*/,
+                              const std::string& /*to*/) {
+    return {};
+  }
+  virtual Admitted admitted(const TxnResponse& /*response*/, const std::string& /*key*/, int64_t /*rev*/,
+                            const std::string& /*to*/) {
+    return Admitted{.failure = Status(StatusCode::kInternal, "no admission")};
+  }
+  // The Txn that removes our key (created at `rev`) when the acquisition
+  // ends without a hold; `first`: nothing was left before it (the last
+  // verdict's Verdict::first).
+  virtual Txn leave(const std::string& key, int64_t rev, bool /*first*/) { return delete_if_created_at(key, rev); }
+  // The Txns that remove what a creation of `key` on `lease` whose answer
+  // never came may have written (each swept until it finds its key).
+  virtual std::vector<Txn> strays(const std::string& key, int64_t lease) { return {delete_if_leased(key, lease)}; }
   // The hold's description (noun, family, labels, watch_key,
   // require_unmodified); the engine fills in key, token, lease, session.
   virtual HoldSpec hold_spec() = 0;

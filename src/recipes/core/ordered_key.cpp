@@ -10,9 +10,10 @@
 namespace etcd::recipes::detail {
 
 // What the ordered keys of one client share: the highest store revision
-// its contenders have seen (a new key's R) and when, and their count (a new
-// key's n, unique per lease: a lease belongs to the one client it was
-// granted on).
+// its contenders have seen (a new key's R) and when, and the count of the
+// keys made on sessions granted on it (a new key's n, unique per lease: a
+// lease belongs to the one client it was granted on, though recipes on
+// other clients may share its session).
 struct OrderedKeyClock {
   std::atomic<int64_t> seen{0};
   std::atomic<int64_t> seen_at{0};  // Clock ticks
@@ -78,7 +79,9 @@ std::string OrderedKeyDriver::waiting_for() const {
 }
 
 std::string OrderedKeyDriver::key(const Session& s) {
-  const uint64_t n = clock_->count.fetch_add(1) + 1;
+  // Counted by the client the session was made on (it may be shared with
+  // recipes on other clients): unique per lease.
+  const uint64_t n = OrderedKeyClock::of(s.client())->count.fetch_add(1) + 1;
   // A revision seen long ago names a key far below its commit, and its
   // look back would read every key created in between: R = 0 has create()
   // learn a fresh one first.

@@ -1,5 +1,6 @@
-// DistributedSemaphore: a driver for the contender engine
-// (core/contender.h). Key layout and waiting rules: semaphore.h.
+// DistributedSemaphore: a contender driver for the engine
+// (core/contender.h) — the holders layout's (here) or the ordered one's
+// (ordered_semaphore.h). Key layouts and waiting rules: semaphore.h.
 #include "etcd/recipes/semaphore.h"
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include "../core/contender.h"
 #include "../core/keys.h"
 #include "../core/recipe_core.h"
+#include "ordered_semaphore.h"
+#include "permit_count.h"
 
 namespace etcd::recipes {
 
@@ -40,18 +43,22 @@ Status check_permits(int permits) {
 
 }  // namespace
 
-class SemaphoreDriver : public ContenderDriver {
+// The holders layout: NAME/holders/<lease>-<seq>, the first N by create
+// revision hold.
+class SemaphoreHoldersDriver : public ContenderDriver {
  public:
-  SemaphoreDriver(std::shared_ptr<RecipeCore> core_in, int permits)
+  SemaphoreHoldersDriver(std::shared_ptr<RecipeCore> core_in, PermitCount permits)
       : core(std::move(core_in)),
-        n(permits),
-        n_text(std::to_string(permits)),
+        count(std::move(permits)),
+        n(count.n),
+        n_text(count.stored),
         scope(core->name() + "/"),
-        permits_key(core->name() + "/permits"),
+        permits_key(count.key),
         holders(core->name() + "/holders/"),
         labels_{{"semaphore", core->name()}} {}
 
   const std::shared_ptr<RecipeCore> core;
+  const PermitCount count;
   const int n;
   const std::string n_text;
   const std::string scope;
@@ -158,11 +165,7 @@ class SemaphoreDriver : public ContenderDriver {
   const Labels& labels() const override { return labels_; }
   std::string waiting_for() const override { return "a permit"; }
 
-  Status mismatch(const std::string& stored) const {
-    return Status(StatusCode::kFailedPrecondition,
-                  "permit count mismatch: " + permits_key + " stores " + stored + ", this object asks for " + n_text,
-                  Errc::kMismatch);
-  }
+  Status mismatch(const std::string& stored) const { return count.mismatch(stored); }
 
  private:
   static GetOptions newest() {
@@ -223,6 +226,28 @@ class SemaphoreDriver : public ContenderDriver {
   const Labels labels_;
 };
 
+// What the facade keeps: the permit count, the layout's contender driver,
+// and where its holds are counted.
+class SemaphoreDriver {
+ public:
+  SemaphoreDriver(std::shared_ptr<RecipeCore> core_in, int permits)
+      : core(std::move(core_in)),
+        ordered(core->options().contender_layout == ContenderLayout::kOrdered),
+        count{permits, core->name() + "/permits", std::to_string(permits) + (ordered ? " ordered" : "")},
+        held(core->name() + (ordered ? "/slots/" : "/holders/")),
+        contender(ordered ? ordered_semaphore_driver(core, count)
+                          : std::static_pointer_cast<ContenderDriver>(
+                                std::make_shared<SemaphoreHoldersDriver>(core, count))) {}
+
+  const std::shared_ptr<RecipeCore> core;
+  const bool ordered;
+  const PermitCount count;
+  // The prefix of the keys that take a permit: holders and waiters (the
+  // holders layout), or the permits (the ordered one).
+  const std::string held;
+  const std::shared_ptr<ContenderDriver> contender;
+};
+
 }  // namespace detail
 
 DistributedSemaphore::DistributedSemaphore(Client client, std::string name, int permits)
@@ -236,11 +261,11 @@ DistributedSemaphore::DistributedSemaphore(Client client, std::string name, int 
 }
 
 Call<Hold> DistributedSemaphore::acquire() {
-  return detail::acquire_call(driver_->core, driver_, nullptr, driver_->core->input());
+  return detail::acquire_call(driver_->core, driver_->contender, nullptr, driver_->core->input());
 }
 
 Call<std::optional<Hold>> DistributedSemaphore::try_acquire() {
-  return detail::try_acquire_call(driver_->core, driver_, nullptr, driver_->core->input());
+  return detail::try_acquire_call(driver_->core, driver_->contender, nullptr, driver_->core->input());
 }
 
 Call<int> DistributedSemaphore::available_permits() {
@@ -249,13 +274,13 @@ Call<int> DistributedSemaphore::available_permits() {
   if (Status st = core->usable(link); !st.ok()) return core->ready<int>(st);
   auto d = driver_;
   auto call = link->client().txn(
-      Txn().then({Op::get(d->permits_key), Op::get(d->holders, GetOptions{.prefix = true, .count_only = true})}));
+      Txn().then({Op::get(d->count.key), Op::get(d->held, GetOptions{.prefix = true, .count_only = true})}));
   return detail::then_call<int>(std::move(call), std::move(link), [d](Result<TxnResponse> r) -> Result<int> {
     if (!r.ok()) return d->core->named(std::move(r).status());
     const auto* stored = r->responses[0].get().first();
-    if (stored && stored->value != d->n_text) return d->core->named(d->mismatch(stored->value));
+    if (stored && stored->value != d->count.stored) return d->core->named(d->count.mismatch(stored->value));
     const int64_t used = r->responses[1].get().count;
-    return static_cast<int>(std::max<int64_t>(0, d->n - used));
+    return static_cast<int>(std::max<int64_t>(0, d->count.n - used));
   });
 }
 
@@ -268,6 +293,6 @@ std::optional<Hold> DistributedSemaphore::try_acquire_until_steady(Deadline dead
   throw Error(std::move(r).status());
 }
 
-int DistributedSemaphore::permits() const { return driver_->n; }
+int DistributedSemaphore::permits() const { return driver_->count.n; }
 
 }  // namespace etcd::recipes
