@@ -103,6 +103,36 @@ TEST_F(OrderedMutexTest, AKeyNamingAnOlderRevisionStillWaitsForTheHolder) {
   EXPECT_TRUE(c.unlock());
 }
 
+// A key whose revision is stale sorts below keys created before it: the
+// waiter created after it, which finds the holder first, must not take the
+// holder's hand-off as "nothing is left before me".
+TEST_F(OrderedMutexTest, AHandOffDoesNotSkipAWaiterWhoseKeySortsLower) {
+  Client p_client(options());
+  Client stale_client(options());
+  DistributedMutex early(stale_client, key("skip"), ordered());
+  ASSERT_TRUE(early.acquire().timeout(10s).wait().ok());
+  ASSERT_TRUE(early.unlock());  // the stale client has seen this revision, and no later one
+  for (int i = 0; i < 40; ++i) ASSERT_TRUE(client().put(key("noise"), std::to_string(i)).wait().ok());
+  DistributedMutex p(p_client, key("skip"), ordered());
+  ASSERT_TRUE(p.acquire().timeout(10s).wait().ok());
+  DistributedMutex stale(stale_client, key("skip"), ordered());
+  auto pending_stale = stale.acquire().timeout(20s).future();
+  ASSERT_TRUE(eventually([&] { return count_under(client(), key("skip") + "/") == 2; }));
+  DistributedMutex fresh(client(), key("skip"), ordered());
+  auto pending_fresh = fresh.acquire().timeout(20s).future();
+  ASSERT_TRUE(eventually([&] { return count_under(client(), key("skip") + "/") == 3; }));
+  EXPECT_EQ(pending_stale.wait_for(200ms), std::future_status::timeout);
+  EXPECT_EQ(pending_fresh.wait_for(1ms), std::future_status::timeout);
+  ASSERT_TRUE(p.unlock());
+  ASSERT_EQ(pending_stale.wait_for(10s), std::future_status::ready) << "the older waiter is next";
+  EXPECT_TRUE(pending_stale.get().ok());
+  EXPECT_EQ(pending_fresh.wait_for(500ms), std::future_status::timeout) << "two holders at once";
+  EXPECT_TRUE(stale.unlock());
+  ASSERT_EQ(pending_fresh.wait_for(10s), std::future_status::ready);
+  EXPECT_TRUE(pending_fresh.get().ok());
+  EXPECT_TRUE(fresh.unlock());
+}
+
 TEST_F(OrderedMutexTest, WaitersAreServedFifoAndEachWakesOnce) {
   auto metrics = std::make_shared<recipes::PrometheusMetrics>();
   const RecipeOptions opts = ordered([&] {

@@ -1,8 +1,8 @@
 // Locks with many waiters (--scale): W waiters on one name, spread over 4
 // processes, each waiter its own recipe object — on its own session (one
-// lease each) for the Go layout's mutex and the semaphore, on its
-// process's one session for the ordered layout's mutex and read-write lock
-// writers — each looping acquire → release → acquire, so that the lock
+// lease each) for the Go layout's mutex and the holders layout's
+// semaphore, on its process's one session for the ordered layout's mutex,
+// read-write lock writers and semaphore — each looping acquire → release → acquire, so that the lock
 // passes through every waiter in turn while the others stay parked. The
 // value is acquisitions per second over a window; the detail gives etcd's
 // CPU per acquisition (what grows when an acquisition's reads grow with the
@@ -89,16 +89,18 @@ struct Loop : std::enable_shared_from_this<Loop> {
 };
 
 // etcd-recipes-bench --scale-waiters-worker KIND ENDPOINTS NAME COUNT:
-// COUNT waiters (KIND mutex, ordered-mutex, or semaphore of kPermits
-// permits) on NAME, each on a session of its own (ordered-mutex: all on
-// one), started kStartWave at a time; prints
+// COUNT waiters (KIND mutex, ordered-mutex, ordered-rwlock-writer,
+// semaphore or ordered-semaphore of kPermits permits) on NAME, each on a
+// session of its own (the ordered kinds: all on one), started kStartWave
+// at a time; prints
 // "ready"; at the bench's first signal "mark ACQUIRED FAILED LOST", at its
 // second "done ACQUIRED FAILED LOST"; then stops and exits.
 int waiters_worker(const std::vector<std::string>& args) {
   return run_worker(args, 4, kWorkerFlag, "KIND ENDPOINTS NAME COUNT", [&] {
     const std::string& kind = args[0];
-    if (kind != "mutex" && kind != "ordered-mutex" && kind != "ordered-rwlock-writer" && kind != "semaphore") {
-      throw std::runtime_error("KIND is mutex, ordered-mutex, ordered-rwlock-writer or semaphore");
+    if (kind != "mutex" && kind != "ordered-mutex" && kind != "ordered-rwlock-writer" && kind != "semaphore" &&
+        kind != "ordered-semaphore") {
+      throw std::runtime_error("KIND is mutex, ordered-mutex, ordered-rwlock-writer, semaphore or ordered-semaphore");
     }
     const bool shared_session = kind.rfind("ordered-", 0) == 0;
     etcd::Client client(worker_client_options(args[1]));
@@ -165,7 +167,7 @@ int waiters_worker(const std::vector<std::string>& args) {
         auto rw = std::make_shared<etcd::recipes::DistributedReadWriteLock>(client, name, options);
         loop->acquire = [rw] { return rw->write_lock().acquire(); };
         rwlocks.push_back(std::move(rw));
-      } else if (kind != "semaphore") {
+      } else if (kind != "semaphore" && kind != "ordered-semaphore") {
         auto m = std::make_shared<etcd::recipes::DistributedMutex>(client, name, options);
         loop->acquire = [m] { return m->acquire(); };
         mutexes.push_back(std::move(m));
@@ -321,6 +323,8 @@ Metric waiters(std::string name, const std::string& kind, int order, int total) 
         waiters("mutex_ordered_acq_per_s_w10000", "ordered-mutex", 4066, 10000),
         waiters("rwlock_ordered_write_acq_per_s_w100", "ordered-rwlock-writer", 4068, 100),
         waiters("rwlock_ordered_write_acq_per_s_w10000", "ordered-rwlock-writer", 4069, 10000),
+        waiters("semaphore_ordered_acq_per_s_w100", "ordered-semaphore", 4070, 100),
+        waiters("semaphore_ordered_acq_per_s_w10000", "ordered-semaphore", 4071, 10000),
     }) &&
     add_helper_mode({.flag = kWorkerFlag, .run = waiters_worker});
 

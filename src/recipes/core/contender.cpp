@@ -218,6 +218,7 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
         return;
       }
       rev_ = c.rev;
+      if (c.verdict && c.verdict->holds && c.verdict->at) held_at_ = *c.verdict->at;
     }
     if (c.rev == 0) return fail(Status(StatusCode::kAborted, "our key vanished", Errc::kHoldLost));
     if (c.verdict) return on_verdict(std::move(*c.verdict));
@@ -266,14 +267,18 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
     std::string key;
     bool first;
     std::string admit_to;
+    std::optional<HeldAt> held_at;
     {
       std::lock_guard lock(mu_);
       owner = session_;
       key = key_;
       first = first_;
       admit_to = admit_to_;
+      held_at = held_at_;
     }
-    Txn txn = driver_->leave(key, rev, first);
+    // A hold the creation put elsewhere, which the acquisition ended
+    // before it was handed out.
+    Txn txn = held_at ? delete_if_created_at(held_at->key, held_at->token) : driver_->leave(key, rev, first);
     if (!admit_to.empty() && owner) {
       txn = Txn().then(Op::txn(std::move(txn)),
                        Op::txn(driver_->admission(key, rev, owner->lease_id(), admit_to).undo));
@@ -416,7 +421,7 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
   void watch(WaitFor w, int64_t from) {
     {
       std::lock_guard lock(mu_);
-      waited_for_ = w.key;
+      waited_for_ = w.rereads ? w.key : std::string();
     }
     std::weak_ptr<Acquisition> weak = weak_from_this();
     auto core = core_;
@@ -545,9 +550,10 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
   std::shared_ptr<Session> session_;
   std::string key_;
   int64_t rev_ = 0;
-  std::string waited_for_;  // the key of the last wait (WaitFor::key)
+  std::string waited_for_;  // the key of the last wait, if it rereads (WaitFor::rereads)
   bool first_ = false;      // the last verdict's Verdict::first
   std::string admit_to_;    // an admission was sent (Verdict::admit_to)
+  std::optional<HeldAt> held_at_;  // the creation put the hold there (Verdict::at)
   Registrations registrations_;
 };
 

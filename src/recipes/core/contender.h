@@ -60,6 +60,11 @@ struct WaitFor {
   // The read that tells whether that change happened between R and the
   // watch's creation.
   Recheck recheck{};
+  // The wake-up reads with ContenderDriver::reread, which is told the key
+  // waited for (the ordered layout: the key created just before ours, whose
+  // hand-off then tells that nothing is left before ours). Otherwise it
+  // reads with ContenderDriver::read.
+  bool rereads = false;
 };
 
 // A hold that lives at another key than the contender's own (the ordered
@@ -148,9 +153,10 @@ class ContenderDriver {
   // The anchored read: one Txn of reads at one revision; its first response
   // must be the Get of `key`.
   virtual Txn read(const std::string& key, int64_t rev) = 0;
-  // The read after a wake-up from the wait for `waited_for` (the key of the
-  // last WaitFor): by default the anchored read. (The ordered layout first
-  // checks whether that key was let go by a holder: core/ordered_key.h.)
+  // The read after a wake-up from a wait with WaitFor::rereads, for
+  // `waited_for` (its key): by default the anchored read. (The ordered
+  // layout first checks whether that key was let go by a holder:
+  // core/ordered_key.h.)
   virtual Txn reread(const std::string& key, int64_t rev, const std::string& /*waited_for*/) { return read(key, rev); }
   virtual Verdict judge(const TxnResponse& response, int64_t rev) = 0;
   // For a verdict with Verdict::admit_to: the admission of `key` (created

@@ -164,7 +164,11 @@ Txn OrderedKeyDriver::create(const std::string& key, int64_t lease) {
     // one (the key is renamed at it).
     return Txn().when(Compare::exists(key)).otherwise(Op::get(key, GetOptions{.keys_only = true}));
   }
-  std::vector<Op> then{Op::put(key, settings_.value(), PutOptions{.lease = lease})};
+  // First the tail record of the one conflicting space, before our own
+  // puts: the key created just before ours (see verdict()).
+  std::vector<Op> then;
+  if (!predecessor_tail().empty()) then.push_back(Op::get(predecessor_tail()));
+  then.push_back(Op::put(key, settings_.value(), PutOptions{.lease = lease}));
   if (!own_tail_.empty()) then.push_back(Op::put(own_tail_, key));
   for (auto& op : conflicting(r, 0)) then.push_back(std::move(op));
   // (No "nothing under NAME/" fast path: etcd compares a range by reading
@@ -178,13 +182,18 @@ Txn OrderedKeyDriver::create(const std::string& key, int64_t lease) {
 Created OrderedKeyDriver::created(const TxnResponse& r) {
   seen(r.header.revision);
   Created c;
-  const size_t first = own_tail_.empty() ? 1 : 2;                            // the reads, after the puts
+  const size_t tails = predecessor_tail().empty() ? 0 : 1;
+  const size_t first = tails + (own_tail_.empty() ? 1 : 2);                  // the reads, after the puts
   if (r.succeeded && r.responses.size() == first + 2 * conflicts_.size()) {  // created
     c.rev = r.header.revision;
-    c.verdict = verdict(r.responses, first, r.header.revision, r.header.revision);
+    std::string predecessor;
+    if (tails != 0) {
+      if (const auto* tail = r.responses[0].get().first()) predecessor = tail->value;
+    }
+    c.verdict = verdict(r.responses, first, r.header.revision, r.header.revision, predecessor);
     return c;
   }
-  if (const auto* mine = r.responses.empty() ? nullptr : r.responses[0].get().first()) {
+  if (const auto* mine = r.succeeded || r.responses.empty() ? nullptr : r.responses[0].get().first()) {
     c.rev = mine->create_revision;  // an earlier attempt's: adopted, the engine reads
     return c;
   }
@@ -212,7 +221,7 @@ Verdict OrderedKeyDriver::judge(const TxnResponse& r, int64_t rev) {
   // The key we waited for was let go by its holder: nothing is left before
   // ours (the hand-off record, see the header).
   if (r.succeeded && r.responses.size() == 1) return Verdict{.holds = true, .revision = r.header.revision};
-  return verdict(r.responses, 1, rev, r.header.revision);
+  return verdict(r.responses, 1, rev, r.header.revision, std::string());
 }
 
 const KeyValue* OrderedKeyDriver::found(const TxnResponse& look, int64_t own_rev) {
@@ -229,8 +238,8 @@ const KeyValue* OrderedKeyDriver::found(const TxnResponse& look, int64_t own_rev
   return nullptr;
 }
 
-Verdict OrderedKeyDriver::verdict(const std::vector<OpResponse>& reads, size_t first, int64_t own_rev,
-                                  int64_t at) const {
+Verdict OrderedKeyDriver::verdict(const std::vector<OpResponse>& reads, size_t first, int64_t own_rev, int64_t at,
+                                  const std::string& predecessor) const {
   // The newest of the keys found is the closest to ours.
   const KeyValue* before = nullptr;
   const auto consider = [&](const KeyValue* kv) {
@@ -249,9 +258,15 @@ Verdict OrderedKeyDriver::verdict(const std::vector<OpResponse>& reads, size_t f
     return Verdict{.holds = true, .revision = at};
   }
   const bool puts = spaces_.reader;  // a reader wakes when its writer is downgraded
+  // The hand-off of the key we wait for tells that nothing is left before
+  // ours only if it is the key created just before ours: the one the tail
+  // record named when we created ours. (A key whose R was stale sorts below
+  // keys created before it, and a look back that stops at the first span
+  // holding an older key may not see it.)
   return Verdict{.wait = WaitFor{.key = before->key,
                                  .options = WatchOptions{.filter_puts = !puts},
-                                 .recheck = key_changed(before->key, at + 1, puts)},
+                                 .recheck = key_changed(before->key, at + 1, puts),
+                                 .rereads = !predecessor.empty() && before->key == predecessor},
                  .revision = at};
 }
 
@@ -264,6 +279,11 @@ HoldSpec OrderedKeyDriver::hold_spec() {
                   .noun = settings_.noun,
                   .family = settings_.family,
                   .labels = settings_.labels};
+}
+
+const std::string& OrderedKeyDriver::predecessor_tail() const {
+  static const std::string none;
+  return conflicts_.size() == 1 ? conflicts_[0].tail : none;
 }
 
 std::string tail_key(const std::string& name, const std::string& space) {

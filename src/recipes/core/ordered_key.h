@@ -164,7 +164,13 @@ class OrderedKeyDriver : public ContenderDriver {
   static const KeyValue* found(const TxnResponse& look, int64_t own_rev);
   // Holds, or waits for the newest blocking key the reads found (from
   // `first` on: a Go key and a look back per space); at `at`.
-  Verdict verdict(const std::vector<OpResponse>& reads, size_t first, int64_t own_rev, int64_t at) const;
+  // `predecessor`: the key created just before ours in the one conflicting
+  // space, if known (the creation's read of its tail record).
+  Verdict verdict(const std::vector<OpResponse>& reads, size_t first, int64_t own_rev, int64_t at,
+                  const std::string& predecessor) const;
+  // The tail record of the one conflicting space, if it keeps one (empty
+  // otherwise: a writer's two spaces).
+  const std::string& predecessor_tail() const;
   void seen(int64_t revision);
 
   const LowestKeySettings settings_;

@@ -188,7 +188,8 @@ class OrderedSemaphoreDriver : public ContenderDriver {
     return Verdict{.wait = WaitFor{.key = slots_,
                                    .options = WatchOptions{.prefix = true, .filter_puts = true},
                                    .recheck = Recheck{slots_, GetOptions{.prefix = true, .count_only = true},
-                                                      [n](const GetResponse& g) { return g.count < n; }}},
+                                                      [n](const GetResponse& g) { return g.count < n; }},
+                                   .rereads = true},
                    .revision = revision,
                    .first = true};
   }
