@@ -153,3 +153,26 @@ def test_closed_recipe_raises_closed(client, name):
     m.close()
     with pytest.raises(er.Closed):
         m.acquire()
+
+
+@pytest.mark.parametrize("layout", ["go", "ordered"])
+def test_semaphore_never_grants_more_than_its_permits(client, name, layout):
+    sems = [er.DistributedSemaphore(client, name, 2, layout=layout) for _ in range(3)]
+    a = sems[0].acquire(timeout=10)
+    b = sems[1].acquire(timeout=10)
+    assert sems[2].try_acquire() is None
+    assert sems[2].available_permits() == 0
+    a.release()
+    c = sems[2].acquire(timeout=10)
+    assert c.is_held
+    if layout == "ordered":
+        assert c.key.startswith(name + "/slots/")
+        assert client.get(name + "/permits").kvs[0].value == b"2 ordered"
+    b.release()
+    c.release()
+
+
+def test_semaphore_layouts_refuse_each_other(client, name):
+    er.DistributedSemaphore(client, name, 2, layout="ordered").acquire(timeout=10).release()
+    with pytest.raises(er.EtcdError):
+        er.DistributedSemaphore(client, name, 2).acquire(timeout=10)
