@@ -21,11 +21,13 @@
 namespace etcd::recipes {
 
 // How the contenders of a DistributedMutex, a DistributedReadWriteLock, a
-// LeaderLatch and a LeaderSelector queue (mutex.h, "Key layout").
+// LeaderLatch, a LeaderSelector and a DistributedSemaphore queue (mutex.h
+// and semaphore.h, "Key layout").
 enum class ContenderLayout {
   // NAME/<lease id in hex>, the layout of etcd's Go concurrency package,
-  // `etcdctl lock` and etcd's lock service. Each acquisition costs etcd
-  // reads of every waiting key (sorted by create revision): O(waiters).
+  // `etcdctl lock` and etcd's lock service (the semaphore: its holders
+  // layout). Each acquisition costs etcd reads of every waiting key (sorted
+  // by create revision): O(waiters).
   kGoConcurrency,
   // NAME/~<revision>-<lease>-<n>, keys that name a revision: each acquisition
   // costs etcd the same at any number of waiters, and contenders may share
@@ -56,8 +58,8 @@ struct RecipeOptions {
   // alone, only where it is free). true: this object's keys live on a lease
   // of their own (revoked by its close(), and lost or healed alone).
   bool own_presence_lease = false;
-  // The key layout of the mutex, the read-write lock and the election's
-  // candidates (other recipes keep their own).
+  // The key layout of the mutex, the read-write lock, the election's
+  // candidates and the semaphore (other recipes keep their own).
   ContenderLayout contender_layout = ContenderLayout::kGoConcurrency;
   std::shared_ptr<Metrics> metrics{};
 };

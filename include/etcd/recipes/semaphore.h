@@ -10,7 +10,13 @@
 //   auto permit = co_await sem.acquire();              // Result<Hold>
 //   sem.acquire().then([](etcd::Result<etcd::recipes::Hold> p) { ... });
 //
-// Key layout:
+// Two key layouts (RecipeOptions::contender_layout): the holders layout,
+// the default, below; and the ordered layout (kOrdered), whose cost per
+// acquisition does not grow with the number of waiters (see "The ordered
+// layout" further down). Every user of one semaphore must use the same
+// layout: each refuses the other's NAME/permits (Errc::kMismatch).
+//
+// Key layout (holders):
 //   NAME/permits                          the permit count N, as decimal text.
 //       Stored once, without a lease: created if absent by the same Txn that
 //       creates the first contender's key (a create-if-absent Txn, so it is
@@ -53,6 +59,33 @@
 //     whatever the number of waiters. A waiter that gives up costs one
 //     delete and wakes at most the waiter just behind it.
 //   available_permits(): one read.
+//
+// What grows with the waiters (W) in this layout: the creation and each
+// waiter's read sort the keys under NAME/holders/ by create revision, so
+// etcd reads every key there: O(W) per acquisition.
+//
+// The ordered layout (kOrdered):
+//   NAME/permits                   "N ordered".
+//   NAME/queue/~<R>-<lease>-<n>    a waiter, in the ordered layout of the
+//                                  mutex (mutex.h): keys in commit order.
+//   NAME/slots/<i>                 a permit, 0 <= i < N, bound to the
+//                                  holder's lease; its value is the queue
+//                                  key it came from and the client id.
+//   NAME~queue-tail, NAME~handoff  the queue's tail and hand-off records.
+// A permit is a slot key, so there are never more than N. Waiters queue as
+// the ordered mutex's contenders do; the first in line (nothing created
+// before it is left) moves into a free slot with one Txn (its queue key
+// deleted, the slot put, the hand-off recorded), which wakes the next in
+// line; with no slot free, it alone watches NAME/slots/ for a release.
+// Costs: uncontended, one Txn when nobody waits (it puts the slot itself),
+// else two (the queue key, then the move into a free slot); release one
+// delete. A contended hand-off: the release, one watch event and one read
+// for the first in line, its move (one write), one watch event and one
+// read for the next in line: 2 writes, 2 events, 2 reads of at most N + 1
+// keys and of the queue keys created around its own (docs/benchmarks.md:
+// semaphore_ordered_* measures what etcd spends). Permits' tokens are the slot keys'
+// create revisions (increasing in grant order); the semaphore's ordered
+// keys may share one session (RecipeOptions::session) across objects.
 //
 // Fencing: a permit's token is its key's create revision. Tokens of
 // concurrent permits differ, and grants are in token order.
