@@ -133,6 +133,25 @@ TEST_F(OrderedMutexTest, AHandOffDoesNotSkipAWaiterWhoseKeySortsLower) {
   EXPECT_TRUE(fresh.unlock());
 }
 
+// The tail record names a waiter that gave up: the next waiter's
+// predecessor is gone before it looks, and it must still wait for the
+// holder (and hold once it is released).
+TEST_F(OrderedMutexTest, AWaiterWhosePredecessorIsGoneStillWaitsForTheHolder) {
+  DistributedMutex holder(client(), key("gone"), ordered()), quitter(client(), key("gone"), ordered()),
+      waiter(client(), key("gone"), ordered());
+  ASSERT_TRUE(holder.acquire().timeout(10s).wait().ok());
+  auto quits = quitter.acquire().timeout(300ms).wait();
+  EXPECT_EQ(quits.status().code(), StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(eventually([&] { return count_under(client(), key("gone") + "/") == 1; }));
+  EXPECT_NE(value_of(client(), key("gone") + "~tail"), holder.hold().key()) << "the tail names the quitter";
+  auto pending = waiter.acquire().timeout(20s).future();
+  EXPECT_EQ(pending.wait_for(500ms), std::future_status::timeout) << "held while the holder holds";
+  ASSERT_TRUE(holder.unlock());
+  ASSERT_EQ(pending.wait_for(10s), std::future_status::ready);
+  EXPECT_TRUE(pending.get().ok());
+  EXPECT_TRUE(waiter.unlock());
+}
+
 TEST_F(OrderedMutexTest, WaitersAreServedFifoAndEachWakesOnce) {
   auto metrics = std::make_shared<recipes::PrometheusMetrics>();
   const RecipeOptions opts = ordered([&] {

@@ -260,13 +260,25 @@ Verdict OrderedKeyDriver::verdict(const std::vector<OpResponse>& reads, size_t f
   const bool puts = spaces_.reader;  // a reader wakes when its writer is downgraded
   // The hand-off of the key we wait for tells that nothing is left before
   // ours only if it is the key created just before ours: the one the tail
-  // record named when we created ours. (A key whose R was stale sorts below
-  // keys created before it, and a look back that stops at the first span
-  // holding an older key may not see it.)
+  // record named when we created ours (`predecessor`). A key whose R was
+  // stale sorts below keys created before it, and a look back that stops
+  // at the first span holding an older key may find another.
+  if (!predecessor.empty() && before->key != predecessor && !spaces_.reader && before->key.starts_with(own_)) {
+    // The key found is one of ours, so the predecessor is newer than it
+    // and than every Go key: wait for the predecessor itself. It may be
+    // gone already, so the wait is anchored one revision below the read,
+    // which has its re-check read it in any case. (Not for a reader: the
+    // writer just before it may be downgraded, no longer blocking it.)
+    return Verdict{.wait = WaitFor{.key = predecessor,
+                                   .options = WatchOptions{.filter_puts = true},
+                                   .recheck = key_changed(predecessor, at, false),
+                                   .rereads = true},
+                   .revision = at - 1};
+  }
   return Verdict{.wait = WaitFor{.key = before->key,
                                  .options = WatchOptions{.filter_puts = !puts},
                                  .recheck = key_changed(before->key, at + 1, puts),
-                                 .rereads = !predecessor.empty() && before->key == predecessor},
+                                 .rereads = before->key == predecessor},
                  .revision = at};
 }
 
