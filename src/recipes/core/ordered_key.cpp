@@ -164,10 +164,11 @@ Txn OrderedKeyDriver::create(const std::string& key, int64_t lease) {
     // one (the key is renamed at it).
     return Txn().when(Compare::exists(key)).otherwise(Op::get(key, GetOptions{.keys_only = true}));
   }
-  // First the tail record of the one conflicting space, before our own
-  // puts: the key created just before ours (see verdict()).
+  // First the tail records of the conflicting spaces, before our own puts:
+  // the newest of them names the key created just before ours (see
+  // verdict()).
   std::vector<Op> then;
-  if (!predecessor_tail().empty()) then.push_back(Op::get(predecessor_tail()));
+  for (const auto& tail : predecessor_tails()) then.push_back(Op::get(tail));
   then.push_back(Op::put(key, settings_.value(), PutOptions{.lease = lease}));
   if (!own_tail_.empty()) then.push_back(Op::put(own_tail_, key));
   for (auto& op : conflicting(r, 0)) then.push_back(std::move(op));
@@ -182,13 +183,20 @@ Txn OrderedKeyDriver::create(const std::string& key, int64_t lease) {
 Created OrderedKeyDriver::created(const TxnResponse& r) {
   seen(r.header.revision);
   Created c;
-  const size_t tails = predecessor_tail().empty() ? 0 : 1;
+  const size_t tails = predecessor_tails().size();
   const size_t first = tails + (own_tail_.empty() ? 1 : 2);                  // the reads, after the puts
   if (r.succeeded && r.responses.size() == first + 2 * conflicts_.size()) {  // created
     c.rev = r.header.revision;
+    // A tail record is put with the key it names: the one last put names
+    // the key created last.
     std::string predecessor;
-    if (tails != 0) {
-      if (const auto* tail = r.responses[0].get().first()) predecessor = tail->value;
+    int64_t newest = 0;
+    for (size_t i = 0; i < tails; ++i) {
+      const auto* tail = r.responses[i].get().first();
+      if (tail && tail->mod_revision > newest) {
+        newest = tail->mod_revision;
+        predecessor = tail->value;
+      }
     }
     c.verdict = verdict(r.responses, first, r.header.revision, r.header.revision, predecessor);
     return c;
@@ -263,7 +271,10 @@ Verdict OrderedKeyDriver::verdict(const std::vector<OpResponse>& reads, size_t f
   // record named when we created ours (`predecessor`). A key whose R was
   // stale sorts below keys created before it, and a look back that stops
   // at the first span holding an older key may find another.
-  if (!predecessor.empty() && before->key != predecessor && !spaces_.reader && before->key.starts_with(own_)) {
+  const auto ordered_key = [&](const std::string& key) {
+    return std::ranges::any_of(conflicts_, [&](const Space& space) { return key.starts_with(space.ordered); });
+  };
+  if (!predecessor.empty() && before->key != predecessor && !spaces_.reader && ordered_key(before->key)) {
     // The key found is one of ours, so the predecessor is newer than it
     // and than every Go key: wait for the predecessor itself. It may be
     // gone already, so the wait is anchored one revision below the read,
@@ -293,9 +304,14 @@ HoldSpec OrderedKeyDriver::hold_spec() {
                   .labels = settings_.labels};
 }
 
-const std::string& OrderedKeyDriver::predecessor_tail() const {
-  static const std::string none;
-  return conflicts_.size() == 1 ? conflicts_[0].tail : none;
+std::vector<std::string> OrderedKeyDriver::predecessor_tails() const {
+  std::vector<std::string> tails;
+  for (const auto& space : conflicts_) {
+    if (!space.tail.empty()) tails.push_back(space.tail);
+  }
+  // Known only if every conflicting space keeps one.
+  if (tails.size() != conflicts_.size()) tails.clear();
+  return tails;
 }
 
 std::string tail_key(const std::string& name, const std::string& space) {

@@ -28,9 +28,14 @@
 // when the writer it waits for is downgraded.
 //
 // The tail record: NAME~tail (beside NAME/, as the hand-off record; for
-// the read-write lock's writers NAME~write-tail) holds the key last created
-// in the space, and is deleted by the release of a holder whose key it
-// still names — the last created, so then the only one. The creation puts
+// the read-write lock's writers NAME~write-tail, its readers
+// NAME~read-tail) holds the key last created in the space, and is deleted
+// by the release of an exclusive holder whose key it still names — the
+// last created, so then the only one. (A reader's release never deletes
+// its space's: older readers may still hold.) The creation reads the
+// tail records of the spaces that conflict with it before it puts its
+// own: the one put last names the key created just before ours, the only
+// key whose hand-off may spare a waiter its look back. The creation puts
 // it in the same Txn, and each look back at a space whose tail record is
 // absent is skipped: an uncontended acquisition reads nothing of the
 // layout. (A waiter that gave up or a lost hold leaves it naming a key that
@@ -40,10 +45,15 @@
 // so invisible to the Go layout and etcdctl; and not NAME itself, which
 // users often keep the guarded data in) holds the key of the last
 // exclusive hold that was released; the release deletes the key and puts
-// the record in one guarded Txn. A waiter woken by the deletion of the key it waited for first
-// compares the record with that key: a key let go by its holder had nothing
-// before it, and nothing was left between it and the waiter, so the waiter
-// holds without looking back. (Looking back from a head of the queue
+// the record in one guarded Txn. A waiter that waited for the key created
+// just before its own (the tail records tell its creation which; when its
+// look back found an older one, it waits for that key instead), woken by
+// its deletion, first compares the record with that key: a key let go by
+// its holder had nothing before it, and nothing was between it and the
+// waiter, so the waiter holds without looking back. (A key whose R was
+// stale sorts below keys created before it: a look back that stops at the
+// first span holding an older key may find another than the one just
+// before, and two waiters would take one hand-off.) (Looking back from a head of the queue
 // would read, span after span, every key of the layout deleted since etcd's
 // last compaction: etcd keeps them in its index until then.) A key that
 // went another way — a waiter that gave up, a lease that expired, a reader,
@@ -51,7 +61,8 @@
 //
 // Each Txn and what etcd reads for it (G keys of the Go layout in the
 // conflicting spaces):
-//   create  If(K absent) Then Put(K, lease), Put(the tail record, K),
+//   create  If(K absent) Then Get(the conflicting spaces' tail records),
+//           Put(K, lease), Put(the tail record, K),
 //           and for each conflicting space the newest Go key (reads G)
 //           and — unless its tail record is absent — the look back; Else
 //           Get(K) (an earlier attempt's key: adopted). No "nothing under
@@ -164,13 +175,13 @@ class OrderedKeyDriver : public ContenderDriver {
   static const KeyValue* found(const TxnResponse& look, int64_t own_rev);
   // Holds, or waits for the newest blocking key the reads found (from
   // `first` on: a Go key and a look back per space); at `at`.
-  // `predecessor`: the key created just before ours in the one conflicting
-  // space, if known (the creation's read of its tail record).
+  // `predecessor`: the key created just before ours in the conflicting
+  // spaces, if known (the creation's read of their tail records).
   Verdict verdict(const std::vector<OpResponse>& reads, size_t first, int64_t own_rev, int64_t at,
                   const std::string& predecessor) const;
-  // The tail record of the one conflicting space, if it keeps one (empty
-  // otherwise: a writer's two spaces).
-  const std::string& predecessor_tail() const;
+  // The tail records of the conflicting spaces, if each keeps one (none
+  // otherwise).
+  std::vector<std::string> predecessor_tails() const;
   void seen(int64_t revision);
 
   const LowestKeySettings settings_;

@@ -197,7 +197,7 @@ class RwSide {
                       .reader = reader,
                       .require_unmodified = !reader,
                       .records_handoff = !reader,
-                      .tailed = {write}});
+                      .tailed = {read, write}});
   }
 };
 
