@@ -137,6 +137,35 @@ TEST(CliInspect, SemaphoreHoldsTheFirstNAndQueuesTheRest) {
   EXPECT_NE(text(r).find("semaphore /sem: 2 of 2 permits held; 1 waiting"), std::string::npos) << text(r);
 }
 
+// The ordered layout: permits are the slot keys NAME/slots/<i>, waiters
+// the queue keys NAME/queue/~<R>-<lease>-<n> in creation order.
+TEST(CliInspect, AnOrderedSemaphoreHoldsItsSlotsAndQueuesTheRest) {
+  const std::string q1 = "/os/queue/~0000000000000009-000000000000000c-0000000000000001";
+  const std::string q2 = "/os/queue/~0000000000000008-000000000000000d-0000000000000002";
+  const Report r = build_report({kv("/os/permits", "2 ordered", 5), kv("/os/slots/0", "/os/queue/~x host:1", 9, 0xa),
+                                 kv("/os/slots/1", "/os/queue/~y host:2", 7, 0xb), kv(q1, "host:3", 10, 0xc),
+                                 kv(q2, "host:4", 11, 0xd)},
+                                12);
+  const Recipe& s = only(r);
+  EXPECT_EQ(s.kind, Kind::kSemaphore);
+  EXPECT_EQ(s.permits, 2);
+  EXPECT_EQ(count(s, Role::kHolder), 2);
+  EXPECT_EQ(count(s, Role::kWaiting), 2);
+  ASSERT_EQ(s.entries.size(), 5u);
+  EXPECT_EQ(s.entries[3].kv.key, q1) << "waiters in creation order";
+  EXPECT_NE(text(r).find("semaphore /os: 2 of 2 permits held; 2 waiting"), std::string::npos) << text(r);
+  // Without "N ordered" in NAME/permits, NAME/queue/ keys are a lock's.
+  const Report lock = build_report({kv(q1, "host:3", 10, 0xc)}, 12);
+  EXPECT_EQ(only(lock).kind, Kind::kLockOrElection);
+  EXPECT_EQ(only(lock).name, "/os/queue");
+  // Summarised: the queue's total counts every waiter.
+  const Report big = build_report({kv("/os/permits", "2 ordered", 5), kv("/os/slots/0", "/os/queue/~x h", 9, 0xa),
+                                   kv("/os/slots/1", "/os/queue/~y h", 7, 0xb), kv(q1, "host:3", 10, 0xc)},
+                                  9000, {{"/os/queue/", 4000}});
+  EXPECT_EQ(total(only(big), Role::kHolder), 2);
+  EXPECT_EQ(total(only(big), Role::kWaiting), 4000);
+}
+
 TEST(CliInspect, QueueDepthAndOldestItem) {
   const std::string p = "00000000000000aa";
   const Report r = build_report({kv("/q/items/" + p + "-0000000000000002", "b", 12),

@@ -56,6 +56,13 @@ bool ordered_contender(std::string_view last, int64_t lease) {
   return is_hex(last.substr(1, 16), 16, 16) && last.substr(18, 16) == own && is_hex(last.substr(35, 16), 16, 16);
 }
 
+// "N ordered": the permit count of a semaphore in the ordered layout.
+std::optional<int64_t> ordered_permits(std::string_view s) {
+  constexpr std::string_view kSuffix = " ordered";
+  if (!s.ends_with(kSuffix)) return std::nullopt;
+  return canonical_int(s.substr(0, s.size() - kSuffix.size()));
+}
+
 // A contender key of etcd's Go layout (named by its lease) or of the
 // ordered one.
 bool contender_of(std::string_view last, int64_t lease) {
@@ -180,16 +187,25 @@ void settle_rw(Recipe& r) {
 
 void settle_semaphore(Recipe& r) {
   std::vector<Entry> holders;
+  bool ordered = false;  // permits are slot keys, waiters queue keys: their roles are known
   for (Entry& e : r.entries) {
     if (e.role == Role::kPermits) {
       r.permits = canonical_int(e.kv.value);
+      if (!r.permits) {
+        r.permits = ordered_permits(e.kv.value);
+        ordered = true;
+      }
     } else {
       holders.push_back(std::move(e));
     }
   }
   std::sort(holders.begin(), holders.end(), by_creation);
-  int64_t i = 0;
-  for (Entry& e : holders) e.role = (!r.permits || i++ < *r.permits) ? Role::kHolder : Role::kWaiting;
+  if (ordered) {
+    std::stable_partition(holders.begin(), holders.end(), [](const Entry& e) { return e.role == Role::kHolder; });
+  } else {
+    int64_t i = 0;
+    for (Entry& e : holders) e.role = (!r.permits || i++ < *r.permits) ? Role::kHolder : Role::kWaiting;
+  }
   std::erase_if(r.entries, [](const Entry& e) { return e.role != Role::kPermits; });
   r.entries.insert(r.entries.end(), std::make_move_iterator(holders.begin()), std::make_move_iterator(holders.end()));
 }
@@ -280,7 +296,7 @@ std::vector<std::string> collection_keys(Kind kind) {
     case Kind::kRwLock:
       return {"read", "write"};
     case Kind::kSemaphore:
-      return {"holders"};
+      return {"holders", "queue"};
     case Kind::kQueue:
     case Kind::kPriorityQueue:
       return {"items"};
@@ -478,6 +494,11 @@ int64_t total(const Recipe& r, Role role) {
       return role == Role::kHolder ? holders : role == Role::kWaiting ? all - holders : count(r, role);
     }
     case Kind::kSemaphore: {
+      if (const auto queued = total_of(r, "queue")) {  // the ordered layout: N slots and a queue
+        if (role == Role::kWaiting) return *queued;
+        if (role == Role::kHolder) return count(r, role);
+        break;
+      }
       const auto n = total_of(r, "holders");
       if (!n || (role != Role::kHolder && role != Role::kWaiting)) break;
       const int64_t holders = r.permits ? std::min(*r.permits, *n) : *n;
@@ -520,12 +541,17 @@ Report build_report(std::vector<etcd::KeyValue> kvs, int64_t revision, const std
   std::map<std::pair<Family, std::string>, Pending> families;
   std::vector<etcd::KeyValue> rest;
 
-  // Names whose NAME key belongs to them: gates (NAME/set-by) and counters (NAME/receipts/).
-  std::set<std::string, std::less<>> gates, counters;
+  // Names whose NAME key belongs to them: gates (NAME/set-by) and counters
+  // (NAME/receipts/); semaphores of the ordered layout (NAME/permits "N
+  // ordered"), whose NAME/queue/ keys are not a lock's.
+  std::set<std::string, std::less<>> gates, counters, ordered_semaphores;
   for (const auto& kv : kvs) {
     const Path p = split(kv.key);
     if (p.last == "set-by" && kv.lease == 0) gates.insert(std::string(p.parent));
     if (p.has_mid && p.mid == "receipts") counters.insert(std::string(p.grand));
+    if (p.last == "permits" && kv.lease == 0 && ordered_permits(kv.value)) {
+      ordered_semaphores.insert(std::string(p.parent));
+    }
   }
 
   for (auto& kv : kvs) {
@@ -545,7 +571,13 @@ Report build_report(std::vector<etcd::KeyValue> kvs, int64_t revision, const std
     } else if (p.has_mid && p.mid == "holders" && p.last.find('-') != std::string_view::npos &&
                is_hex(p.last.substr(0, p.last.find('-')), 1, 16) && is_digits(p.last.substr(p.last.find('-') + 1))) {
       add(Family::kSem, p.grand, entry(Role::kWaiting, std::move(kv)));
-    } else if (p.last == "permits" && kv.lease == 0 && canonical_int(kv.value)) {
+    } else if (p.has_mid && p.mid == "queue" && ordered_semaphores.contains(p.grand) &&
+               ordered_contender(p.last, kv.lease)) {
+      add(Family::kSem, p.grand, entry(Role::kWaiting, std::move(kv)));
+    } else if (p.has_mid && p.mid == "slots" && ordered_semaphores.contains(p.grand) && kv.lease != 0 &&
+               is_digits(p.last)) {
+      add(Family::kSem, p.grand, entry(Role::kHolder, std::move(kv)));
+    } else if (p.last == "permits" && kv.lease == 0 && (canonical_int(kv.value) || ordered_permits(kv.value))) {
       add(Family::kSem, p.parent, entry(Role::kPermits, std::move(kv)));
     } else if (p.has_mid && p.mid == "items") {
       Entry e = entry(Role::kItem, std::move(kv));

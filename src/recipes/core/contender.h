@@ -29,6 +29,10 @@
 //     acquisition alone (the semaphore's) whose creation went unanswered,
 //     or whose delete was not answered, is swept afterwards
 //     (waiting.h: sweep_key) until it is gone;
+//   - a hold may live at another key than the contender's own: put there
+//     by the creation (Verdict::at), or moved there by one more Txn once
+//     the contender is first (Verdict::admit_to: the ordered semaphore's
+//     permit slots), which an acquisition that ends meanwhile undoes;
 //   - on success a HoldState (core/hold_state.h) carries the hold from
 //     there: loss, fencing, guarded(), release().
 #pragma once
