@@ -82,8 +82,7 @@
 // delete. A contended hand-off: the release, one watch event and one read
 // for the first in line, its move (one write), one watch event and one
 // read for the next in line: 2 writes, 2 events, 2 reads of at most N + 1
-// keys and of the queue keys created around its own (docs/benchmarks.md:
-// semaphore_ordered_* measures what etcd spends). Permits' tokens are the slot keys'
+// keys, whatever the number of waiters (docs/capacity.md). Permits' tokens are the slot keys'
 // create revisions (increasing in grant order); the semaphore's ordered
 // keys may share one session (RecipeOptions::session) across objects.
 //
