@@ -1,7 +1,7 @@
 // The typed recipes over a Python codec (py_codec.h): TypedQueue,
 // TypedPriorityQueue, TypedWorkQueue, TypedTransientKeyValue,
 // TypedPathChildrenCache and TypedNodeCache. The package picks these when a
-// recipe is given codec=, the bytes ones (bind_more_recipes.cpp) otherwise;
+// recipe is given codec=, the bytes ones (bind_bytes.cpp) otherwise;
 // both have the same surface, values being Python objects here.
 #include <optional>
 #include <string>

@@ -384,7 +384,7 @@ std::shared_ptr<PendingCall> pending(Call<T> call, Convert convert = Convert()) 
 void bind_client(py::module_& m);
 void bind_options(py::module_& m);
 void bind_recipes(py::module_& m);
-void bind_more_recipes(py::module_& m);
+void bind_bytes_recipes(py::module_& m);
 void bind_typed(py::module_& m);
 void bind_testing(py::module_& m);
 

@@ -81,7 +81,7 @@ PySubscriptionPtr no_poison(py::object, py::object) { return wrap(Subscription()
 
 }  // namespace
 
-void bind_more_recipes(py::module_& m) {
+void bind_bytes_recipes(py::module_& m) {
   py::class_<Enqueued>(m, "Enqueued")
       .def_readonly("revision", &Enqueued::revision)
       .def_readonly("keys", &Enqueued::keys);
