@@ -16,9 +16,6 @@ from ._core import Subscription, Txn, TxnResponse
 from .codecs import Codec
 from .errors import EtcdError, InvalidArgument
 
-if TYPE_CHECKING:
-    from .client import Session
-
 Bytes = Union[str, bytes]
 
 T = TypeVar("T")
@@ -132,9 +129,10 @@ def _keep(owner: Any, sub: Subscription) -> Subscription:
     return sub
 
 
-def _opts(client_id: Optional[str], session: Optional[Session], session_ttl: Optional[float],
+def _opts(client_id: Optional[str], session: Any, session_ttl: Optional[float],
           metrics: Any, contender_layout: str = "go") -> Dict[str, Any]:
-    """The options keyword of every recipe of the core."""
+    """The options keyword of every recipe of the core (``session``: an etcd_recipes.Session or None; this
+    module sits below the one that defines it)."""
     return {"options": _core.RecipeOptions(client_id=client_id,
                                            session=session._c if session is not None else None,
                                            session_ttl=session_ttl, metrics=metrics,
