@@ -266,12 +266,14 @@ typedef struct etcdr_recipe_options {
   /* TTL of the session lease behind holds (lock, permits, leadership):
    * how long a hold outlives a dead process. 0: 10 s. */
   int64_t session_ttl_s;
-  /* The key layout of the mutex and of an election (and of the C++
-   * read-write lock and leader selector): ETCDR_LAYOUT_GO (0, etcd's Go
-   * concurrency layout, that of `etcdctl lock` and `etcdctl elect`; each
-   * acquisition costs etcd O(waiters)) or
-   * ETCDR_LAYOUT_ORDERED (keys in commit order: the same cost at any
-   * number of waiters; still excludes together with the Go layout). */
+  /* The key layout of the mutex, an election and the semaphore (and of
+   * the C++ read-write lock and leader selector): ETCDR_LAYOUT_GO (0,
+   * etcd's Go concurrency layout, that of `etcdctl lock` and `etcdctl
+   * elect`, and the semaphore's holders layout; each acquisition costs etcd
+   * O(waiters)) or ETCDR_LAYOUT_ORDERED (keys in commit order: the same
+   * cost at any number of waiters; a mutex or an election still excludes
+   * together with the Go layout, while the two semaphore layouts refuse
+   * each other). */
   int contender_layout;
 } etcdr_recipe_options;
 

@@ -432,6 +432,46 @@ static void test_semaphore(etcdr_client* c1, etcdr_client* c2) {
   etcdr_error_clear(&err);
 }
 
+/* The ordered layout: a queue and N permit slots; it refuses the default
+ * layout's handles on the same name. */
+static void test_ordered_semaphore(etcdr_client* c1, etcdr_client* c2) {
+  etcdr_error err = ETCDR_ERROR_INIT;
+  const char* name = name_of("ordered-sem");
+  etcdr_recipe_options ro;
+  etcdr_recipe_options_init(&ro, sizeof ro);
+  ro.contender_layout = ETCDR_LAYOUT_ORDERED;
+  etcdr_semaphore *a = NULL, *b = NULL, *holders = NULL;
+  CHECK_CODE(etcdr_semaphore_create(c1, name, 2, &ro, &a, &err), ETCDR_OK, err, "an ordered semaphore of 2");
+  CHECK_CODE(etcdr_semaphore_create(c2, name, 2, &ro, &b, &err), ETCDR_OK, err, "the same on client 2");
+  etcdr_permit *p1 = NULL, *p2 = NULL, *p3 = NULL;
+  CHECK_CODE(etcdr_semaphore_acquire(a, 5000, &p1, &err), ETCDR_OK, err, "permit 1");
+  CHECK_CODE(etcdr_semaphore_acquire(b, 5000, &p2, &err), ETCDR_OK, err, "permit 2");
+  CHECK(p1 && p2 && etcdr_permit_token(p1) < etcdr_permit_token(p2), "tokens in grant order");
+  CHECK_CODE(etcdr_semaphore_try_acquire(b, &p3, &err), ETCDR_OK, err, "try_acquire with both taken");
+  CHECK(p3 == NULL, "  ... gets no permit");
+  permit_result pr;
+  memset(&pr, 0, sizeof pr);
+  atomic_init(&pr.fired, 0);
+  CHECK(etcdr_semaphore_acquire_async(b, 10000, on_permit, &pr) == ETCDR_OK, "acquire_async waits");
+  sleep_ms(200);
+  CHECK(atomic_load(&pr.fired) == 0, "  ... while both are taken");
+  CHECK_CODE(etcdr_permit_release(p1, &err), ETCDR_OK, err, "permit 1 released");
+  CHECK(wait_flag(&pr.fired, 5000) && pr.code == ETCDR_OK && pr.permit != NULL, "the waiter gets the permit");
+  CHECK_CODE(etcdr_semaphore_create(c1, name, 2, NULL, &holders, &err), ETCDR_OK, err, "a default-layout handle");
+  CHECK_CODE(etcdr_semaphore_acquire(holders, 2000, &p3, &err), ETCDR_FAILED_PRECONDITION, err,
+             "its acquire: the other layout's semaphore");
+  CHECK(err.reason == ETCDR_REASON_MISMATCH, "  ... reason mismatch (%s)", etcdr_reason_name(err.reason));
+  CHECK_CODE(etcdr_permit_release(p2, &err), ETCDR_OK, err, "permit 2 released");
+  CHECK_CODE(etcdr_permit_release(pr.permit, &err), ETCDR_OK, err, "the async permit released");
+  etcdr_permit_destroy(p1);
+  etcdr_permit_destroy(p2);
+  etcdr_permit_destroy(pr.permit);
+  etcdr_semaphore_destroy(a);
+  etcdr_semaphore_destroy(b);
+  etcdr_semaphore_destroy(holders);
+  etcdr_error_clear(&err);
+}
+
 /* --- election ------------------------------------------------------------------- */
 
 typedef struct {
@@ -979,6 +1019,7 @@ int main(int argc, char** argv) {
   if (selected("mutex")) test_mutex(c1, c2);
   if (selected("mutex")) test_ordered_mutex(c1, c2);
   if (selected("semaphore")) test_semaphore(c1, c2);
+  if (selected("semaphore")) test_ordered_semaphore(c1, c2);
   if (selected("election")) test_election(c1, c2);
   if (selected("queue")) test_queue(c1, c2);
   if (selected("work_queue")) test_work_queue(c1, c2, self, endpoint);
