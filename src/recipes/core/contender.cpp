@@ -205,20 +205,16 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
     if (c.retry_at != 0) return rekey(c.retry_at);
     {
       std::unique_lock lock(mu_);
+      if (c.verdict && c.verdict->holds && c.verdict->at) held_at_ = *c.verdict->at;
       if (finished_) {
         // Timed out, cancelled or closed while the key was being created:
         // it must not stay behind and block the queue (nor a hold the
-        // creation put elsewhere: Verdict::at).
+        // creation put elsewhere).
         lock.unlock();
-        if (c.verdict && c.verdict->holds && c.verdict->at) {
-          remove_key(link_, core_, c.verdict->at->key, c.verdict->at->token, "cleaning up an unused hold");
-        } else if (c.rev != 0) {
-          remove_own_key(c.rev, {});
-        }
+        if (c.rev != 0) remove_own_key(c.rev, {});
         return;
       }
       rev_ = c.rev;
-      if (c.verdict && c.verdict->holds && c.verdict->at) held_at_ = *c.verdict->at;
     }
     if (c.rev == 0) return fail(Status(StatusCode::kAborted, "our key vanished", Errc::kHoldLost));
     if (c.verdict) return on_verdict(std::move(*c.verdict));
@@ -261,28 +257,26 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
   // The driver says how (ContenderDriver::leave: a key with nothing left
   // before it may leave as a holder would), and an admission that was sent
   // (Verdict::admit_to) is undone with it in one Txn: whichever of the two
-  // applies first, the other finds nothing of ours.
+  // applies first, the other finds nothing of ours. A hold the creation put
+  // elsewhere (Verdict::at) is deleted instead.
   void remove_own_key(int64_t rev, std::function<void()> then) {
     std::shared_ptr<Session> owner;
     std::string key;
     bool first;
-    std::string admit_to;
+    std::optional<Txn> undo;
     std::optional<HeldAt> held_at;
     {
       std::lock_guard lock(mu_);
       owner = session_;
       key = key_;
       first = first_;
-      admit_to = admit_to_;
+      undo = admission_undo_;
       held_at = held_at_;
     }
     // A hold the creation put elsewhere, which the acquisition ended
     // before it was handed out.
     Txn txn = held_at ? delete_if_created_at(held_at->key, held_at->token) : driver_->leave(key, rev, first);
-    if (!admit_to.empty() && owner) {
-      txn = Txn().then(Op::txn(std::move(txn)),
-                       Op::txn(driver_->admission(key, rev, owner->lease_id(), admit_to).undo));
-    }
+    if (undo) txn = Txn().then(Op::txn(std::move(txn)), Op::txn(std::move(*undo)));
     if (driver_->claims_key() || !owner) {
       return remove_with(link_, core_, std::move(txn), "cleaning up a contender key", [then = std::move(then)](bool) {
         if (then) then();
@@ -388,16 +382,15 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
   void admit(Verdict v) {
     std::string key;
     int64_t rev;
-    int64_t lease;
+    Admission admission;
     {
       std::lock_guard lock(mu_);
       if (finished_) return;
-      admit_to_ = v.admit_to;
       key = key_;
       rev = rev_;
-      lease = session_->lease_id();
+      admission = driver_->admission(key, rev, session_->lease_id(), v.admit_to);
+      admission_undo_ = admission.undo;
     }
-    Admission admission = driver_->admission(key, rev, lease, v.admit_to);
     auto self = shared_from_this();
     CallAccess::start_inline(
         CallAccess::caller_waits(link_->client().txn(std::move(admission.txn)), on_caller_thread()),
@@ -552,7 +545,7 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
   int64_t rev_ = 0;
   std::string waited_for_;  // the key of the last wait, if it rereads (WaitFor::rereads)
   bool first_ = false;      // the last verdict's Verdict::first
-  std::string admit_to_;    // an admission was sent (Verdict::admit_to)
+  std::optional<Txn> admission_undo_;  // an admission was sent: what undoes it (Admission::undo)
   std::optional<HeldAt> held_at_;  // the creation put the hold there (Verdict::at)
   Registrations registrations_;
 };

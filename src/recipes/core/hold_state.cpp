@@ -17,6 +17,13 @@ namespace {
 constexpr std::chrono::milliseconds kKeyWatchDelay{50};
 }  // namespace
 
+Txn hand_off_txn(const std::string& key, int64_t token, const std::string& handoff_key, const std::string& tail_key) {
+  Txn txn;
+  txn.when(Compare::create_revision(key) == token).then(Op::del(key), Op::put(handoff_key, key));
+  if (!tail_key.empty()) txn.then(Op::txn(Txn().when(Compare::value(tail_key) == key).then(Op::del(tail_key))));
+  return txn;
+}
+
 Status hold_lost_status(const RecipeCore& core, const std::string& noun, const std::string& why) {
   return Status(StatusCode::kAborted, core.identity() + ": " + noun + " lost: " + why, Errc::kHoldLost);
 }
@@ -273,21 +280,6 @@ void delete_own_key(std::shared_ptr<ClientLink> link, std::string key, int64_t t
       });
 }
 
-// The release of a hold that records its hand-off (HoldSpec::handoff_key):
-// one guarded Txn deletes the key, puts the record and deletes the tail
-// record if it still names the key. Guarded by the create revision, so it
-// never records the release of a key that is not ours any more, and
-// retried like the plain delete.
-Txn hand_off_txn(const HoldSpec& spec) {
-  Txn txn;
-  txn.when(Compare::create_revision(spec.key) == spec.token)
-      .then(Op::del(spec.key), Op::put(spec.handoff_key, spec.key));
-  if (!spec.tail_key.empty()) {
-    txn.then(Op::txn(Txn().when(Compare::value(spec.tail_key) == spec.key).then(Op::del(spec.tail_key))));
-  }
-  return txn;
-}
-
 void hand_off_own_key(std::shared_ptr<ClientLink> link, Txn txn, bool caller_waits, bool earlier_unknown, int attempt,
                       Callback<bool> done) {
   auto call = link->client().txn(txn);
@@ -359,7 +351,8 @@ void HoldState::release(bool caller_waits, Callback<bool> done) {
   if (spec_.handoff_key.empty()) {
     delete_own_key(link, spec_.key, spec_.token, caller_waits, false, 1, std::move(released));
   } else {
-    hand_off_own_key(link, hand_off_txn(spec_), caller_waits, false, 1, std::move(released));
+    hand_off_own_key(link, hand_off_txn(spec_.key, spec_.token, spec_.handoff_key, spec_.tail_key), caller_waits,
+                     false, 1, std::move(released));
   }
 }
 

@@ -206,6 +206,13 @@ struct HoldAccess {
   static std::shared_ptr<HoldState> state(const Hold& hold);
 };
 
+// The release that records its hand-off (HoldSpec::handoff_key): one Txn,
+// guarded by the key's create revision (so it never records the release of
+// a key that is not ours any more; safe to send again), deletes `key`,
+// puts `handoff_key` := `key`, and deletes `tail_key` (if set) if it still
+// names `key`. Callers may add compares and ops to both branches.
+Txn hand_off_txn(const std::string& key, int64_t token, const std::string& handoff_key, const std::string& tail_key);
+
 // The status of a lost hold, named after its recipe.
 Status hold_lost_status(const RecipeCore& core, const std::string& noun, const std::string& why);
 

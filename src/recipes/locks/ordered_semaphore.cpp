@@ -102,12 +102,11 @@ class OrderedSemaphoreDriver : public ContenderDriver {
 
   Admission admission(const std::string& key, int64_t rev, int64_t lease, const std::string& to) override {
     const std::string value = slot_value(key);
-    Txn txn;
-    txn.when({Compare::create_revision(key) == rev, Compare::absent(to)})
-        .then({Op::del(key), Op::put(to, value, PutOptions{.lease = lease}), Op::put(handoff_, key),
-               Op::txn(Txn().when(Compare::value(tail_) == key).then(Op::del(tail_))),
-               Op::get(to, GetOptions{.keys_only = true})})
-        .otherwise({Op::get(to), Op::get(key, GetOptions{.keys_only = true})});
+    // The first in line leaves the queue as a holder would, into the slot.
+    Txn txn = hand_off_txn(key, rev, handoff_, tail_);
+    txn.when(Compare::absent(to))
+        .then(Op::put(to, value, PutOptions{.lease = lease}), Op::get(to, GetOptions{.keys_only = true}))
+        .otherwise(Op::get(to), Op::get(key, GetOptions{.keys_only = true}));
     Txn undo;
     undo.when(Compare::value(to) == value).then(Op::del(to));
     return Admission{std::move(txn), std::move(undo)};
@@ -126,13 +125,8 @@ class OrderedSemaphoreDriver : public ContenderDriver {
   }
 
   Txn leave(const std::string& key, int64_t rev, bool first) override {
-    if (!first) return delete_if_created_at(key, rev);
     // First in line: the next one may take over without looking back.
-    Txn txn;
-    txn.when(Compare::create_revision(key) == rev)
-        .then({Op::del(key), Op::put(handoff_, key),
-               Op::txn(Txn().when(Compare::value(tail_) == key).then(Op::del(tail_)))});
-    return txn;
+    return first ? hand_off_txn(key, rev, handoff_, tail_) : delete_if_created_at(key, rev);
   }
 
   std::vector<Txn> strays(const std::string& key, int64_t lease) override {
