@@ -543,10 +543,10 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
   std::shared_ptr<Session> session_;
   std::string key_;
   int64_t rev_ = 0;
-  std::string waited_for_;  // the key of the last wait, if it rereads (WaitFor::rereads)
-  bool first_ = false;      // the last verdict's Verdict::first
+  std::string waited_for_;             // the key of the last wait, if it rereads (WaitFor::rereads)
+  bool first_ = false;                 // the last verdict's Verdict::first
   std::optional<Txn> admission_undo_;  // an admission was sent: what undoes it (Admission::undo)
-  std::optional<HeldAt> held_at_;  // the creation put the hold there (Verdict::at)
+  std::optional<HeldAt> held_at_;      // the creation put the hold there (Verdict::at)
   Registrations registrations_;
 };
 

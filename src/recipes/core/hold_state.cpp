@@ -351,8 +351,8 @@ void HoldState::release(bool caller_waits, Callback<bool> done) {
   if (spec_.handoff_key.empty()) {
     delete_own_key(link, spec_.key, spec_.token, caller_waits, false, 1, std::move(released));
   } else {
-    hand_off_own_key(link, hand_off_txn(spec_.key, spec_.token, spec_.handoff_key, spec_.tail_key), caller_waits,
-                     false, 1, std::move(released));
+    hand_off_own_key(link, hand_off_txn(spec_.key, spec_.token, spec_.handoff_key, spec_.tail_key), caller_waits, false,
+                     1, std::move(released));
   }
 }
 

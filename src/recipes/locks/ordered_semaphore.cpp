@@ -38,7 +38,8 @@ class OrderedSemaphoreDriver : public ContenderDriver {
     const std::string slot = hinted_slot(key);
     Txn queued;
     queued.when({Compare::absent(tail_), Compare::absent(slot)})
-        .then({Op::put(slot, slot_value(key), PutOptions{.lease = lease}), Op::get(slot, GetOptions{.keys_only = true})})
+        .then(
+            {Op::put(slot, slot_value(key), PutOptions{.lease = lease}), Op::get(slot, GetOptions{.keys_only = true})})
         .otherwise({Op::txn(queue_->create(key, lease)), slots()});
     Txn body;
     body.when(Compare::value(slot) == slot_value(key))
@@ -156,10 +157,9 @@ class OrderedSemaphoreDriver : public ContenderDriver {
   Created at_slot(const GetResponse& slot, int64_t revision) const {
     const auto* kv = slot.first();
     const int64_t token = kv ? kv->create_revision : revision;
-    return Created{.rev = token,
-                   .verdict = Verdict{.holds = true,
-                                      .revision = revision,
-                                      .at = HeldAt{kv ? kv->key : std::string(), token}}};
+    return Created{
+        .rev = token,
+        .verdict = Verdict{.holds = true, .revision = revision, .at = HeldAt{kv ? kv->key : std::string(), token}}};
   }
 
   // First in line: a free slot to move into, or the wait for a release.
@@ -175,7 +175,8 @@ class OrderedSemaphoreDriver : public ContenderDriver {
     }
     for (int i = 0; i < permits_.n; ++i) {
       if (!used[static_cast<size_t>(i)]) {
-        return Verdict{.holds = true, .revision = revision, .admit_to = semaphore_slot_key(core_->name(), i), .first = true};
+        return Verdict{
+            .holds = true, .revision = revision, .admit_to = semaphore_slot_key(core_->name(), i), .first = true};
       }
     }
     const int n = permits_.n;

@@ -50,19 +50,13 @@ class SemaphoreHoldersDriver : public ContenderDriver {
   SemaphoreHoldersDriver(std::shared_ptr<RecipeCore> core_in, PermitCount permits)
       : core(std::move(core_in)),
         count(std::move(permits)),
-        n(count.n),
-        n_text(count.stored),
         scope(core->name() + "/"),
-        permits_key(count.key),
         holders(core->name() + "/holders/"),
         labels_{{"semaphore", core->name()}} {}
 
   const std::shared_ptr<RecipeCore> core;
   const PermitCount count;
-  const int n;
-  const std::string n_text;
   const std::string scope;
-  const std::string permits_key;
   const std::string holders;
 
   std::string key(const Session& s) override {
@@ -78,12 +72,12 @@ class SemaphoreHoldersDriver : public ContenderDriver {
   Txn create(const std::string& key, int64_t lease) override {
     const Op put_key = Op::put(key, core->client_id(), PutOptions{.lease = lease});
     Txn checked;
-    checked.when({Compare::value(permits_key) == n_text, Compare::absent(key)})
+    checked.when({Compare::value(count.key) == count.stored, Compare::absent(key)})
         .then({put_key, Op::get(holders, newest())})
-        .otherwise({Op::get(permits_key), Op::get(key, GetOptions{.keys_only = true})});
+        .otherwise({Op::get(count.key), Op::get(key, GetOptions{.keys_only = true})});
     Txn txn;
-    txn.when({Compare::absent(permits_key), Compare::absent(key)})
-        .then({Op::put(permits_key, n_text), put_key, Op::get(holders, newest())})
+    txn.when({Compare::absent(count.key), Compare::absent(key)})
+        .then({Op::put(count.key, count.stored), put_key, Op::get(holders, newest())})
         .otherwise(Op::txn(std::move(checked)));
     return txn;
   }
@@ -101,7 +95,7 @@ class SemaphoreHoldersDriver : public ContenderDriver {
           return c;
         }
         const auto* stored = inner.responses[0].get().first();
-        c.failure = mismatch(stored ? stored->value : std::string("nothing"));
+        c.failure = count.mismatch(stored ? stored->value : std::string("nothing"));
         return c;
       }
       newest_keys = &inner.responses[1].get();
@@ -109,9 +103,9 @@ class SemaphoreHoldersDriver : public ContenderDriver {
     c.rev = r.header.revision;
     // Our key is the newest: it holds iff there are at most N keys.
     const int64_t at = r.header.revision;
-    if (newest_keys->count <= n) {
+    if (newest_keys->count <= count.n) {
       c.verdict = Verdict{.holds = true, .revision = at};
-    } else if (newest_keys->count == n + 1) {
+    } else if (newest_keys->count == count.n + 1) {
       c.verdict = Verdict{.wait = first_waiter(c.rev), .revision = at};
     } else {
       c.verdict = Verdict{.wait = later_waiter(newest_keys->kvs.at(1).key, at + 1), .revision = at};
@@ -123,7 +117,7 @@ class SemaphoreHoldersDriver : public ContenderDriver {
   // before it, and whether any key follows it.
   Txn read(const std::string& key, int64_t rev) override {
     const GetOptions first_n{.prefix = true,
-                             .limit = n,
+                             .limit = count.n,
                              .sort_order = SortOrder::kAscend,
                              .sort_target = SortTarget::kCreate,
                              .keys_only = true,
@@ -142,7 +136,7 @@ class SemaphoreHoldersDriver : public ContenderDriver {
   Verdict judge(const TxnResponse& r, int64_t rev) override {
     const auto& before = r.responses[1].get().kvs;
     const int64_t from = r.header.revision + 1;
-    if (static_cast<int64_t>(before.size()) < n) {
+    if (static_cast<int64_t>(before.size()) < count.n) {
       return Verdict{.holds = true, .waiters_behind = !r.responses[3].get().kvs.empty()};
     }
     const auto* pred = r.responses[2].get().first();
@@ -165,8 +159,6 @@ class SemaphoreHoldersDriver : public ContenderDriver {
   const Labels& labels() const override { return labels_; }
   std::string waiting_for() const override { return "a permit"; }
 
-  Status mismatch(const std::string& stored) const { return count.mismatch(stored); }
-
  private:
   static GetOptions newest() {
     return GetOptions{.prefix = true,
@@ -180,7 +172,7 @@ class SemaphoreHoldersDriver : public ContenderDriver {
   // created before ours admits us; if the store moved between the read and
   // the watch, one read tells whether fewer than N keys before ours are left.
   WaitFor first_waiter(int64_t rev) const {
-    const GetOptions before{.prefix = true, .limit = n, .keys_only = true, .max_create_revision = rev - 1};
+    const GetOptions before{.prefix = true, .limit = count.n, .keys_only = true, .max_create_revision = rev - 1};
     return WaitFor{.key = holders,
                    .options = WatchOptions{.prefix = true, .prev_kv = true, .filter_puts = true},
                    .relevant =
@@ -191,7 +183,7 @@ class SemaphoreHoldersDriver : public ContenderDriver {
                          }
                          return false;
                        },
-                   .recheck = Recheck{holders, before, [n = n](const GetResponse& g) {
+                   .recheck = Recheck{holders, before, [n = count.n](const GetResponse& g) {
                                         return static_cast<int64_t>(g.kvs.size()) < n;
                                       }}};
   }
