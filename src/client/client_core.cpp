@@ -322,8 +322,7 @@ class UnaryAttempt : public CallWatch::Watched, public std::enable_shared_from_t
     } else {
       refused_by_.insert(ep->address);
     }
-    const bool all_refused =
-        unreachable != nullptr && refused_by_.size() >= core_->options().endpoints.size();
+    const bool all_refused = unreachable != nullptr && refused_by_.size() >= core_->options().endpoints.size();
     if (!all_refused) {
       first_refused_.reset();
     } else if (!first_refused_) {
@@ -400,10 +399,10 @@ class UnaryAttempt : public CallWatch::Watched, public std::enable_shared_from_t
   std::mutex mu_;
   bool cancelled_ = false;
   int attempts_ = 0;
-  bool attempt_limited_ = false;  // this attempt's deadline is the per-attempt one
-  Deadline attempt_deadline_{};   // the deadline this attempt was sent with
+  bool attempt_limited_ = false;                    // this attempt's deadline is the per-attempt one
+  Deadline attempt_deadline_{};                     // the deadline this attempt was sent with
   std::optional<Clock::time_point> first_refused_;  // since when every endpoint refuses this call
-  std::set<std::string> refused_by_;                 // endpoints whose latest try refused the connection
+  std::set<std::string> refused_by_;                // endpoints whose latest try refused the connection
   std::shared_ptr<grpc::ClientContext> ctx_;
   uint64_t watch_ticket_ = 0;
   std::optional<CallWatch::Verdict> given_up_;  // this attempt was given up by the call watch
@@ -578,21 +577,18 @@ std::string ClientCore::prepare_context(grpc::ClientContext& ctx, bool require_l
 }
 
 void ClientCore::with_token(std::function<void(Status)> then) {
+  bool have_token = false;
+  bool start = false;
   {
     std::lock_guard lock(auth_mu_);
-    if (!token_.empty()) {
-      // fall through to call `then` outside the lock
-    } else {
-      auth_waiters_.push_back(std::move(then));
-      if (auth_in_flight_) return;
-      auth_in_flight_ = true;
-      then = nullptr;
-    }
+    have_token = !token_.empty();
+    if (!have_token) start = authenticating_.join(std::move(then));
   }
-  if (then) {
+  if (have_token) {
     then(Status());
     return;
   }
+  if (!start) return;
   // One Authenticate call serves every waiter.
   auto ep = current_endpoint();
   auto ctx = std::make_shared<grpc::ClientContext>();
@@ -612,14 +608,13 @@ void ClientCore::with_token(std::function<void(Status)> then) {
         // Never echo the password; name the user only.
         st = Status(st.code(), "authentication failed for user '" + self->options_.user + "'", Errc::kAuthFailed);
       }
-      std::vector<std::function<void(Status)>> waiters;
+      SingleFlight<Status>::Landing waiters;
       {
         std::lock_guard lock(self->auth_mu_);
         if (s.ok()) self->token_ = resp->token();
-        self->auth_in_flight_ = false;
-        waiters.swap(self->auth_waiters_);
+        waiters = self->authenticating_.land();
       }
-      for (auto& w : waiters) w(st);
+      std::move(waiters).complete(st);
     });
   });
 }
@@ -635,16 +630,7 @@ ConnectionState ClientCore::state() const {
 }
 
 Subscription ClientCore::on_state_change(std::function<void(ConnectionState)> listener) {
-  std::lock_guard lock(state_mu_);
-  const uint64_t id = next_listener_id_++;
-  state_listeners_[id] = std::make_shared<std::function<void(ConnectionState)>>(std::move(listener));
-  std::weak_ptr<ClientCore> weak = weak_from_this();
-  return Subscription([weak, id] {
-    if (auto core = weak.lock()) {
-      std::lock_guard l(core->state_mu_);
-      core->state_listeners_.erase(id);
-    }
-  });
+  return state_listeners_.add(std::move(listener));
 }
 
 void ClientCore::transition(std::initializer_list<ConnectionState> from, ConnectionState to) {
@@ -652,8 +638,9 @@ void ClientCore::transition(std::initializer_list<ConnectionState> from, Connect
   if (std::find(from.begin(), from.end(), state_) == from.end() || state_ == to) return;
   state_ = to;
   if (!state_strand_) state_strand_.emplace(asio::make_strand(callback_executor_));
-  // Posted in order on one strand: listeners see every change, in order.
-  for (auto& [id, l] : state_listeners_) asio::post(*state_strand_, [l = l, to] { (*l)(to); });
+  // Posted in order on one strand, under the lock: listeners see every
+  // change, in order.
+  state_listeners_.notify(*state_strand_, nullptr, to);
 }
 
 void ClientCore::note_success() {

@@ -34,6 +34,8 @@
 #include "etcd/client.h"
 #include "etcd/etcdserverpb/rpc.grpc.pb.h"
 #include "event_loop.h"
+#include "listener_set.h"
+#include "single_flight.h"
 
 namespace etcd::detail {
 
@@ -252,7 +254,6 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::unordered_map<std::string, std::shared_ptr<Endpoint>> extra_endpoints_;
   size_t active_ = 0;
 
-
   std::unique_ptr<WatchHub> watch_hub_;
   std::unique_ptr<LeaseKeeper> lease_keeper_;
   std::unique_ptr<CallWatch> call_watch_;
@@ -261,13 +262,11 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   mutable std::mutex auth_mu_;
   std::string token_;
-  bool auth_in_flight_ = false;
-  std::vector<std::function<void(Status)>> auth_waiters_;
+  SingleFlight<Status> authenticating_;  // one Authenticate call for every waiter
 
   mutable std::mutex state_mu_;
   ConnectionState state_ = ConnectionState::kConnected;
-  uint64_t next_listener_id_ = 1;
-  std::unordered_map<uint64_t, std::shared_ptr<std::function<void(ConnectionState)>>> state_listeners_;
+  ListenerSet<ConnectionState> state_listeners_;
   std::optional<asio::strand<Executor>> state_strand_;  // keeps notifications in order
 
   std::atomic<bool> closing_{false};

@@ -59,36 +59,21 @@ Deadline LeaseState::safe_until() const {
 }
 
 Subscription LeaseState::on_lost(std::function<void(const Status&)> listener) {
-  auto l = std::make_shared<Listener>(std::move(listener));
   std::unique_lock lock(mu_);
   if (lost_) {
     Status why = loss_;
     lock.unlock();
-    asio::post(executor_, [l, why] {
-      if (l->active.exchange(false)) l->fn(why);
-    });
-    return Subscription([l] { l->active.store(false); });
+    return decltype(listeners_)::notify_one(executor_, nullptr, std::move(listener), why);
   }
-  const uint64_t id = next_listener_id_++;
-  listeners_.emplace(id, l);
-  std::weak_ptr<LeaseState> weak = weak_from_this();
-  return Subscription([weak, id, l] {
-    l->active.store(false);
-    if (auto self = weak.lock()) {
-      std::lock_guard g(self->mu_);
-      self->listeners_.erase(id);
-    }
-  });
+  return listeners_.add(std::move(listener));
 }
 
 void LeaseState::mark_lost(Status why) {
-  std::map<uint64_t, std::shared_ptr<Listener>> listeners;
   {
     std::lock_guard lock(mu_);
     if (lost_) return;
     lost_ = true;
     loss_ = why;
-    listeners.swap(listeners_);
   }
   lost_source_.request_stop();
   // Lost on the server's side (not revoked by its owner, not closed): the
@@ -96,11 +81,9 @@ void LeaseState::mark_lost(Status why) {
   if (why.code() != StatusCode::kCancelled && (why.is(Errc::kLeaseExpired) || why.is(Errc::kLeaseNotFound))) {
     if (auto core = core_.lock()) core->note_lease_lost();
   }
-  for (auto& [id, l] : listeners) {
-    asio::post(executor_, [l = l, why] {
-      if (l->active.exchange(false)) l->fn(why);
-    });
-  }
+  // Added before lost_ was set, or never: nobody joins them now.
+  listeners_.notify(executor_, nullptr, why);
+  listeners_.clear();
 }
 
 void LeaseState::confirm(Deadline sent_at, int64_t ttl) {
@@ -328,7 +311,7 @@ void LeaseKeeper::tick() {
         }
         const bool elsewhere = core_.options().endpoints.size() > 1;
         const Clock::duration limit = slot.leases > 0 ? RenewalSchedule::silence_limit(look.shortest_ttl, elsewhere)
-                                                       : Clock::duration(core_.options().retry.attempt_timeout);
+                                                      : Clock::duration(core_.options().retry.attempt_timeout);
         if (oldest != Deadline::max() && RenewalSchedule::silent_too_long(now, oldest, slot.last_heard, limit)) {
           // Nothing at all came back (member paused, link blackholed): give
           // the stream up, so its successor starts on another member (and a
@@ -468,8 +451,8 @@ void LeaseKeeper::on_stream_done(KeepAliveStream* stream, const grpc::Status& s)
           if (!why.is(Errc::kNoLeader)) core_.note_connection_failure();
         }
         slot.reconnect_not_before =
-            now + (slot.reconnect_attempt == 0 ? Clock::duration{}
-                                               : Clock::duration(core_.backoff(slot.reconnect_attempt)));
+            now +
+            (slot.reconnect_attempt == 0 ? Clock::duration{} : Clock::duration(core_.backoff(slot.reconnect_attempt)));
         ++slot.reconnect_attempt;
         if (slot.leases > 0) arm_tick_locked();
       }

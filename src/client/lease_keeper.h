@@ -18,6 +18,7 @@
 
 #include "etcd/etcdserverpb/rpc.grpc.pb.h"
 #include "etcd/lease.h"
+#include "listener_set.h"
 
 namespace etcd::detail {
 
@@ -53,14 +54,7 @@ class LeaseState : public std::enable_shared_from_this<LeaseState> {
   bool lost_ = false;
   Status loss_;
   std::stop_source lost_source_;
-  struct Listener {
-    explicit Listener(std::function<void(const Status&)> f) : fn(std::move(f)) {}
-    std::function<void(const Status&)> fn;
-    // Cleared by the Subscription, so a run already posted is skipped.
-    std::atomic<bool> active{true};
-  };
-  uint64_t next_listener_id_ = 1;
-  std::map<uint64_t, std::shared_ptr<Listener>> listeners_;
+  ListenerSet<const Status&> listeners_;  // heard once
 };
 
 class LeaseKeeper {

@@ -2,13 +2,12 @@
 
 #include "client_access.h"
 #include "lease_holder.h"
+#include "listener_set.h"
+#include "single_flight.h"
 
-#include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
-#include <atomic>
 #include <exception>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -110,14 +109,6 @@ void run_chunk(std::shared_ptr<PutIfAbsentRun> run, size_t i, Callback<PutIfAbse
         }
       });
 }
-
-template <class F>
-struct Listener {
-  explicit Listener(F f) : fn(std::move(f)) {}
-  F fn;
-  std::atomic<bool> active{true};
-};
-
 }  // namespace
 
 Call<PutIfAbsentResult> PresenceLease::put_if_absent(Client& client,
@@ -176,8 +167,8 @@ PresenceLease::RestoreHook PresenceLease::restore_keys(Client client,
 // --- PresenceLease ----------------------------------------------------------------
 
 struct PresenceLease::Impl : std::enable_shared_from_this<PresenceLease::Impl> {
-  using EventListener = Listener<std::function<void(PresenceEvent, const Status&)>>;
-  enum class Phase { kIdle, kStarting, kRunning, kClosed };
+  // kIdle while `starting` runs.
+  enum class Phase { kIdle, kRunning, kClosed };
 
   Impl(Client c, PresenceOptions o)
       : client(std::move(c)),
@@ -193,7 +184,7 @@ struct PresenceLease::Impl : std::enable_shared_from_this<PresenceLease::Impl> {
 
   mutable std::mutex mu;
   Phase phase = Phase::kIdle;
-  std::vector<Callback<void>> start_waiters;
+  detail::SingleFlight<Result<void>> starting;  // the grant start() waits for
   Lease lease;
   Subscription lease_sub;  // of `lease`
   int64_t lease_id = 0;
@@ -202,18 +193,11 @@ struct PresenceLease::Impl : std::enable_shared_from_this<PresenceLease::Impl> {
   uint64_t generation = 0;
   int attempt = 0;
   asio::steady_timer timer;
-  uint64_t next_listener_id = 1;
-  std::map<uint64_t, std::shared_ptr<EventListener>> listeners;
+  detail::ListenerSet<PresenceEvent, const Status&> listeners;
 
   // --- helpers (mu held)
 
-  void emit_locked(PresenceEvent e, const Status& st) {
-    for (auto& [id, l] : listeners) {
-      asio::post(strand, [l = l, e, st] {
-        if (l->active.load()) l->fn(e, st);
-      });
-    }
-  }
+  void emit_locked(PresenceEvent e, const Status& st) { listeners.notify(strand, nullptr, e, st); }
 
   std::chrono::milliseconds next_backoff_locked() {
     return Backoff{options.initial_backoff, options.max_backoff}.delay(++attempt);
@@ -256,14 +240,10 @@ struct PresenceLease::Impl : std::enable_shared_from_this<PresenceLease::Impl> {
         lock.unlock();
         done(Closed("presence lease"));
         return;
-      case Phase::kStarting:
-        start_waiters.push_back(std::move(done));
-        return;
       case Phase::kIdle:
         break;
     }
-    phase = Phase::kStarting;
-    start_waiters.push_back(std::move(done));
+    if (!starting.join(std::move(done))) return;
     lock.unlock();
 
     std::weak_ptr<Impl> weak = weak_from_this();
@@ -274,24 +254,21 @@ struct PresenceLease::Impl : std::enable_shared_from_this<PresenceLease::Impl> {
   }
 
   void finish_start(Result<Lease> r) {
-    std::vector<Callback<void>> waiters;
+    decltype(starting)::Landing waiters;
     std::optional<Lease> discard;
     {
       std::lock_guard lock(mu);
-      if (phase != Phase::kStarting) {
+      if (!starting.running()) {
         if (r.ok()) discard.emplace(std::move(*r));  // closed meanwhile: revoked on destruction
         return;
       }
-      waiters.swap(start_waiters);
+      waiters = starting.land();
       if (r.ok()) {
         phase = Phase::kRunning;
         install_locked(std::move(*r));
-      } else {
-        phase = Phase::kIdle;
       }
     }
-    const Status status = r.ok() ? Status() : r.status();
-    for (auto& w : waiters) w(status.ok() ? Result<void>() : Result<void>(status));
+    std::move(waiters).complete(r.ok() ? Result<void>() : Result<void>(r.status()));
   }
 
   // --- healing (on the client's executor)
@@ -401,7 +378,7 @@ struct PresenceLease::Impl : std::enable_shared_from_this<PresenceLease::Impl> {
   // --- close
 
   std::optional<Lease> shut(bool& already_closed) {
-    std::vector<Callback<void>> waiters;
+    decltype(starting)::Landing waiters;
     std::optional<Lease> old;
     {
       std::lock_guard lock(mu);
@@ -409,12 +386,12 @@ struct PresenceLease::Impl : std::enable_shared_from_this<PresenceLease::Impl> {
       if (already_closed) return std::nullopt;
       phase = Phase::kClosed;
       ++generation;
-      waiters.swap(start_waiters);
+      waiters = starting.land();
       timer.cancel();
       if (lease) old.emplace(std::move(lease));
       lease_id = 0;
     }
-    for (auto& w : waiters) w(Closed("presence lease"));
+    std::move(waiters).complete(Closed("presence lease"));
     return old;
   }
 };
@@ -466,18 +443,7 @@ void PresenceLease::set_restore_hook(RestoreHook hook) {
 }
 
 Subscription PresenceLease::on_event(std::function<void(PresenceEvent, const Status&)> listener) {
-  auto l = std::make_shared<Impl::EventListener>(std::move(listener));
-  std::lock_guard lock(impl_->mu);
-  const uint64_t id = impl_->next_listener_id++;
-  impl_->listeners.emplace(id, l);
-  std::weak_ptr<Impl> weak = impl_;
-  return Subscription([weak, id, l] {
-    l->active.store(false);
-    if (auto self = weak.lock()) {
-      std::lock_guard g(self->mu);
-      self->listeners.erase(id);
-    }
-  });
+  return impl_->listeners.add(std::move(listener));
 }
 
 }  // namespace etcd

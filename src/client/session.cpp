@@ -2,34 +2,19 @@
 
 #include "client_access.h"
 #include "lease_holder.h"
+#include "listener_set.h"
+#include "single_flight.h"
 
-#include <asio/post.hpp>
 #include <asio/strand.hpp>
-#include <atomic>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <utility>
-#include <vector>
 
 namespace etcd {
 
-namespace {
-
-template <class F>
-struct Listener {
-  explicit Listener(F f) : fn(std::move(f)) {}
-  F fn;
-  std::atomic<bool> active{true};
-};
-
-}  // namespace
-
 struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
-  using LostListener = Listener<std::function<void(const Status&)>>;
-  using StateListener = Listener<std::function<void(ConnectionState)>>;
-
-  enum class Phase { kIdle, kStarting, kStarted, kLost, kClosed };
+  // kIdle while `starting` runs.
+  enum class Phase { kIdle, kStarted, kLost, kClosed };
 
   Impl(Client c, SessionOptions o)
       : client(std::move(c)), options(o), strand(asio::make_strand(client.executor())), ttl(options.ttl) {}
@@ -41,16 +26,15 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
 
   mutable std::mutex mu;
   Phase phase = Phase::kIdle;
-  std::vector<Callback<void>> start_waiters;
+  detail::SingleFlight<Result<void>> starting;  // the grant start() waits for
   Lease lease;
   int64_t lease_id = 0;
   std::chrono::seconds ttl;
   ConnectionState state = ConnectionState::kSuspended;
   Status loss;
   std::stop_source lost_source;
-  uint64_t next_listener_id = 1;
-  std::map<uint64_t, std::shared_ptr<LostListener>> lost_listeners;
-  std::map<uint64_t, std::shared_ptr<StateListener>> state_listeners;
+  detail::ListenerSet<const Status&> lost_listeners;  // heard once
+  detail::ListenerSet<ConnectionState> state_listeners;
   Subscription client_sub;
   Subscription lease_sub;  // of `lease`
 
@@ -59,32 +43,21 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
   void set_state_locked(ConnectionState s, bool notify = true) {
     if (state == s) return;
     state = s;
-    if (!notify) return;
-    for (auto& [id, l] : state_listeners) {
-      asio::post(strand, [l = l, s] {
-        if (l->active.load()) l->fn(s);
-      });
-    }
+    if (notify) state_listeners.notify(strand, nullptr, s);
   }
 
-  // Ends the session (loss or close). Returns the listeners to run.
-  std::vector<std::shared_ptr<LostListener>> end_locked(Phase to, Status why, bool notify_state) {
+  // Ends the session (loss or close): on_lost() from now on hears of it at
+  // once; fire_lost() tells the listeners so far.
+  void end_locked(Phase to, Status why, bool notify_state) {
     phase = to;
     loss = std::move(why);
     set_state_locked(ConnectionState::kLost, notify_state);
-    std::vector<std::shared_ptr<LostListener>> out;
-    for (auto& [id, l] : lost_listeners) out.push_back(l);
-    lost_listeners.clear();
-    return out;
   }
 
-  void fire_lost(std::vector<std::shared_ptr<LostListener>> listeners, const Status& why) {
+  void fire_lost(const Status& why) {
     lost_source.request_stop();
-    for (auto& l : listeners) {
-      asio::post(client.executor(), [l, why] {
-        if (l->active.exchange(false)) l->fn(why);
-      });
-    }
+    lost_listeners.notify(client.executor(), nullptr, why);
+    lost_listeners.clear();
   }
 
   // --- start
@@ -106,14 +79,10 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
         lock.unlock();
         done(Closed("session"));
         return;
-      case Phase::kStarting:
-        start_waiters.push_back(std::move(done));
-        return;
       case Phase::kIdle:
         break;
     }
-    phase = Phase::kStarting;
-    start_waiters.push_back(std::move(done));
+    if (!starting.join(std::move(done))) return;
     lock.unlock();
 
     std::weak_ptr<Impl> weak = weak_from_this();
@@ -127,19 +96,17 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
   }
 
   void finish_start(Result<Lease> r) {
-    std::vector<Callback<void>> waiters;
+    decltype(starting)::Landing waiters;
     std::optional<Lease> discard;
     {
       std::lock_guard lock(mu);
-      if (phase != Phase::kStarting) {
+      if (!starting.running()) {
         // Closed meanwhile (its waiters were told): give the lease back.
         if (r.ok()) discard.emplace(std::move(*r));
         return;
       }
-      waiters.swap(start_waiters);
-      if (!r.ok()) {
-        phase = Phase::kIdle;
-      } else {
+      waiters = starting.land();
+      if (r.ok()) {
         lease = std::move(*r);
         lease_id = lease.id();
         ttl = lease.ttl();
@@ -157,22 +124,20 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
                                                                        : ConnectionState::kConnected);
       }
     }
-    const Status status = r.ok() ? Status() : r.status();
-    for (auto& w : waiters) w(status.ok() ? Result<void>() : Result<void>(status));
+    std::move(waiters).complete(r.ok() ? Result<void>() : Result<void>(r.status()));
   }
 
   // --- events (on the client's executor)
 
   void on_lease_lost(int64_t id, const Status& why) {
-    std::vector<std::shared_ptr<LostListener>> listeners;
     Subscription sub;
     {
       std::lock_guard lock(mu);
       if (phase != Phase::kStarted || lease_id != id) return;  // closed, or an old lease
-      listeners = end_locked(Phase::kLost, why, /*notify_state=*/true);
+      end_locked(Phase::kLost, why, /*notify_state=*/true);
       sub = std::move(client_sub);
     }
-    fire_lost(std::move(listeners), why);
+    fire_lost(why);
   }
 
   void on_client_state(ConnectionState s) {
@@ -200,8 +165,7 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
 
   // Ends the session; returns the lease to revoke (empty if none).
   std::optional<Lease> shut(bool& already_closed) {
-    std::vector<std::shared_ptr<LostListener>> listeners;
-    std::vector<Callback<void>> waiters;
+    decltype(starting)::Landing waiters;
     std::optional<Lease> to_revoke;
     Subscription sub;
     bool fire = false;
@@ -210,18 +174,18 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
       already_closed = phase == Phase::kClosed;
       if (already_closed) return std::nullopt;
       const bool was_lost = phase == Phase::kLost;
-      waiters.swap(start_waiters);
+      waiters = starting.land();
       if (lease) to_revoke.emplace(std::move(lease));
       if (was_lost) {
         phase = Phase::kClosed;  // keeps the loss status
       } else {
-        listeners = end_locked(Phase::kClosed, Closed("session"), /*notify_state=*/false);
+        end_locked(Phase::kClosed, Closed("session"), /*notify_state=*/false);
         fire = true;
       }
       sub = std::move(client_sub);
     }
-    if (fire) fire_lost(std::move(listeners), Closed("session"));
-    for (auto& w : waiters) w(Closed("session"));
+    if (fire) fire_lost(Closed("session"));
+    std::move(waiters).complete(Closed("session"));
     return to_revoke;
   }
 };
@@ -269,26 +233,13 @@ Deadline Session::safe_until() const {
 std::stop_token Session::lost_token() const { return impl_->lost_source.get_token(); }
 
 Subscription Session::on_lost(std::function<void(const Status&)> listener) {
-  auto l = std::make_shared<Impl::LostListener>(std::move(listener));
   std::unique_lock lock(impl_->mu);
   if (impl_->phase == Impl::Phase::kLost || impl_->phase == Impl::Phase::kClosed) {
     Status why = impl_->loss;
     lock.unlock();
-    asio::post(impl_->client.executor(), [l, why] {
-      if (l->active.exchange(false)) l->fn(why);
-    });
-    return Subscription([l] { l->active.store(false); });
+    return decltype(impl_->lost_listeners)::notify_one(impl_->client.executor(), nullptr, std::move(listener), why);
   }
-  const uint64_t id = impl_->next_listener_id++;
-  impl_->lost_listeners.emplace(id, l);
-  std::weak_ptr<Impl> weak = impl_;
-  return Subscription([weak, id, l] {
-    l->active.store(false);
-    if (auto self = weak.lock()) {
-      std::lock_guard g(self->mu);
-      self->lost_listeners.erase(id);
-    }
-  });
+  return impl_->lost_listeners.add(std::move(listener));
 }
 
 Status Session::loss() const {
@@ -302,18 +253,7 @@ ConnectionState Session::state() const {
 }
 
 Subscription Session::on_state_change(std::function<void(ConnectionState)> listener) {
-  auto l = std::make_shared<Impl::StateListener>(std::move(listener));
-  std::lock_guard lock(impl_->mu);
-  const uint64_t id = impl_->next_listener_id++;
-  impl_->state_listeners.emplace(id, l);
-  std::weak_ptr<Impl> weak = impl_;
-  return Subscription([weak, id, l] {
-    l->active.store(false);
-    if (auto self = weak.lock()) {
-      std::lock_guard g(self->mu);
-      self->state_listeners.erase(id);
-    }
-  });
+  return impl_->state_listeners.add(std::move(listener));
 }
 
 bool Session::closed() const {

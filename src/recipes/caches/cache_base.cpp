@@ -6,9 +6,9 @@
 // reports values that do not decode.
 #include <asio/post.hpp>
 
-#include "../core/listeners.h"
 #include "../core/prefix_view.h"
 #include "../core/recipe_core.h"
+#include "client/listener_set.h"
 #include "etcd/recipes/cached_node.h"
 
 namespace etcd::recipes::detail {

@@ -31,13 +31,13 @@
 #include <string>
 #include <vector>
 
+#include "client/listener_set.h"
 #include "client_link.h"
 #include "etcd/recipes/hold.h"
 #include "etcd/recipes/recipe.h"
 #include "etcd/session.h"
 #include "etcd/txn.h"
 #include "etcd/watch.h"
-#include "listeners.h"
 #include "recipe_core.h"
 
 namespace etcd::recipes::detail {
@@ -79,7 +79,7 @@ struct HoldSpec {
   Labels labels{};
 };
 
-using LostListeners = ListenerSet<const Status&>;
+using LostListeners = etcd::detail::ListenerSet<const Status&>;
 
 class HoldState : public std::enable_shared_from_this<HoldState> {
  public:

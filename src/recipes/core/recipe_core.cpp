@@ -158,7 +158,9 @@ void RecipeCore::record_error(Status status) {
   }
   // An error listener that throws is not recorded again (no loop). Once
   // the client is gone, there is no executor to run them on: recorded only.
-  if (auto l = link()) error_listeners_.notify(l->executor(), nullptr, named_status);
+  if (auto l = link())
+    error_listeners_.notify(
+        l->executor(), [](const Status&) {}, named_status);
 }
 
 ThrowSink RecipeCore::throw_sink() {

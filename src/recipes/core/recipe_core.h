@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "client/listener_set.h"
 #include "client_link.h"
 #include "etcd/client.h"
 #include "etcd/connection.h"
@@ -22,9 +23,12 @@
 #include "etcd/recipes/recipe.h"
 #include "etcd/session.h"
 #include "etcd/status.h"
-#include "listeners.h"
 
 namespace etcd::recipes::detail {
+
+// The client's listener container serves the recipes too.
+using etcd::detail::ListenerSet;
+using etcd::detail::ThrowSink;
 
 class RecipeCore : public std::enable_shared_from_this<RecipeCore> {
  public:

@@ -14,9 +14,9 @@
 #include <mutex>
 
 #include "../core/calls.h"
-#include "../core/listeners.h"
 #include "../core/own_presence.h"
 #include "../core/recipe_core.h"
+#include "client/listener_set.h"
 #include "etcd/recipes/transient.h"
 
 namespace etcd::recipes {

@@ -1,7 +1,7 @@
 // LeaderLatch over the election candidate (candidate.h).
-#include "../core/listeners.h"
 #include "../core/waiters.h"
 #include "candidate.h"
+#include "client/listener_set.h"
 #include "etcd/recipes/election.h"
 #include "participants.h"
 #include "proposal_limit.h"

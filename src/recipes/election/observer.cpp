@@ -1,9 +1,9 @@
 // LeaderObserver: the leader of an election (the lowest create revision
 // under NAME/), derived revision by revision from a PrefixView of NAME/
 // (anchored read, watch from the next revision, differences after a gap).
-#include "../core/listeners.h"
 #include "../core/prefix_view.h"
 #include "../core/recipe_core.h"
+#include "client/listener_set.h"
 #include "etcd/recipes/election.h"
 #include "participants.h"
 

@@ -6,8 +6,8 @@
 #include <deque>
 #include <thread>
 
-#include "../core/listeners.h"
 #include "candidate.h"
+#include "client/listener_set.h"
 #include "etcd/recipes/election.h"
 #include "participants.h"
 #include "proposal_limit.h"
@@ -226,7 +226,8 @@ class SelectorState : public std::enable_shared_from_this<SelectorState> {
     // The term's hold (work in flight) keeps the link until it is released,
     // below.
     if (auto link = core->link(); ran && link) term_end.notify(link->executor(), core->throw_sink(), how, why);
-    core->metrics().add("etcd_recipes_election_terms_total", {{"election", core->name()}, {"end", std::string(to_string(how))}}, 1);
+    core->metrics().add("etcd_recipes_election_terms_total",
+                        {{"election", core->name()}, {"end", std::string(to_string(how))}}, 1);
     auto self = shared_from_this();
     candidate->resign([self](Candidate::ResignOutcome) {
       self->running.store(false);

@@ -17,10 +17,10 @@
 #include "../core/background_retry.h"
 #include "../core/calls.h"
 #include "../core/keys.h"
-#include "../core/listeners.h"
 #include "../core/own_presence.h"
 #include "../core/recipe_core.h"
 #include "../core/strand_steps.h"
+#include "client/listener_set.h"
 #include "etcd/presence.h"
 #include "etcd/txn.h"
 
@@ -202,9 +202,10 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
       if (!claims->claim(key_)) {
         lock.unlock();
         // Fails the waiting create and writes as any failed creation does.
-        return finish_create(nullptr, 0,
-                             Status(StatusCode::kAlreadyExists,
-                                    key_ + " is held by another object of this client; left alone, nothing was written"));
+        return finish_create(
+            nullptr, 0,
+            Status(StatusCode::kAlreadyExists,
+                   key_ + " is held by another object of this client; left alone, nothing was written"));
       }
       claims_ = std::move(claims);
       if (!presence_) {

@@ -37,9 +37,9 @@
 #include <vector>
 
 #include "../core/create_order.h"
-#include "../core/listeners.h"
 #include "../core/prefix_view.h"
 #include "../core/recipe_core.h"
+#include "client/listener_set.h"
 #include "etcd/call.h"
 #include "etcd/recipes/queue.h"
 
@@ -228,7 +228,7 @@ class QueueConsumer : public std::enable_shared_from_this<QueueConsumer> {
   // Try-only takers waiting for the view to reach a revision.
   std::vector<std::pair<int64_t, std::shared_ptr<Taker>>> at_revision_;
   int contended_ = 0;
-  size_t lane_ = 0;   // drawn at each conflict
+  size_t lane_ = 0;  // drawn at each conflict
   // The first takeable item this object saw, and since when.
   std::string head_;
   std::chrono::steady_clock::time_point head_since_{};

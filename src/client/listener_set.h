@@ -1,11 +1,15 @@
-// The one listener container of the recipes (internal).
+// The one listener container of the library (internal): the client's
+// connection-state listeners, a session's and a presence lease's, a lease's
+// loss listeners, and every recipe's.
 //
 // Listeners are user code: they never run on a gRPC thread and never under
-// a recipe's lock. notify() posts each one to an executor the recipe
-// chose (a strand keeps them in order per recipe); a listener that throws
-// is recorded through `on_throw` and never takes a thread down.
-// Unsubscribing stops a listener whose call was already posted but had not
-// begun.
+// their owner's lock. notify() posts each one to an executor the owner
+// chose (a strand keeps them in order); call() runs them here, for an owner
+// already on its executor. Unsubscribing stops a listener whose call was
+// already posted but had not begun. A listener that throws is handed to
+// `on_throw` (a recipe records it) and never takes a thread down; with no
+// sink, the exception leaves the listener as a callback's would (the
+// client's own listeners).
 #pragma once
 
 #include <asio/post.hpp>
@@ -24,20 +28,24 @@
 #include "etcd/connection.h"
 #include "etcd/status.h"
 
-namespace etcd::recipes::detail {
+namespace etcd::detail {
 
-// Where a listener's exception goes: usually RecipeCore::record_error.
+// Where a listener's exception goes: a recipe's RecipeCore::record_error.
 using ThrowSink = std::function<void(Status)>;
 
-// Runs `fn`, turning an exception into a recorded status.
+// Runs `fn`; with a sink, an exception becomes a recorded status.
 template <class F>
-void run_listener(F&& fn, const ThrowSink& on_throw) noexcept {
+void run_listener(F&& fn, const ThrowSink& on_throw) {
+  if (!on_throw) {
+    std::forward<F>(fn)();
+    return;
+  }
   try {
     std::forward<F>(fn)();
   } catch (const std::exception& ex) {
-    if (on_throw) on_throw(Status(StatusCode::kUnknown, std::string("a listener threw: ") + ex.what()));
+    on_throw(Status(StatusCode::kUnknown, std::string("a listener threw: ") + ex.what()));
   } catch (...) {
-    if (on_throw) on_throw(Status(StatusCode::kUnknown, "a listener threw"));
+    on_throw(Status(StatusCode::kUnknown, "a listener threw"));
   }
 }
 
@@ -51,8 +59,7 @@ class ListenerSet {
   ListenerSet& operator=(const ListenerSet&) = delete;
 
   Subscription add(Fn fn) {
-    auto entry = std::make_shared<Entry>();
-    entry->fn = std::move(fn);
+    auto entry = std::make_shared<Entry>(std::move(fn));
     uint64_t id;
     {
       std::lock_guard lock(shared_->mu);
@@ -69,8 +76,8 @@ class ListenerSet {
     });
   }
 
-  // Drops every listener (they may own what owns this set). Calls already
-  // posted still run.
+  // Drops every listener (they may own what owns this set): after an event
+  // heard once, or at the owner's end. Calls already posted still run.
   void clear() {
     std::vector<std::pair<uint64_t, std::shared_ptr<Entry>>> dropped;
     std::lock_guard lock(shared_->mu);
@@ -82,15 +89,12 @@ class ListenerSet {
     return shared_->entries.empty();
   }
 
-  // Posts every listener with `args` to `executor`.
+  // Posts every listener with `args` to `executor`. Posting never runs a
+  // listener inline, so an owner may notify under its lock to keep its
+  // events in order.
   template <class Executor>
-  void notify(const Executor& executor, ThrowSink on_throw, Args... args) const {
-    for (auto& e : snapshot()) {
-      asio::post(executor, [e, on_throw, tuple = std::tuple<std::decay_t<Args>...>(args...)]() mutable {
-        if (!e->active.load()) return;
-        run_listener([&] { std::apply(e->fn, tuple); }, on_throw);
-      });
-    }
+  void notify(const Executor& executor, const ThrowSink& on_throw, Args... args) const {
+    for (auto& e : snapshot()) post(executor, e, on_throw, args...);
   }
 
   // Runs every listener here and now: for callers that already run on the
@@ -102,16 +106,18 @@ class ListenerSet {
   }
 
   // Posts one listener (not kept) the same way: for a listener added after
-  // the event it must still hear of.
+  // the event it must still hear of. The Subscription stops it if it has
+  // not begun.
   template <class Executor>
-  static void notify_one(const Executor& executor, ThrowSink on_throw, Fn fn, Args... args) {
-    asio::post(executor, [fn = std::move(fn), on_throw, tuple = std::tuple<std::decay_t<Args>...>(args...)]() mutable {
-      run_listener([&] { std::apply(fn, tuple); }, on_throw);
-    });
+  static Subscription notify_one(const Executor& executor, const ThrowSink& on_throw, Fn fn, Args... args) {
+    auto entry = std::make_shared<Entry>(std::move(fn));
+    post(executor, entry, on_throw, args...);
+    return Subscription([entry] { entry->active.store(false); });
   }
 
  private:
   struct Entry {
+    explicit Entry(Fn f) : fn(std::move(f)) {}
     Fn fn;
     std::atomic<bool> active{true};
   };
@@ -120,6 +126,14 @@ class ListenerSet {
     uint64_t next_id = 1;
     std::vector<std::pair<uint64_t, std::shared_ptr<Entry>>> entries;
   };
+
+  template <class Executor>
+  static void post(const Executor& executor, const std::shared_ptr<Entry>& e, const ThrowSink& on_throw, Args... args) {
+    asio::post(executor, [e, on_throw, tuple = std::tuple<std::decay_t<Args>...>(args...)]() mutable {
+      if (!e->active.load()) return;
+      run_listener([&] { std::apply(e->fn, tuple); }, on_throw);
+    });
+  }
 
   std::vector<std::shared_ptr<Entry>> snapshot() const {
     std::vector<std::shared_ptr<Entry>> out;
@@ -132,4 +146,4 @@ class ListenerSet {
   std::shared_ptr<Shared> shared_;
 };
 
-}  // namespace etcd::recipes::detail
+}  // namespace etcd::detail
