@@ -12,7 +12,9 @@
 #include <mutex>
 #include <string>
 
-#include "client_core.h"
+#include "auth.h"
+#include "endpoints.h"
+#include "grpc_callback_scope.h"
 
 namespace etcd::detail {
 
@@ -23,11 +25,11 @@ class BidiStream : public grpc::ClientBidiReactor<Request, Response> {
   // Binds the call to this reactor, e.g. stub->async()->Watch(ctx, reactor).
   using Bind = std::function<void(grpc::ClientContext*, Reactor*)>;
 
-  // `self` keeps the stream alive until OnDone.
-  void start(ClientCore& core, const Endpoint& ep, const Bind& bind, std::shared_ptr<BidiStream> self) {
+  // `self` keeps the stream alive until OnDone; `auth` signs the call.
+  void start(const Auth& auth, const Endpoint& ep, const Bind& bind, std::shared_ptr<BidiStream> self) {
     self_ = std::move(self);
     endpoint_ = ep.address;
-    token_ = core.prepare_context(ctx_, /*require_leader=*/true);
+    token_ = auth.prepare_context(ctx_, /*require_leader=*/true);
     bind(&ctx_, this);
     const Request* first = nullptr;
     {

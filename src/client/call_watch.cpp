@@ -7,7 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "client_core.h"
+#include "auth.h"
+#include "connection_monitor.h"
+#include "convert.h"
+#include "endpoints.h"
+#include "shutdown_gate.h"
 
 namespace etcd::detail {
 
@@ -23,11 +27,16 @@ long long millis(Clock::duration d) { return std::chrono::duration_cast<std::chr
 
 }  // namespace
 
-CallWatch::CallWatch(ClientCore& core)
-    : core_(core),
-      interval_(core.options().retry.member_check_interval),
-      timeout_(core.options().retry.member_check_timeout),
-      timer_(core.io()) {}
+CallWatch::CallWatch(const RetryPolicy& retry, asio::io_context& io, EndpointSet& endpoints, Auth& auth,
+                     ShutdownGate& gate, ConnectionMonitor& connection)
+    : io_(io),
+      endpoints_(endpoints),
+      auth_(auth),
+      gate_(gate),
+      connection_(connection),
+      interval_(retry.member_check_interval),
+      timeout_(retry.member_check_timeout),
+      timer_(io) {}
 
 void CallWatch::note_term(uint64_t term) {
   if (term == 0) return;
@@ -52,9 +61,9 @@ uint64_t CallWatch::add(std::weak_ptr<Watched> call, grpc::ClientContext* ctx, s
     idle_ticks_ = 0;
     if (!ticking_) start = ticking_ = true;
   }
-  // Posted work runs before the io loop finishes (ClientCore::close), and
+  // Posted work runs before the io loop finishes (the client's close), and
   // arm() checks for shutdown, so `this` outlives it.
-  if (start) asio::post(core_.io(), [this] { arm(); });
+  if (start) asio::post(io_, [this] { arm(); });
   return ticket;
 }
 
@@ -70,7 +79,7 @@ void CallWatch::shutdown() {
     shut_down_ = true;
     entries_.clear();
   }
-  asio::post(core_.io(), [this] { timer_.cancel(); });
+  asio::post(io_, [this] { timer_.cancel(); });
 }
 
 void CallWatch::arm() {
@@ -127,20 +136,20 @@ bool CallWatch::ask(const std::shared_ptr<Endpoint>& ep,
                     std::function<void(const grpc::Status&, uint64_t leader, uint64_t term)> done) {
   // Counted like a call, so that closing the client cancels the check and
   // waits for it (and with it for this object).
-  if (!core_.try_enter(/*cleanup=*/false)) return false;
+  if (!gate_.try_enter(/*cleanup=*/false)) return false;
   auto ctx = std::make_shared<grpc::ClientContext>();
-  ctx->set_deadline(ClientCore::to_system(Clock::now() + timeout_));
+  ctx->set_deadline(to_system(Clock::now() + timeout_));
   // Status answers from the member's own state, leader or not.
-  core_.prepare_context(*ctx, /*require_leader=*/false);
-  core_.track_context(ctx, /*cleanup=*/false);
+  auth_.prepare_context(*ctx, /*require_leader=*/false);
+  gate_.track(ctx, /*cleanup=*/false);
   auto req = std::make_shared<etcdserverpb::StatusRequest>();
   auto resp = std::make_shared<etcdserverpb::StatusResponse>();
-  ep->maintenance->async()->Status(
-      ctx.get(), req.get(), resp.get(), [this, ctx, req, resp, done = std::move(done)](grpc::Status s) {
-        core_.untrack_context(ctx.get());
-        done(s, resp->leader(), resp->raftterm());
-        core_.leave(/*cleanup=*/false);
-      });
+  ep->maintenance->async()->Status(ctx.get(), req.get(), resp.get(),
+                                   [this, ctx, req, resp, done = std::move(done)](grpc::Status s) {
+                                     gate_.untrack(ctx.get());
+                                     done(s, resp->leader(), resp->raftterm());
+                                     gate_.leave(/*cleanup=*/false);
+                                   });
   return true;
 }
 
@@ -154,13 +163,14 @@ void CallWatch::judge(const std::shared_ptr<Endpoint>& ep, Clock::time_point ask
     }
     // The client is suspended (ConnectionState) until an answer comes:
     // listeners learn once that etcd is unresponsive, while the calls wait.
-    core_.note_connection_failure();
+    connection_.note_connection_failure();
     return look_elsewhere(
-        ep, asked, "member " + ep->address + " did not answer a check within " + std::to_string(millis(timeout_)) + " ms");
+        ep, asked,
+        "member " + ep->address + " did not answer a check within " + std::to_string(millis(timeout_)) + " ms");
   }
   note_term(term);
   if (leader == 0) {
-    core_.report_endpoint_failure(ep);
+    endpoints_.report_failure(ep);
     return end_calls(ep, asked, Verdict::kNoLeader, "member " + ep->address + " lost its raft leader");
   }
   std::vector<std::pair<std::weak_ptr<Watched>, grpc::ClientContext*>> ended;
@@ -186,7 +196,7 @@ void CallWatch::judge(const std::shared_ptr<Endpoint>& ep, Clock::time_point ask
 }
 
 void CallWatch::look_elsewhere(const std::shared_ptr<Endpoint>& ep, Clock::time_point asked, std::string detail) {
-  const auto others = core_.endpoints_except(ep);
+  const auto others = endpoints_.except(ep);
   if (others.empty()) return;  // nowhere better: the calls wait for their member
   struct Search {
     std::atomic<bool> found{false};
@@ -198,7 +208,7 @@ void CallWatch::look_elsewhere(const std::shared_ptr<Endpoint>& ep, Clock::time_
     ask(other, [this, ep, asked, other, search](const grpc::Status& s, uint64_t leader, uint64_t term) {
       if (s.ok()) note_term(term);
       if (s.ok() && leader != 0 && !search->found.exchange(true)) {
-        core_.report_endpoint_stall(ep);
+        endpoints_.report_stall(ep);
         end_calls(ep, asked, Verdict::kStalled, search->detail + "; member " + other->address + " can take it");
       }
     });

@@ -36,6 +36,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
 #include <atomic>
 #include <cstdint>
@@ -46,10 +47,14 @@
 #include <unordered_map>
 
 #include "etcd/call.h"
+#include "etcd/client.h"
 
 namespace etcd::detail {
 
-class ClientCore;
+class Auth;
+class ConnectionMonitor;
+class EndpointSet;
+class ShutdownGate;
 struct Endpoint;
 
 class CallWatch {
@@ -68,7 +73,11 @@ class CallWatch {
     virtual void give_up(grpc::ClientContext* ctx, Verdict verdict, const std::string& detail) = 0;
   };
 
-  explicit CallWatch(ClientCore& core);
+  // Checks members of `endpoints` as `retry` says (member_check_interval,
+  // member_check_timeout), on the io thread; a check enters `gate` like a
+  // call, so that closing the client cancels it and waits for it.
+  CallWatch(const RetryPolicy& retry, asio::io_context& io, EndpointSet& endpoints, Auth& auth, ShutdownGate& gate,
+            ConnectionMonitor& connection);
   CallWatch(const CallWatch&) = delete;
   CallWatch& operator=(const CallWatch&) = delete;
 
@@ -106,7 +115,11 @@ class CallWatch {
   // Gives up the calls on `ep` sent at least an interval before `asked`.
   void end_calls(const std::shared_ptr<Endpoint>& ep, Clock::time_point asked, Verdict why, const std::string& detail);
 
-  ClientCore& core_;
+  asio::io_context& io_;
+  EndpointSet& endpoints_;
+  Auth& auth_;
+  ShutdownGate& gate_;
+  ConnectionMonitor& connection_;
   // The newest raft term heard, and when (steady clock ticks).
   std::atomic<uint64_t> term_{0};
   std::atomic<Clock::rep> term_heard_at_{0};

@@ -9,8 +9,6 @@
 
 #include "client_access.h"
 #include "client_core.h"
-#include "lease_keeper.h"
-#include "watch_hub.h"
 
 namespace etcd {
 
@@ -97,7 +95,9 @@ std::size_t detail::ClientAccess::txn_request_bytes(const Client& client, const 
   return (1 + 5 + header) + (1 + 5 + body);
 }
 
-void detail::ClientAccess::request_watch_progress(const Client& client) { client.core_->watch_hub().request_progress(); }
+void detail::ClientAccess::request_watch_progress(const Client& client) {
+  client.core_->watch_hub().request_progress();
+}
 
 Client::Client(ClientOptions options) : core_(make_core(std::move(options))) {
   closer_ = std::shared_ptr<void>(nullptr, [core = core_](void*) { core->close(); });
@@ -220,20 +220,13 @@ Call<Lease> Client::lease(std::chrono::seconds ttl) {
                                         done(std::move(r).status());
                                         return;
                                       }
-                                      auto state = std::make_shared<detail::LeaseState>(
-                                          core, core->executor(), r->id, std::chrono::seconds(r->ttl), sent_at);
-                                      core->lease_keeper().keep(state);
-                                      done(ClientCore::make_lease(std::move(state)));
+                                      done(core->keep_lease(r->id, std::chrono::seconds(r->ttl), sent_at));
                                     });
       },
       ex);
 }
 
-Lease Client::keep_alive(int64_t id, std::chrono::seconds ttl) {
-  auto state = std::make_shared<detail::LeaseState>(core_, core_->executor(), id, ttl, Clock::now());
-  core_->lease_keeper().keep(state);
-  return ClientCore::make_lease(std::move(state));
-}
+Lease Client::keep_alive(int64_t id, std::chrono::seconds ttl) { return core_->keep_lease(id, ttl, Clock::now()); }
 
 Watcher Client::watch(std::string key, WatchOptions options, WatchHandler handler) {
   Executor ex = options.executor ? *options.executor : executor();
@@ -243,7 +236,7 @@ Watcher Client::watch(std::string key, WatchOptions options, WatchHandler handle
   }
   pb::WatchCreateRequest req;
   core_->ns().fill(req, key, options);
-  return core_->watch_hub().add(std::move(req), std::move(handler), ex, options.notify_created);
+  return core_->watch(std::move(req), std::move(handler), ex, options.notify_created);
 }
 
 Call<MemberListResponse> Client::member_list() {
@@ -254,18 +247,18 @@ Call<MemberListResponse> Client::member_list() {
 
 Call<StatusResponse> Client::status(std::string endpoint) {
   std::shared_ptr<Endpoint> fixed;
-  if (!endpoint.empty()) fixed = core_->endpoint_for(endpoint);
+  if (!endpoint.empty()) fixed = core_->endpoints().endpoint_for(endpoint);
   return core_->unary<StatusResponse>(
       ETCD_RECIPES_UNARY(maintenance, Maintenance, Status), {.idempotent = true, .require_leader = false},
       pb::StatusRequest{}, [](const pb::StatusResponse& r) { return detail::convert(r); }, std::move(fixed));
 }
 
-ConnectionState Client::state() const { return core_->state(); }
+ConnectionState Client::state() const { return core_->connection().state(); }
 Subscription Client::on_state_change(std::function<void(ConnectionState)> listener) {
-  return core_->on_state_change(std::move(listener));
+  return core_->connection().on_change(std::move(listener));
 }
 bool Client::is_healthy() const {
-  const auto s = core_->state();
+  const auto s = core_->connection().state();
   return !core_->closed() && (s == ConnectionState::kConnected || s == ConnectionState::kReconnected);
 }
 Call<void> Client::ping() {
@@ -283,7 +276,7 @@ Call<void> Client::ping() {
 Executor Client::executor() const { return core_->executor(); }
 const ClientOptions& Client::options() const { return core_->options(); }
 ClientStats Client::stats() const { return core_->stats(); }
-std::string Client::current_endpoint() const { return core_->current_endpoint()->address; }
+std::string Client::current_endpoint() const { return core_->endpoints().current()->address; }
 void Client::close() { core_->close(); }
 bool Client::closed() const { return core_->closed(); }
 
@@ -311,13 +304,13 @@ Subscription Lease::on_lost(std::function<void(const Status&)> listener) {
 
 void Lease::detach() {
   if (!state_) return;
-  if (auto core = state_->core().lock()) core->lease_keeper().forget(state_.get());
+  if (auto core = state_->client().lock()) core->lease_keeper().forget(state_.get());
   state_.reset();
 }
 
 Call<void> Lease::revoke() {
   auto state = std::move(state_);
-  auto core = state ? state->core().lock() : nullptr;
+  auto core = state ? state->client().lock() : nullptr;
   if (!core) {
     return Call<void>::ready(Status(), asio::system_executor());
   }

@@ -55,4 +55,10 @@ CompactResponse convert(const etcdserverpb::CompactionResponse& r);
 // gRPC status (with etcd's error text) to our Status.
 Status from_grpc(const grpc::Status& s);
 
+// gRPC takes deadlines on the system clock.
+inline std::chrono::system_clock::time_point to_system(Deadline d) {
+  return std::chrono::system_clock::now() +
+         std::chrono::duration_cast<std::chrono::system_clock::duration>(d - Clock::now());
+}
+
 }  // namespace etcd::detail

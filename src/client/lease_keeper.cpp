@@ -5,17 +5,17 @@
 #include <cstdio>
 #include <limits>
 
+#include "auth.h"
 #include "bidi_stream.h"
-#include "client_core.h"
+#include "connection_monitor.h"
+#include "convert.h"
+#include "endpoints.h"
 #include "renewal_schedule.h"
+#include "retry_backoff.h"
 
 namespace etcd::detail {
 
 namespace {
-// safe_until() stays this far ahead of the computed expiry, for clock rate
-// differences between this host and the members.
-constexpr auto kSafetyMargin = std::chrono::milliseconds(250);
-
 // Lease ids in hex, as etcdctl and the CLI print them.
 std::string hex_id(int64_t id) {
   char buf[24];
@@ -40,63 +40,17 @@ class KeepAliveStream : public BidiStream<etcdserverpb::LeaseKeepAliveRequest, e
   const std::size_t slot_;
 };
 
-// --- LeaseState -------------------------------------------------------------
-
-bool LeaseState::alive() const {
-  std::lock_guard lock(mu_);
-  // Past its expiry it is gone, even before the keeper's next look says so.
-  return !lost_ && Clock::now() < expires_at_;
-}
-
-Deadline LeaseState::expires_at() const {
-  std::lock_guard lock(mu_);
-  return expires_at_;
-}
-
-Deadline LeaseState::safe_until() const {
-  std::lock_guard lock(mu_);
-  return lost_ ? Deadline{} : expires_at_ - kSafetyMargin;
-}
-
-Subscription LeaseState::on_lost(std::function<void(const Status&)> listener) {
-  std::unique_lock lock(mu_);
-  if (lost_) {
-    Status why = loss_;
-    lock.unlock();
-    return decltype(listeners_)::notify_one(executor_, nullptr, std::move(listener), why);
-  }
-  return listeners_.add(std::move(listener));
-}
-
-void LeaseState::mark_lost(Status why) {
-  {
-    std::lock_guard lock(mu_);
-    if (lost_) return;
-    lost_ = true;
-    loss_ = why;
-  }
-  lost_source_.request_stop();
-  // Lost on the server's side (not revoked by its owner, not closed): the
-  // client reports it as a state.
-  if (why.code() != StatusCode::kCancelled && (why.is(Errc::kLeaseExpired) || why.is(Errc::kLeaseNotFound))) {
-    if (auto core = core_.lock()) core->note_lease_lost();
-  }
-  // Added before lost_ was set, or never: nobody joins them now.
-  listeners_.notify(executor_, nullptr, why);
-  listeners_.clear();
-}
-
-void LeaseState::confirm(Deadline sent_at, int64_t ttl) {
-  std::lock_guard lock(mu_);
-  if (lost_) return;
-  // The server renewed no earlier than we sent: expiry is at least this.
-  auto at = sent_at + std::chrono::seconds(ttl);
-  if (at > expires_at_) expires_at_ = at;
-}
-
 // --- LeaseKeeper ----------------------------------------------------------
 
-LeaseKeeper::LeaseKeeper(ClientCore& core) : core_(core), tick_timer_(core.io()) {}
+LeaseKeeper::LeaseKeeper(const RetryPolicy& retry, asio::io_context& io, EndpointSet& endpoints, Auth& auth,
+                         ConnectionMonitor& connection)
+    : retry_(retry),
+      backoff_(retry_backoff(retry)),
+      io_(io),
+      endpoints_(endpoints),
+      auth_(auth),
+      connection_(connection),
+      tick_timer_(io) {}
 LeaseKeeper::~LeaseKeeper() = default;
 
 void LeaseKeeper::keep(const std::shared_ptr<LeaseState>& state) {
@@ -182,20 +136,16 @@ void LeaseKeeper::ensure_stream_locked(std::size_t i) {
   auto stream = std::make_shared<KeepAliveStream>(*this, i);
   slot.stream = stream;
   ++live_streams_;
-  slot.endpoint = core_.current_endpoint();
+  slot.endpoint = endpoints_.current();
   slot.last_heard = Clock::now();
-  asio::post(core_.io(), [this, stream, ep = slot.endpoint] {
+  asio::post(io_, [this, stream, ep = slot.endpoint] {
     auto start = [this, stream, ep](const Status&) {
       stream->start(
-          core_, *ep,
+          auth_, *ep,
           [ep](grpc::ClientContext* ctx, KeepAliveStream::Reactor* r) { ep->lease->async()->LeaseKeepAlive(ctx, r); },
           stream);
     };
-    if (core_.auth_enabled()) {
-      core_.with_token(start);
-    } else {
-      start(Status());
-    }
+    auth_.with_token(start);
   });
 }
 
@@ -208,7 +158,7 @@ bool LeaseKeeper::send_locked(std::size_t i, int64_t id, Deadline now) {
   request.set_id(id);
   // Posted under the lock, so writes reach the stream in the order their
   // send times were recorded.
-  asio::post(core_.io(),
+  asio::post(io_,
              [stream = slot.stream, request = std::move(request)]() mutable { stream->write(std::move(request)); });
   return true;
 }
@@ -236,7 +186,7 @@ std::vector<Callback<LeaseKeepAliveResponse>> LeaseKeeper::drop_stream_locked(st
 void LeaseKeeper::arm_tick_locked() {
   if (tick_armed_ || shutdown_) return;
   tick_armed_ = true;
-  asio::post(core_.io(), [this] {
+  asio::post(io_, [this] {
     tick_timer_.expires_after(RenewalSchedule::kTick);
     tick_timer_.async_wait([this](const asio::error_code& ec) {
       if (!ec) {
@@ -309,29 +259,29 @@ void LeaseKeeper::tick() {
         for (auto& [id, q] : slot.sent_at) {
           if (!q.empty()) oldest = std::min(oldest, q.front());
         }
-        const bool elsewhere = core_.options().endpoints.size() > 1;
+        const bool elsewhere = endpoints_.size() > 1;
         const Clock::duration limit = slot.leases > 0 ? RenewalSchedule::silence_limit(look.shortest_ttl, elsewhere)
-                                                      : Clock::duration(core_.options().retry.attempt_timeout);
+                                                      : Clock::duration(retry_.attempt_timeout);
         if (oldest != Deadline::max() && RenewalSchedule::silent_too_long(now, oldest, slot.last_heard, limit)) {
           // Nothing at all came back (member paused, link blackholed): give
           // the stream up, so its successor starts on another member (and a
           // fresh connection) while the leases still have time left.
-          asio::post(core_.io(), [stream = slot.stream] { stream->cancel(); });
+          asio::post(io_, [stream = slot.stream] { stream->cancel(); });
           auto ep = slot.endpoint;
           auto failed = drop_stream_locked(i, now);
           for (auto& d : failed) dropped.push_back(std::move(d));
           ++stream_restarts_;
-          core_.report_endpoint_stall(ep);
-          core_.note_connection_failure();
+          endpoints_.report_stall(ep);
+          connection_.note_connection_failure();
           slot.reconnect_not_before =
               now + (slot.reconnect_attempt == 0 ? Clock::duration{}
-                                                 : Clock::duration(core_.backoff(slot.reconnect_attempt)));
+                                                 : Clock::duration(backoff_.delay(slot.reconnect_attempt)));
           ++slot.reconnect_attempt;
           continue;  // its due leases go out on the successor, from the next tick
         }
         if (slot.leases == 0 && slot.once.empty() && slot.sent_at.empty()) {
           // Nothing left to carry: close it (a later lease opens it again).
-          asio::post(core_.io(), [stream = slot.stream] { stream->cancel(); });
+          asio::post(io_, [stream = slot.stream] { stream->cancel(); });
           slot.stream.reset();
           continue;
         }
@@ -377,7 +327,7 @@ void LeaseKeeper::tick() {
 }
 
 void LeaseKeeper::on_response(KeepAliveStream* stream, const etcdserverpb::LeaseKeepAliveResponse& r) {
-  core_.note_success();
+  connection_.note_success();
   std::vector<std::shared_ptr<LeaseState>> states;
   Deadline sent_at{};
   std::vector<Callback<LeaseKeepAliveResponse>> once;
@@ -444,15 +394,15 @@ void LeaseKeeper::on_stream_done(KeepAliveStream* stream, const grpc::Status& s)
       if (!shutdown_) {
         ++stream_restarts_;
         const Status why = from_grpc(s);
-        if (why.is(Errc::kTokenExpired)) core_.invalidate_token(stream->token());
+        if (why.is(Errc::kTokenExpired)) auth_.invalidate(stream->token());
         if (s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
             s.error_code() == grpc::StatusCode::CANCELLED) {
-          core_.report_endpoint_failure(ep);
-          if (!why.is(Errc::kNoLeader)) core_.note_connection_failure();
+          endpoints_.report_failure(ep);
+          if (!why.is(Errc::kNoLeader)) connection_.note_connection_failure();
         }
         slot.reconnect_not_before =
             now +
-            (slot.reconnect_attempt == 0 ? Clock::duration{} : Clock::duration(core_.backoff(slot.reconnect_attempt)));
+            (slot.reconnect_attempt == 0 ? Clock::duration{} : Clock::duration(backoff_.delay(slot.reconnect_attempt)));
         ++slot.reconnect_attempt;
         if (slot.leases > 0) arm_tick_locked();
       }
@@ -483,7 +433,7 @@ void LeaseKeeper::shutdown() {
       slot.once.clear();
       slot.leases = 0;
     }
-    asio::post(core_.io(), [this] { tick_timer_.cancel(); });
+    asio::post(io_, [this] { tick_timer_.cancel(); });
     for (auto& [id, k] : kept_) {
       for (auto& w : k.states) {
         if (auto s = w.lock()) states.push_back(std::move(s));

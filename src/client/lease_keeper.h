@@ -5,6 +5,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
 #include <atomic>
 #include <condition_variable>
@@ -16,50 +17,27 @@
 #include <stop_token>
 #include <vector>
 
+#include "etcd/client.h"
 #include "etcd/etcdserverpb/rpc.grpc.pb.h"
 #include "etcd/lease.h"
-#include "listener_set.h"
+#include "etcd/retry.h"
+#include "lease_state.h"
 
 namespace etcd::detail {
 
-class ClientCore;
+class Auth;
+class ConnectionMonitor;
+class EndpointSet;
 class KeepAliveStream;
 struct Endpoint;
 
-class LeaseState : public std::enable_shared_from_this<LeaseState> {
- public:
-  LeaseState(std::weak_ptr<ClientCore> core, Executor ex, int64_t id, std::chrono::seconds ttl, Deadline granted_at)
-      : core_(std::move(core)), executor_(std::move(ex)), id_(id), ttl_(ttl), expires_at_(granted_at + ttl) {}
-
-  int64_t id() const { return id_; }
-  std::chrono::seconds ttl() const { return ttl_; }
-  bool alive() const;
-  Deadline safe_until() const;
-  std::stop_token lost_token() const { return lost_source_.get_token(); }
-  Subscription on_lost(std::function<void(const Status&)> listener);
-  // Fires the loss once; later calls do nothing.
-  void mark_lost(Status why);
-  // A renewal sent at `sent_at` was confirmed with `ttl` seconds.
-  void confirm(Deadline sent_at, int64_t ttl);
-  Deadline expires_at() const;
-  std::weak_ptr<ClientCore> core() const { return core_; }
-
- private:
-  std::weak_ptr<ClientCore> core_;
-  Executor executor_;
-  const int64_t id_;
-  const std::chrono::seconds ttl_;
-  mutable std::mutex mu_;
-  Deadline expires_at_;
-  bool lost_ = false;
-  Status loss_;
-  std::stop_source lost_source_;
-  ListenerSet<const Status&> listeners_;  // heard once
-};
-
 class LeaseKeeper {
  public:
-  explicit LeaseKeeper(ClientCore& core);
+  // Streams to the current member of `endpoints`, signed by `auth`, on the
+  // io thread, giving up a silent stream and reconnecting as `retry`
+  // says; `connection` hears what the streams see.
+  LeaseKeeper(const RetryPolicy& retry, asio::io_context& io, EndpointSet& endpoints, Auth& auth,
+              ConnectionMonitor& connection);
   ~LeaseKeeper();
 
   void keep(const std::shared_ptr<LeaseState>& state);
@@ -120,7 +98,12 @@ class LeaseKeeper {
   void tick();
   std::size_t slot_of(const KeepAliveStream* stream) const;
 
-  ClientCore& core_;
+  const RetryPolicy retry_;
+  const Backoff backoff_;
+  asio::io_context& io_;
+  EndpointSet& endpoints_;
+  Auth& auth_;
+  ConnectionMonitor& connection_;
   mutable std::mutex mu_;
   std::condition_variable stopped_cv_;
   std::map<int64_t, Kept> kept_;

@@ -2,8 +2,12 @@
 
 #include <asio/post.hpp>
 
+#include "auth.h"
 #include "bidi_stream.h"
-#include "client_core.h"
+#include "connection_monitor.h"
+#include "convert.h"
+#include "endpoints.h"
+#include "retry_backoff.h"
 
 namespace etcd::detail {
 
@@ -30,7 +34,7 @@ class WatchStream : public BidiStream<etcdserverpb::WatchRequest, etcdserverpb::
 
 void WatchEntry::cancel() {
   if (cancelled_.exchange(true)) return;
-  if (auto core = core_.lock()) core->watch_hub().cancel(shared_from_this());
+  if (auto hub = hub_.lock()) hub->cancel(shared_from_this());
   // Release what the handler holds (it may hold its own Watcher's owner);
   // on the strand, so never while the handler runs.
   asio::post(strand_, [self = shared_from_this()] { self->handler_ = nullptr; });
@@ -50,13 +54,15 @@ void WatchEntry::deliver(Result<WatchResponse> r, int64_t through_revision) {
   });
 }
 
-WatchHub::WatchHub(ClientCore& core) : core_(core) {}
+WatchHub::WatchHub(const RetryPolicy& retry, const Namespace& ns, asio::io_context& io, EndpointSet& endpoints,
+                   Auth& auth, ConnectionMonitor& connection)
+    : backoff_(retry_backoff(retry)), ns_(ns), io_(io), endpoints_(endpoints), auth_(auth), connection_(connection) {}
 WatchHub::~WatchHub() = default;
 
-Watcher WatchHub::add(etcdserverpb::WatchCreateRequest request, WatchHandler handler, Executor ex,
-                      bool notify_created) {
+Watcher WatchHub::add(std::weak_ptr<WatchHub> self, etcdserverpb::WatchCreateRequest request, WatchHandler handler,
+                      Executor ex, bool notify_created) {
   auto entry =
-      std::make_shared<WatchEntry>(core_.weak_from_this(), std::move(request), std::move(handler), ex, notify_created);
+      std::make_shared<WatchEntry>(std::move(self), std::move(request), std::move(handler), ex, notify_created);
   std::lock_guard lock(mu_);
   if (shutdown_) {
     entry->finished_ = true;
@@ -99,8 +105,7 @@ void WatchHub::cancel(const std::shared_ptr<WatchEntry>& entry) {
 void WatchHub::send_locked(etcdserverpb::WatchRequest request) {
   // Posted, not called: the io thread holds none of our locks when gRPC
   // runs a reaction inline, and one thread keeps the writes in order.
-  asio::post(core_.io(),
-             [stream = stream_, request = std::move(request)]() mutable { stream->write(std::move(request)); });
+  asio::post(io_, [stream = stream_, request = std::move(request)]() mutable { stream->write(std::move(request)); });
 }
 
 void WatchHub::ensure_stream_locked() {
@@ -111,8 +116,8 @@ void WatchHub::ensure_stream_locked() {
   create_in_flight_ = false;
   last_heard_ = Clock::now();
   arm_liveness_locked();
-  stream_endpoint_ = core_.current_endpoint();
-  asio::post(core_.io(), [this, stream, ep = stream_endpoint_] {
+  stream_endpoint_ = endpoints_.current();
+  asio::post(io_, [this, stream, ep = stream_endpoint_] {
     // With authentication, a stream starts with a valid token; a failure to
     // get one lets the stream fail and be retried like any other.
     auto start = [this, stream, ep](const Status& st) {
@@ -131,14 +136,10 @@ void WatchHub::ensure_stream_locked() {
         return;
       }
       stream->start(
-          core_, *ep, [ep](grpc::ClientContext* ctx, WatchStream::Reactor* r) { ep->watch->async()->Watch(ctx, r); },
+          auth_, *ep, [ep](grpc::ClientContext* ctx, WatchStream::Reactor* r) { ep->watch->async()->Watch(ctx, r); },
           stream);
     };
-    if (core_.auth_enabled()) {
-      core_.with_token(start);
-    } else {
-      start(Status());
-    }
+    auth_.with_token(start);
   });
 }
 
@@ -166,7 +167,7 @@ void WatchHub::finish_entry_locked(const std::shared_ptr<WatchEntry>& e, Status 
 }
 
 void WatchHub::on_response(WatchStream* stream, const etcdserverpb::WatchResponse& r) {
-  core_.note_success();
+  connection_.note_success();
   std::lock_guard lock(mu_);
   if (stream != stream_.get()) return;  // a stale stream's last words
   last_heard_ = Clock::now();
@@ -178,12 +179,12 @@ void WatchHub::on_response(WatchStream* stream, const etcdserverpb::WatchRespons
     pending_creates_.pop_front();
     create_in_flight_ = false;
     reconnect_attempt_ = 0;
-    if (r.canceled() && core_.auth_enabled() && r.cancel_reason().find("invalid auth token") != std::string::npos) {
+    if (r.canceled() && auth_.enabled() && r.cancel_reason().find("invalid auth token") != std::string::npos) {
       // The stream's token expired: every watch is re-created on a new
       // stream with a fresh token (on_stream_done queues them all again).
       pending_creates_.push_front(e);
-      core_.invalidate_token(stream->token());
-      asio::post(core_.io(), [s = stream_] { s->cancel(); });
+      auth_.invalidate(stream->token());
+      asio::post(io_, [s = stream_] { s->cancel(); });
       return;
     }
     if (r.canceled()) {
@@ -258,7 +259,7 @@ void WatchHub::on_response(WatchStream* stream, const etcdserverpb::WatchRespons
   int64_t through = header_rev;
   if (r.events_size() > 0) {
     out.events.reserve(static_cast<size_t>(r.events_size()));
-    for (const auto& ev : r.events()) out.events.push_back(core_.ns().convert(ev));
+    for (const auto& ev : r.events()) out.events.push_back(ns_.convert(ev));
     through = r.events(r.events_size() - 1).kv().mod_revision();
     e->next_revision_ = through + 1;
   } else {
@@ -284,10 +285,10 @@ void WatchHub::on_stream_done(WatchStream* stream, const grpc::Status& s) {
         pending_creates_.push_back(e);
       }
       const Status why = from_grpc(s);
-      if (why.is(Errc::kTokenExpired)) core_.invalidate_token(stream->token());
+      if (why.is(Errc::kTokenExpired)) auth_.invalidate(stream->token());
       if (s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-        core_.report_endpoint_failure(stream_endpoint_);
-        if (!why.is(Errc::kNoLeader)) core_.note_connection_failure();
+        endpoints_.report_failure(stream_endpoint_);
+        if (!why.is(Errc::kNoLeader)) connection_.note_connection_failure();
       }
       if (!entries_.empty()) schedule_reconnect_locked();
     }
@@ -299,9 +300,9 @@ void WatchHub::schedule_reconnect_locked() {
   if (reconnect_scheduled_) return;
   reconnect_scheduled_ = true;
   restarts_.fetch_add(1);
-  auto delay = reconnect_attempt_ == 0 ? std::chrono::milliseconds(0) : core_.backoff(reconnect_attempt_);
+  auto delay = reconnect_attempt_ == 0 ? std::chrono::milliseconds(0) : backoff_.delay(reconnect_attempt_);
   ++reconnect_attempt_;
-  if (!reconnect_timer_) reconnect_timer_ = std::make_unique<asio::steady_timer>(core_.io());
+  if (!reconnect_timer_) reconnect_timer_ = std::make_unique<asio::steady_timer>(io_);
   reconnect_timer_->expires_after(delay);
   reconnect_timer_->async_wait([this](const asio::error_code& ec) {
     std::lock_guard lock(mu_);
@@ -319,8 +320,8 @@ void WatchHub::schedule_reconnect_locked() {
 void WatchHub::arm_liveness_locked() {
   if (liveness_armed_ || shutdown_) return;
   liveness_armed_ = true;
-  asio::post(core_.io(), [this] {
-    if (!liveness_timer_) liveness_timer_ = std::make_unique<asio::steady_timer>(core_.io());
+  asio::post(io_, [this] {
+    if (!liveness_timer_) liveness_timer_ = std::make_unique<asio::steady_timer>(io_);
     liveness_timer_->expires_after(kProgressInterval);
     liveness_timer_->async_wait([this](const asio::error_code& ec) {
       if (!ec) {
@@ -347,12 +348,12 @@ void WatchHub::check_liveness() {
     if (silent > kStallTimeout) {
       // Nothing at all for this long, not even progress: the member or the
       // link is gone without the connection noticing.
-      asio::post(core_.io(), [stream = stream_] { stream->cancel(); });
-      core_.report_endpoint_stall(stream_endpoint_);
+      asio::post(io_, [stream = stream_] { stream->cancel(); });
+      endpoints_.report_stall(stream_endpoint_);
     } else if (silent >= kProgressInterval) {
       // A probe unanswered for a whole interval: the client is suspended
       // (ConnectionState) until the stream hears again; the stream stays.
-      if (silent >= 2 * kProgressInterval) core_.note_connection_failure();
+      if (silent >= 2 * kProgressInterval) connection_.note_connection_failure();
       etcdserverpb::WatchRequest req;
       req.mutable_progress_request();
       send_locked(std::move(req));
@@ -373,7 +374,7 @@ void WatchHub::shutdown() {
   std::unique_lock lock(mu_);
   if (shutdown_) return;
   shutdown_ = true;
-  asio::post(core_.io(), [this] {
+  asio::post(io_, [this] {
     if (reconnect_timer_) reconnect_timer_->cancel();
     if (liveness_timer_) liveness_timer_->cancel();
   });
@@ -392,7 +393,7 @@ void WatchHub::shutdown() {
 bool WatchHub::wait_stopped(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
   return stopped_cv_.wait_for(lock, timeout,
-                       [this] { return live_streams_ == 0 && !reconnect_scheduled_ && !liveness_armed_; });
+                              [this] { return live_streams_ == 0 && !reconnect_scheduled_ && !liveness_armed_; });
 }
 
 uint64_t WatchHub::open_watches() const {

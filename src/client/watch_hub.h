@@ -4,6 +4,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
 #include <atomic>
@@ -14,21 +15,26 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "etcd/client.h"
 #include "etcd/etcdserverpb/rpc.grpc.pb.h"
+#include "etcd/retry.h"
 #include "etcd/watch.h"
 
 namespace etcd::detail {
 
-class ClientCore;
+class Auth;
+class ConnectionMonitor;
+class EndpointSet;
+class Namespace;
 class WatchHub;
 class WatchStream;
 struct Endpoint;
 
 class WatchEntry : public std::enable_shared_from_this<WatchEntry> {
  public:
-  WatchEntry(std::weak_ptr<ClientCore> core, etcdserverpb::WatchCreateRequest request, WatchHandler handler,
-             Executor ex, bool notify_created)
-      : core_(std::move(core)),
+  WatchEntry(std::weak_ptr<WatchHub> hub, etcdserverpb::WatchCreateRequest request, WatchHandler handler, Executor ex,
+             bool notify_created)
+      : hub_(std::move(hub)),
         request_(std::move(request)),
         handler_(std::move(handler)),
         strand_(asio::make_strand(ex)),
@@ -43,7 +49,7 @@ class WatchEntry : public std::enable_shared_from_this<WatchEntry> {
   friend class WatchHub;
   void deliver(Result<WatchResponse> r, int64_t through_revision);
 
-  std::weak_ptr<ClientCore> core_;
+  std::weak_ptr<WatchHub> hub_;
   etcdserverpb::WatchCreateRequest request_;
   WatchHandler handler_;
   asio::strand<Executor> strand_;
@@ -64,10 +70,17 @@ class WatchEntry : public std::enable_shared_from_this<WatchEntry> {
 
 class WatchHub {
  public:
-  explicit WatchHub(ClientCore& core);
+  // Streams to the current member of `endpoints`, signed by `auth`, on the
+  // io thread; reconnects with the backoff `retry` describes; events'
+  // keys leave `ns`; `connection` hears what the stream sees.
+  WatchHub(const RetryPolicy& retry, const Namespace& ns, asio::io_context& io, EndpointSet& endpoints, Auth& auth,
+           ConnectionMonitor& connection);
   ~WatchHub();
 
-  Watcher add(etcdserverpb::WatchCreateRequest request, WatchHandler handler, Executor ex, bool notify_created = false);
+  // `self` is this hub as its owner shares it: a Watcher's cancel()
+  // reaches the hub through it while the hub lives.
+  Watcher add(std::weak_ptr<WatchHub> self, etcdserverpb::WatchCreateRequest request, WatchHandler handler, Executor ex,
+              bool notify_created = false);
   void cancel(const std::shared_ptr<WatchEntry>& entry);
 
   void shutdown();
@@ -92,7 +105,12 @@ class WatchHub {
   void arm_liveness_locked();
   void check_liveness();
 
-  ClientCore& core_;
+  const Backoff backoff_;
+  const Namespace& ns_;
+  asio::io_context& io_;
+  EndpointSet& endpoints_;
+  Auth& auth_;
+  ConnectionMonitor& connection_;
   mutable std::mutex mu_;
   std::condition_variable stopped_cv_;
   std::shared_ptr<WatchStream> stream_;
