@@ -2,9 +2,9 @@
 // owns the client's threads and the pieces its calls and streams share,
 // and ties their lifetimes together. The pieces know nothing of the core:
 // each takes the others it uses (endpoints.h, auth.h, shutdown_gate.h,
-// connection_monitor.h, call_watch.h, watch_hub.h, lease_keeper.h,
-// unary_attempt.h), and what outlives a call into gRPC holds the core
-// through a shared_ptr to a piece that shares its ownership.
+// connection_monitor.h, call_watch.h, stream_pieces.h, watch_hub.h,
+// lease_keeper.h, unary_attempt.h), and what outlives a call into gRPC
+// holds the core through a shared_ptr to a piece that shares its ownership.
 //
 // Threads owned by a client: one internal io thread (timers, retries,
 // stream reconnection) and, unless the user supplied an executor, a small
@@ -34,6 +34,7 @@
 #include "grpc_callback_scope.h"
 #include "lease_keeper.h"
 #include "shutdown_gate.h"
+#include "stream_pieces.h"
 #include "unary_attempt.h"
 #include "unary_method.h"
 #include "watch_hub.h"
@@ -113,6 +114,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   Auth auth_;
   CallCounters counters_;
   CallWatch call_watch_;
+  const StreamPieces stream_pieces_;
   WatchHub watch_hub_;
   LeaseKeeper lease_keeper_;
   const UnaryPieces unary_pieces_;

@@ -5,13 +5,10 @@
 #include <cstdio>
 #include <limits>
 
-#include "auth.h"
 #include "bidi_stream.h"
-#include "connection_monitor.h"
 #include "convert.h"
-#include "endpoints.h"
 #include "renewal_schedule.h"
-#include "retry_backoff.h"
+#include "stream_pieces.h"
 
 namespace etcd::detail {
 
@@ -42,15 +39,7 @@ class KeepAliveStream : public BidiStream<etcdserverpb::LeaseKeepAliveRequest, e
 
 // --- LeaseKeeper ----------------------------------------------------------
 
-LeaseKeeper::LeaseKeeper(const RetryPolicy& retry, asio::io_context& io, EndpointSet& endpoints, Auth& auth,
-                         ConnectionMonitor& connection)
-    : retry_(retry),
-      backoff_(retry_backoff(retry)),
-      io_(io),
-      endpoints_(endpoints),
-      auth_(auth),
-      connection_(connection),
-      tick_timer_(io) {}
+LeaseKeeper::LeaseKeeper(const StreamPieces& streams) : streams_(streams), tick_timer_(streams.io) {}
 LeaseKeeper::~LeaseKeeper() = default;
 
 void LeaseKeeper::keep(const std::shared_ptr<LeaseState>& state) {
@@ -136,16 +125,11 @@ void LeaseKeeper::ensure_stream_locked(std::size_t i) {
   auto stream = std::make_shared<KeepAliveStream>(*this, i);
   slot.stream = stream;
   ++live_streams_;
-  slot.endpoint = endpoints_.current();
+  slot.endpoint = streams_.endpoints.current();
   slot.last_heard = Clock::now();
-  asio::post(io_, [this, stream, ep = slot.endpoint] {
-    auto start = [this, stream, ep](const Status&) {
-      stream->start(
-          auth_, *ep,
-          [ep](grpc::ClientContext* ctx, KeepAliveStream::Reactor* r) { ep->lease->async()->LeaseKeepAlive(ctx, r); },
-          stream);
-    };
-    auth_.with_token(start);
+  auto ep = slot.endpoint;
+  streams_.open(stream, ep, [ep](grpc::ClientContext* ctx, KeepAliveStream::Reactor* r) {
+    ep->lease->async()->LeaseKeepAlive(ctx, r);
   });
 }
 
@@ -158,7 +142,7 @@ bool LeaseKeeper::send_locked(std::size_t i, int64_t id, Deadline now) {
   request.set_id(id);
   // Posted under the lock, so writes reach the stream in the order their
   // send times were recorded.
-  asio::post(io_,
+  asio::post(streams_.io,
              [stream = slot.stream, request = std::move(request)]() mutable { stream->write(std::move(request)); });
   return true;
 }
@@ -186,7 +170,7 @@ std::vector<Callback<LeaseKeepAliveResponse>> LeaseKeeper::drop_stream_locked(st
 void LeaseKeeper::arm_tick_locked() {
   if (tick_armed_ || shutdown_) return;
   tick_armed_ = true;
-  asio::post(io_, [this] {
+  asio::post(streams_.io, [this] {
     tick_timer_.expires_after(RenewalSchedule::kTick);
     tick_timer_.async_wait([this](const asio::error_code& ec) {
       if (!ec) {
@@ -259,29 +243,27 @@ void LeaseKeeper::tick() {
         for (auto& [id, q] : slot.sent_at) {
           if (!q.empty()) oldest = std::min(oldest, q.front());
         }
-        const bool elsewhere = endpoints_.size() > 1;
+        const bool elsewhere = streams_.endpoints.size() > 1;
         const Clock::duration limit = slot.leases > 0 ? RenewalSchedule::silence_limit(look.shortest_ttl, elsewhere)
-                                                      : Clock::duration(retry_.attempt_timeout);
+                                                      : Clock::duration(streams_.retry.attempt_timeout);
         if (oldest != Deadline::max() && RenewalSchedule::silent_too_long(now, oldest, slot.last_heard, limit)) {
           // Nothing at all came back (member paused, link blackholed): give
           // the stream up, so its successor starts on another member (and a
           // fresh connection) while the leases still have time left.
-          asio::post(io_, [stream = slot.stream] { stream->cancel(); });
+          asio::post(streams_.io, [stream = slot.stream] { stream->cancel(); });
           auto ep = slot.endpoint;
           auto failed = drop_stream_locked(i, now);
           for (auto& d : failed) dropped.push_back(std::move(d));
           ++stream_restarts_;
-          endpoints_.report_stall(ep);
-          connection_.note_connection_failure();
-          slot.reconnect_not_before =
-              now + (slot.reconnect_attempt == 0 ? Clock::duration{}
-                                                 : Clock::duration(backoff_.delay(slot.reconnect_attempt)));
+          streams_.endpoints.report_stall(ep);
+          streams_.connection.note_connection_failure();
+          slot.reconnect_not_before = now + streams_.reconnect_delay(slot.reconnect_attempt);
           ++slot.reconnect_attempt;
           continue;  // its due leases go out on the successor, from the next tick
         }
         if (slot.leases == 0 && slot.once.empty() && slot.sent_at.empty()) {
           // Nothing left to carry: close it (a later lease opens it again).
-          asio::post(io_, [stream = slot.stream] { stream->cancel(); });
+          asio::post(streams_.io, [stream = slot.stream] { stream->cancel(); });
           slot.stream.reset();
           continue;
         }
@@ -327,7 +309,7 @@ void LeaseKeeper::tick() {
 }
 
 void LeaseKeeper::on_response(KeepAliveStream* stream, const etcdserverpb::LeaseKeepAliveResponse& r) {
-  connection_.note_success();
+  streams_.connection.note_success();
   std::vector<std::shared_ptr<LeaseState>> states;
   Deadline sent_at{};
   std::vector<Callback<LeaseKeepAliveResponse>> once;
@@ -393,16 +375,8 @@ void LeaseKeeper::on_stream_done(KeepAliveStream* stream, const grpc::Status& s)
       failed = drop_stream_locked(i, now);
       if (!shutdown_) {
         ++stream_restarts_;
-        const Status why = from_grpc(s);
-        if (why.is(Errc::kTokenExpired)) auth_.invalidate(stream->token());
-        if (s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
-            s.error_code() == grpc::StatusCode::CANCELLED) {
-          endpoints_.report_failure(ep);
-          if (!why.is(Errc::kNoLeader)) connection_.note_connection_failure();
-        }
-        slot.reconnect_not_before =
-            now +
-            (slot.reconnect_attempt == 0 ? Clock::duration{} : Clock::duration(backoff_.delay(slot.reconnect_attempt)));
+        streams_.ended(s, stream->token(), ep, /*cancel_fails=*/true);
+        slot.reconnect_not_before = now + streams_.reconnect_delay(slot.reconnect_attempt);
         ++slot.reconnect_attempt;
         if (slot.leases > 0) arm_tick_locked();
       }
@@ -433,7 +407,7 @@ void LeaseKeeper::shutdown() {
       slot.once.clear();
       slot.leases = 0;
     }
-    asio::post(io_, [this] { tick_timer_.cancel(); });
+    asio::post(streams_.io, [this] { tick_timer_.cancel(); });
     for (auto& [id, k] : kept_) {
       for (auto& w : k.states) {
         if (auto s = w.lock()) states.push_back(std::move(s));

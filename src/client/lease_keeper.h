@@ -20,24 +20,18 @@
 #include "etcd/client.h"
 #include "etcd/etcdserverpb/rpc.grpc.pb.h"
 #include "etcd/lease.h"
-#include "etcd/retry.h"
 #include "lease_state.h"
 
 namespace etcd::detail {
 
-class Auth;
-class ConnectionMonitor;
-class EndpointSet;
 class KeepAliveStream;
 struct Endpoint;
+struct StreamPieces;
 
 class LeaseKeeper {
  public:
-  // Streams to the current member of `endpoints`, signed by `auth`, on the
-  // io thread, giving up a silent stream and reconnecting as `retry`
-  // says; `connection` hears what the streams see.
-  LeaseKeeper(const RetryPolicy& retry, asio::io_context& io, EndpointSet& endpoints, Auth& auth,
-              ConnectionMonitor& connection);
+  // Its streams run as `streams` says; a silent one is given up.
+  explicit LeaseKeeper(const StreamPieces& streams);
   ~LeaseKeeper();
 
   void keep(const std::shared_ptr<LeaseState>& state);
@@ -98,12 +92,7 @@ class LeaseKeeper {
   void tick();
   std::size_t slot_of(const KeepAliveStream* stream) const;
 
-  const RetryPolicy retry_;
-  const Backoff backoff_;
-  asio::io_context& io_;
-  EndpointSet& endpoints_;
-  Auth& auth_;
-  ConnectionMonitor& connection_;
+  const StreamPieces& streams_;
   mutable std::mutex mu_;
   std::condition_variable stopped_cv_;
   std::map<int64_t, Kept> kept_;

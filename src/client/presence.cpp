@@ -227,48 +227,23 @@ struct PresenceLease::Impl : std::enable_shared_from_this<PresenceLease::Impl> {
     });
   }
 
-  // --- start
+  // --- start (lease_holder.h)
 
-  void begin_start(const CallOptions& call_options, Callback<void> done) {
-    std::unique_lock lock(mu);
+  std::optional<Result<void>> settled_locked() const {
     switch (phase) {
       case Phase::kRunning:
-        lock.unlock();
-        done(Result<void>());
-        return;
+        return Result<void>();
       case Phase::kClosed:
-        lock.unlock();
-        done(Closed("presence lease"));
-        return;
+        return Result<void>(Closed("presence lease"));
       case Phase::kIdle:
         break;
     }
-    if (!starting.join(std::move(done))) return;
-    lock.unlock();
-
-    std::weak_ptr<Impl> weak = weak_from_this();
-    detail::CallAccess::start_inherited(client.lease(options.ttl), detail::CallAccess::off_caller_thread(call_options),
-                                        [weak](Result<Lease> r) {
-                                          if (auto self = weak.lock()) self->finish_start(std::move(r));
-                                        });
+    return std::nullopt;
   }
 
-  void finish_start(Result<Lease> r) {
-    decltype(starting)::Landing waiters;
-    std::optional<Lease> discard;
-    {
-      std::lock_guard lock(mu);
-      if (!starting.running()) {
-        if (r.ok()) discard.emplace(std::move(*r));  // closed meanwhile: revoked on destruction
-        return;
-      }
-      waiters = starting.land();
-      if (r.ok()) {
-        phase = Phase::kRunning;
-        install_locked(std::move(*r));
-      }
-    }
-    std::move(waiters).complete(r.ok() ? Result<void>() : Result<void>(r.status()));
+  void started_locked(Lease&& granted) {
+    phase = Phase::kRunning;
+    install_locked(std::move(granted));
   }
 
   // --- healing (on the client's executor)

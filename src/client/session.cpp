@@ -62,69 +62,38 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
 
   // --- start
 
-  void begin_start(const CallOptions& call_options, Callback<void> done) {
-    std::unique_lock lock(mu);
+  // (lease_holder.h) start()'s answer without a grant.
+  std::optional<Result<void>> settled_locked() const {
     switch (phase) {
       case Phase::kStarted:
-        lock.unlock();
-        done(Result<void>());
-        return;
-      case Phase::kLost: {
-        Status why = loss;
-        lock.unlock();
-        done(std::move(why));
-        return;
-      }
+        return Result<void>();
+      case Phase::kLost:
+        return Result<void>(loss);
       case Phase::kClosed:
-        lock.unlock();
-        done(Closed("session"));
-        return;
+        return Result<void>(Closed("session"));
       case Phase::kIdle:
         break;
     }
-    if (!starting.join(std::move(done))) return;
-    lock.unlock();
-
-    std::weak_ptr<Impl> weak = weak_from_this();
-    // Completes on whatever thread finished the grant: only bookkeeping here;
-    // the waiters' callbacks move on to their executors themselves.
-    detail::CallAccess::start_inherited(client.lease(options.ttl), detail::CallAccess::off_caller_thread(call_options),
-                                        [weak](Result<Lease> r) {
-                                          if (auto self = weak.lock()) self->finish_start(std::move(r));
-                                          // else: the session is gone; the Lease (if any) revokes itself.
-                                        });
+    return std::nullopt;
   }
 
-  void finish_start(Result<Lease> r) {
-    decltype(starting)::Landing waiters;
-    std::optional<Lease> discard;
-    {
-      std::lock_guard lock(mu);
-      if (!starting.running()) {
-        // Closed meanwhile (its waiters were told): give the lease back.
-        if (r.ok()) discard.emplace(std::move(*r));
-        return;
-      }
-      waiters = starting.land();
-      if (r.ok()) {
-        lease = std::move(*r);
-        lease_id = lease.id();
-        ttl = lease.ttl();
-        phase = Phase::kStarted;
-        std::weak_ptr<Impl> weak = weak_from_this();
-        const int64_t id = lease_id;
-        // Neither registration calls back inline: safe under our lock.
-        lease_sub = lease.on_lost([weak, id](const Status& why) {
-          if (auto self = weak.lock()) self->on_lease_lost(id, why);
-        });
-        client_sub = client.on_state_change([weak](ConnectionState s) {
-          if (auto self = weak.lock()) self->on_client_state(s);
-        });
-        set_state_locked(client.state() == ConnectionState::kSuspended ? ConnectionState::kSuspended
-                                                                       : ConnectionState::kConnected);
-      }
-    }
-    std::move(waiters).complete(r.ok() ? Result<void>() : Result<void>(r.status()));
+  // (lease_holder.h) The grant succeeded.
+  void started_locked(Lease&& granted) {
+    lease = std::move(granted);
+    lease_id = lease.id();
+    ttl = lease.ttl();
+    phase = Phase::kStarted;
+    std::weak_ptr<Impl> weak = weak_from_this();
+    const int64_t id = lease_id;
+    // Neither registration calls back inline: safe under our lock.
+    lease_sub = lease.on_lost([weak, id](const Status& why) {
+      if (auto self = weak.lock()) self->on_lease_lost(id, why);
+    });
+    client_sub = client.on_state_change([weak](ConnectionState s) {
+      if (auto self = weak.lock()) self->on_client_state(s);
+    });
+    set_state_locked(client.state() == ConnectionState::kSuspended ? ConnectionState::kSuspended
+                                                                   : ConnectionState::kConnected);
   }
 
   // --- events (on the client's executor)

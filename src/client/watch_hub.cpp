@@ -2,12 +2,9 @@
 
 #include <asio/post.hpp>
 
-#include "auth.h"
 #include "bidi_stream.h"
-#include "connection_monitor.h"
 #include "convert.h"
-#include "endpoints.h"
-#include "retry_backoff.h"
+#include "stream_pieces.h"
 
 namespace etcd::detail {
 
@@ -54,9 +51,7 @@ void WatchEntry::deliver(Result<WatchResponse> r, int64_t through_revision) {
   });
 }
 
-WatchHub::WatchHub(const RetryPolicy& retry, const Namespace& ns, asio::io_context& io, EndpointSet& endpoints,
-                   Auth& auth, ConnectionMonitor& connection)
-    : backoff_(retry_backoff(retry)), ns_(ns), io_(io), endpoints_(endpoints), auth_(auth), connection_(connection) {}
+WatchHub::WatchHub(const Namespace& ns, const StreamPieces& streams) : ns_(ns), streams_(streams) {}
 WatchHub::~WatchHub() = default;
 
 Watcher WatchHub::add(std::weak_ptr<WatchHub> self, etcdserverpb::WatchCreateRequest request, WatchHandler handler,
@@ -105,7 +100,8 @@ void WatchHub::cancel(const std::shared_ptr<WatchEntry>& entry) {
 void WatchHub::send_locked(etcdserverpb::WatchRequest request) {
   // Posted, not called: the io thread holds none of our locks when gRPC
   // runs a reaction inline, and one thread keeps the writes in order.
-  asio::post(io_, [stream = stream_, request = std::move(request)]() mutable { stream->write(std::move(request)); });
+  asio::post(streams_.io,
+             [stream = stream_, request = std::move(request)]() mutable { stream->write(std::move(request)); });
 }
 
 void WatchHub::ensure_stream_locked() {
@@ -116,15 +112,15 @@ void WatchHub::ensure_stream_locked() {
   create_in_flight_ = false;
   last_heard_ = Clock::now();
   arm_liveness_locked();
-  stream_endpoint_ = endpoints_.current();
-  asio::post(io_, [this, stream, ep = stream_endpoint_] {
-    // With authentication, a stream starts with a valid token; a failure to
-    // get one lets the stream fail and be retried like any other.
-    auto start = [this, stream, ep](const Status& st) {
-      if (st.is(Errc::kAuthFailed)) {
+  stream_endpoint_ = streams_.endpoints.current();
+  auto ep = stream_endpoint_;
+  streams_.open(
+      stream, ep, [ep](grpc::ClientContext* ctx, WatchStream::Reactor* r) { ep->watch->async()->Watch(ctx, r); },
+      [this, stream](const Status& st) {
+        if (!st.is(Errc::kAuthFailed)) return false;
         // Wrong credentials do not get better by retrying: tell the watchers.
         std::lock_guard lock(mu_);
-        if (stream_ != stream) return;
+        if (stream_ != stream) return true;
         stream_.reset();
         --live_streams_;
         create_in_flight_ = false;
@@ -133,14 +129,8 @@ void WatchHub::ensure_stream_locked() {
         auto entries = entries_;
         for (auto& e : entries) finish_entry_locked(e, st);
         stopped_cv_.notify_all();
-        return;
-      }
-      stream->start(
-          auth_, *ep, [ep](grpc::ClientContext* ctx, WatchStream::Reactor* r) { ep->watch->async()->Watch(ctx, r); },
-          stream);
-    };
-    auth_.with_token(start);
-  });
+        return true;
+      });
 }
 
 void WatchHub::pump_creates_locked() {
@@ -167,7 +157,7 @@ void WatchHub::finish_entry_locked(const std::shared_ptr<WatchEntry>& e, Status 
 }
 
 void WatchHub::on_response(WatchStream* stream, const etcdserverpb::WatchResponse& r) {
-  connection_.note_success();
+  streams_.connection.note_success();
   std::lock_guard lock(mu_);
   if (stream != stream_.get()) return;  // a stale stream's last words
   last_heard_ = Clock::now();
@@ -179,12 +169,12 @@ void WatchHub::on_response(WatchStream* stream, const etcdserverpb::WatchRespons
     pending_creates_.pop_front();
     create_in_flight_ = false;
     reconnect_attempt_ = 0;
-    if (r.canceled() && auth_.enabled() && r.cancel_reason().find("invalid auth token") != std::string::npos) {
+    if (r.canceled() && streams_.auth.enabled() && r.cancel_reason().find("invalid auth token") != std::string::npos) {
       // The stream's token expired: every watch is re-created on a new
       // stream with a fresh token (on_stream_done queues them all again).
       pending_creates_.push_front(e);
-      auth_.invalidate(stream->token());
-      asio::post(io_, [s = stream_] { s->cancel(); });
+      streams_.auth.invalidate(stream->token());
+      asio::post(streams_.io, [s = stream_] { s->cancel(); });
       return;
     }
     if (r.canceled()) {
@@ -284,12 +274,7 @@ void WatchHub::on_stream_done(WatchStream* stream, const grpc::Status& s) {
         e->server_id_ = -1;
         pending_creates_.push_back(e);
       }
-      const Status why = from_grpc(s);
-      if (why.is(Errc::kTokenExpired)) auth_.invalidate(stream->token());
-      if (s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-        endpoints_.report_failure(stream_endpoint_);
-        if (!why.is(Errc::kNoLeader)) connection_.note_connection_failure();
-      }
+      streams_.ended(s, stream->token(), stream_endpoint_, /*cancel_fails=*/false);
       if (!entries_.empty()) schedule_reconnect_locked();
     }
   }
@@ -300,9 +285,9 @@ void WatchHub::schedule_reconnect_locked() {
   if (reconnect_scheduled_) return;
   reconnect_scheduled_ = true;
   restarts_.fetch_add(1);
-  auto delay = reconnect_attempt_ == 0 ? std::chrono::milliseconds(0) : backoff_.delay(reconnect_attempt_);
+  const auto delay = streams_.reconnect_delay(reconnect_attempt_);
   ++reconnect_attempt_;
-  if (!reconnect_timer_) reconnect_timer_ = std::make_unique<asio::steady_timer>(io_);
+  if (!reconnect_timer_) reconnect_timer_ = std::make_unique<asio::steady_timer>(streams_.io);
   reconnect_timer_->expires_after(delay);
   reconnect_timer_->async_wait([this](const asio::error_code& ec) {
     std::lock_guard lock(mu_);
@@ -320,8 +305,8 @@ void WatchHub::schedule_reconnect_locked() {
 void WatchHub::arm_liveness_locked() {
   if (liveness_armed_ || shutdown_) return;
   liveness_armed_ = true;
-  asio::post(io_, [this] {
-    if (!liveness_timer_) liveness_timer_ = std::make_unique<asio::steady_timer>(io_);
+  asio::post(streams_.io, [this] {
+    if (!liveness_timer_) liveness_timer_ = std::make_unique<asio::steady_timer>(streams_.io);
     liveness_timer_->expires_after(kProgressInterval);
     liveness_timer_->async_wait([this](const asio::error_code& ec) {
       if (!ec) {
@@ -348,12 +333,12 @@ void WatchHub::check_liveness() {
     if (silent > kStallTimeout) {
       // Nothing at all for this long, not even progress: the member or the
       // link is gone without the connection noticing.
-      asio::post(io_, [stream = stream_] { stream->cancel(); });
-      endpoints_.report_stall(stream_endpoint_);
+      asio::post(streams_.io, [stream = stream_] { stream->cancel(); });
+      streams_.endpoints.report_stall(stream_endpoint_);
     } else if (silent >= kProgressInterval) {
       // A probe unanswered for a whole interval: the client is suspended
       // (ConnectionState) until the stream hears again; the stream stays.
-      if (silent >= 2 * kProgressInterval) connection_.note_connection_failure();
+      if (silent >= 2 * kProgressInterval) streams_.connection.note_connection_failure();
       etcdserverpb::WatchRequest req;
       req.mutable_progress_request();
       send_locked(std::move(req));
@@ -374,7 +359,7 @@ void WatchHub::shutdown() {
   std::unique_lock lock(mu_);
   if (shutdown_) return;
   shutdown_ = true;
-  asio::post(io_, [this] {
+  asio::post(streams_.io, [this] {
     if (reconnect_timer_) reconnect_timer_->cancel();
     if (liveness_timer_) liveness_timer_->cancel();
   });

@@ -17,18 +17,15 @@
 
 #include "etcd/client.h"
 #include "etcd/etcdserverpb/rpc.grpc.pb.h"
-#include "etcd/retry.h"
 #include "etcd/watch.h"
 
 namespace etcd::detail {
 
-class Auth;
-class ConnectionMonitor;
-class EndpointSet;
 class Namespace;
 class WatchHub;
 class WatchStream;
 struct Endpoint;
+struct StreamPieces;
 
 class WatchEntry : public std::enable_shared_from_this<WatchEntry> {
  public:
@@ -70,11 +67,8 @@ class WatchEntry : public std::enable_shared_from_this<WatchEntry> {
 
 class WatchHub {
  public:
-  // Streams to the current member of `endpoints`, signed by `auth`, on the
-  // io thread; reconnects with the backoff `retry` describes; events'
-  // keys leave `ns`; `connection` hears what the stream sees.
-  WatchHub(const RetryPolicy& retry, const Namespace& ns, asio::io_context& io, EndpointSet& endpoints, Auth& auth,
-           ConnectionMonitor& connection);
+  // Its stream runs as `streams` says; events' keys leave `ns`.
+  WatchHub(const Namespace& ns, const StreamPieces& streams);
   ~WatchHub();
 
   // `self` is this hub as its owner shares it: a Watcher's cancel()
@@ -105,12 +99,8 @@ class WatchHub {
   void arm_liveness_locked();
   void check_liveness();
 
-  const Backoff backoff_;
   const Namespace& ns_;
-  asio::io_context& io_;
-  EndpointSet& endpoints_;
-  Auth& auth_;
-  ConnectionMonitor& connection_;
+  const StreamPieces& streams_;
   mutable std::mutex mu_;
   std::condition_variable stopped_cv_;
   std::shared_ptr<WatchStream> stream_;
