@@ -167,12 +167,11 @@ Subscription HoldState::on_lost(std::function<void(const Status&)> listener) {
     if (!ended_) return listeners_.add(std::move(listener));
     if (!lost_) return Subscription();  // released: it will never be lost
   }
-  // Lost already: the listener still hears of it, once (the Subscription
-  // returned is empty: nothing left to unregister).
-  static_cast<void>(LostListeners::notify_one(
+  // Lost already: the listener still hears of it, unless its Subscription
+  // goes first (as a listener registered before the loss).
+  return LostListeners::notify_one(
       executor_or_system(link()), [core = core_](Status s) { core->record_error(s); }, std::move(listener),
-      hold_lost_status(*core_, spec_.noun, "lost before this listener")));
-  return Subscription();
+      hold_lost_status(*core_, spec_.noun, "lost before this listener"));
 }
 
 std::vector<Compare> HoldState::guard() const {
