@@ -18,8 +18,8 @@ void ConnectionMonitor::transition(std::initializer_list<ConnectionState> from, 
   if (std::find(from.begin(), from.end(), state_) == from.end() || state_ == to) return;
   state_ = to;
   // Posted in order on one strand, under the lock: listeners see every
-  // change, in order.
-  listeners_.notify(strand_, nullptr, to);
+  // change, in order, each made while they were subscribed.
+  listeners_.notify_past_unsubscribe(strand_, nullptr, to);
 }
 
 void ConnectionMonitor::note_success() {

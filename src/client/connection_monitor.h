@@ -1,8 +1,9 @@
 // The client's connection state (internal): calls and streams report what
 // they see (an answer, a failing or silent member, a lease lost on the
 // server) and the state moves accordingly; each change reaches the
-// listeners once, in order, on the callback executor (one strand), never
-// on a gRPC thread and never under the monitor's lock.
+// listeners subscribed when it was made, once, in order, on the callback
+// executor (one strand), never on a gRPC thread and never under the
+// monitor's lock.
 #pragma once
 
 #include <functional>

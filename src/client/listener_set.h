@@ -6,7 +6,8 @@
 // their owner's lock. notify() posts each one to an executor the owner
 // chose (a strand keeps them in order); call() runs them here, for an owner
 // already on its executor. Unsubscribing stops a listener whose call was
-// already posted but had not begun. A listener that throws is handed to
+// already posted but had not begun (but for notify_past_unsubscribe(): the
+// client's connection state). A listener that throws is handed to
 // `on_throw` (a recipe records it) and never takes a thread down; with no
 // sink, the exception leaves the listener as a callback's would (the
 // client's own listeners).
@@ -94,7 +95,16 @@ class ListenerSet {
   // events in order.
   template <class Executor>
   void notify(const Executor& executor, const ThrowSink& on_throw, Args... args) const {
-    for (auto& e : snapshot()) post(executor, e, on_throw, args...);
+    for (auto& e : snapshot()) post(executor, e, on_throw, /*even_if_unsubscribed=*/false, args...);
+  }
+
+  // The same, but a call posted runs even if its listener unsubscribes
+  // before it begins: a listener hears of every event made while it was
+  // subscribed (the client's connection state: a program that stops
+  // listening as it finishes still hears of the change that came before).
+  template <class Executor>
+  void notify_past_unsubscribe(const Executor& executor, const ThrowSink& on_throw, Args... args) const {
+    for (auto& e : snapshot()) post(executor, e, on_throw, /*even_if_unsubscribed=*/true, args...);
   }
 
   // Runs every listener here and now: for callers that already run on the
@@ -111,7 +121,7 @@ class ListenerSet {
   template <class Executor>
   static Subscription notify_one(const Executor& executor, const ThrowSink& on_throw, Fn fn, Args... args) {
     auto entry = std::make_shared<Entry>(std::move(fn));
-    post(executor, entry, on_throw, args...);
+    post(executor, entry, on_throw, /*even_if_unsubscribed=*/false, args...);
     return Subscription([entry] { entry->active.store(false); });
   }
 
@@ -128,11 +138,13 @@ class ListenerSet {
   };
 
   template <class Executor>
-  static void post(const Executor& executor, const std::shared_ptr<Entry>& e, const ThrowSink& on_throw, Args... args) {
-    asio::post(executor, [e, on_throw, tuple = std::tuple<std::decay_t<Args>...>(args...)]() mutable {
-      if (!e->active.load()) return;
-      run_listener([&] { std::apply(e->fn, tuple); }, on_throw);
-    });
+  static void post(const Executor& executor, const std::shared_ptr<Entry>& e, const ThrowSink& on_throw,
+                   bool even_if_unsubscribed, Args... args) {
+    asio::post(executor,
+               [e, on_throw, even_if_unsubscribed, tuple = std::tuple<std::decay_t<Args>...>(args...)]() mutable {
+                 if (!even_if_unsubscribed && !e->active.load()) return;
+                 run_listener([&] { std::apply(e->fn, tuple); }, on_throw);
+               });
   }
 
   std::vector<std::shared_ptr<Entry>> snapshot() const {

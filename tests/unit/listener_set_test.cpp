@@ -38,6 +38,18 @@ TEST(ListenerSetTest, AnUnsubscribedListenerWhosePostedCallHadNotBegunDoesNotRun
   EXPECT_TRUE(set.empty());
 }
 
+TEST(ListenerSetTest, PastUnsubscribeAListenerHearsOfWhatCameWhileItWasSubscribed) {
+  asio::io_context io;
+  ListenerSet<int> set;
+  std::vector<int> heard;
+  auto sub = set.add([&heard](int v) { heard.push_back(v); });
+  set.notify_past_unsubscribe(io.get_executor(), nullptr, 1);
+  sub.reset();
+  set.notify_past_unsubscribe(io.get_executor(), nullptr, 2);
+  io.run();
+  EXPECT_EQ(heard, std::vector<int>{1});
+}
+
 TEST(ListenerSetTest, ALateListenerHearsOnceUnlessItsSubscriptionGoesFirst) {
   asio::io_context io;
   int heard = 0, stopped = 0;
