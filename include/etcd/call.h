@@ -28,16 +28,19 @@
 // Threads: `then` callbacks and coroutine resumptions run on the call's
 // executor (the client's, unless `.on(ex)` chose another), never on gRPC's
 // threads. `wait()` blocks the calling thread and does not need the
-// executor, so it is safe to call from anywhere except a coroutine.
+// executor, so it is safe to call from anywhere except a coroutine; so
+// is wait(stop_token), the same wait ended early by a stop request.
 #pragma once
 
 #include <asio/any_io_executor.hpp>
 #include <asio/post.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <coroutine>
 #include <functional>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <type_traits>
@@ -56,7 +59,7 @@ struct CallOptions {
   // None: an RPC gets the client's default timeout, a wait for another
   // party has no deadline (the rule at the top of this file).
   std::optional<Deadline> deadline{};
-  std::stop_token stop{};              // request a stop to cancel the call
+  std::stop_token stop{};  // request a stop to cancel the call
   // Set by wait(): the caller's thread blocks anyway, so the core may run
   // the first attempt of a unary RPC on it (no hand-off between threads).
   bool caller_waits = false;
@@ -126,6 +129,55 @@ class [[nodiscard]] Call {
     auto future = promise->get_future();
     std::move(*this).start_inline([promise](Result<T> r) { promise->set_value(std::move(r)); });
     return future.get();
+  }
+
+  // Blocks until the call completes, as wait() does, and lets `stop` end
+  // it early: a stop requested on `stop` (from any thread, before or
+  // during the wait) cancels the call as a stop on its own token would —
+  // either token cancels it — and the wait returns what the call ended
+  // with: kCancelled, or its result if that came first. For a wait that
+  // someone else ends: a shutdown, a UI's cancel button, a signal handler's
+  // thread.
+  //
+  //   std::stop_source cancel;        // cancel.request_stop() from anywhere
+  //   auto held = mutex.acquire().wait(cancel.get_token());
+  Result<T> wait(std::stop_token stop) && {
+    return std::move(*this).wait(std::move(stop), std::chrono::hours(1), [] {});
+  }
+  // The same wait, woken every `every` to run `poll()` on this thread while
+  // the call is still running and `stop` was not requested: for a caller
+  // that must check, on the waiting thread itself, whether to give up (a
+  // Python binding lets Python handle Ctrl-C there), and then requests the
+  // stop. `poll` must not throw.
+  template <class Rep, class Period, class Poll>
+  Result<T> wait(std::stop_token stop, std::chrono::duration<Rep, Period> every, Poll&& poll) && {
+    struct Done {
+      std::mutex mutex;
+      std::condition_variable changed;
+      std::optional<Result<T>> result;
+    };
+    auto done = std::make_shared<Done>();
+    // One source that either token requests; the call sees only it.
+    std::stop_source cancel;
+    auto forward = [cancel]() mutable { cancel.request_stop(); };
+    std::optional<std::stop_callback<decltype(forward)>> from_call;
+    if (options_.stop.stop_possible()) from_call.emplace(options_.stop, forward);
+    std::stop_callback<decltype(forward)> from_wait(stop, forward);
+    options_.stop = cancel.get_token();
+    options_.caller_waits = true;
+    std::move(*this).start_inline([done](Result<T> r) {
+      std::lock_guard lock(done->mutex);
+      done->result.emplace(std::move(r));
+      done->changed.notify_all();
+    });
+    std::unique_lock lock(done->mutex);
+    while (!done->changed.wait_for(lock, every, [&] { return done->result.has_value(); })) {
+      if (cancel.stop_requested()) continue;
+      lock.unlock();
+      poll();
+      lock.lock();
+    }
+    return std::move(*done->result);
   }
 
   // Runs `callback` with the result on the call's executor.

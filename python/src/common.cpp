@@ -66,29 +66,29 @@ std::chrono::milliseconds to_duration(double seconds, const char* what) {
   return std::chrono::milliseconds(static_cast<int64_t>(std::llround(seconds * 1000.0)));
 }
 
+std::optional<py::error_already_set> check_signals() {
+  // A (daemon) thread still waiting while the interpreter shuts down must
+  // not take the GIL back (see python_alive): it sleeps until the process
+  // is gone.
+  while (!python_alive()) std::this_thread::sleep_for(std::chrono::seconds(1));
+  py::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() == 0) return std::nullopt;
+  return py::error_already_set();
+}
+
 void wait_interruptibly(const std::function<bool(std::chrono::milliseconds)>& done,
                         const std::function<void()>& interrupt) {
   for (;;) {
-    bool finished = false;
+    std::optional<py::error_already_set> pending;
     {
       py::gil_scoped_release nogil;
-      finished = done(kSignalSlice);
-      // A (daemon) thread still waiting while the interpreter shuts down
-      // must not take the GIL back (see python_alive): it sleeps until the
-      // process is gone.
-      while (!python_alive()) std::this_thread::sleep_for(std::chrono::seconds(1));
+      if (done(kSignalSlice)) return;
+      // Kept aside while the GIL is released: interrupt() may run Python
+      // callbacks on other threads.
+      pending = check_signals();
+      if (pending) interrupt();
     }
-    if (finished) return;
-    if (PyErr_CheckSignals() != 0) {
-      // Keep the KeyboardInterrupt aside while the GIL is released:
-      // interrupt() may run Python callbacks on other threads.
-      py::error_already_set pending;
-      {
-        py::gil_scoped_release nogil;
-        interrupt();
-      }
-      throw pending;
-    }
+    if (pending) throw *pending;
   }
 }
 
@@ -96,7 +96,9 @@ Executor completion_executor() {
   struct Loop {
     asio::io_context io{1};
     asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
-    Loop() { std::thread([this] { io.run(); }).detach(); }
+    Loop() {
+      std::thread([this] { io.run(); }).detach();
+    }
   };
   static Loop* loop = new Loop();  // never destroyed: completions may come until the process ends
   return loop->io.get_executor();

@@ -18,7 +18,6 @@
 #include <string>
 #include <utility>
 
-#include "client/client_access.h"
 #include "etcd/call.h"
 #include "etcd/client.h"
 #include "etcd/recipes/hold.h"
@@ -142,6 +141,13 @@ Call<T>& apply_timeout(Call<T>& call, std::optional<double> timeout) {
 
 // --- blocking waits ---------------------------------------------------------------
 
+// For a wait with the GIL released, between two of its slices: takes the
+// GIL and lets Python handle pending signals; the exception a handler
+// raised (KeyboardInterrupt), if one did. A thread still waiting while the
+// interpreter shuts down never takes the GIL back (see python_alive): it
+// sleeps until the process is gone.
+std::optional<py::error_already_set> check_signals();
+
 // Waits with the GIL released, in slices; between slices the main thread
 // handles pending signals. `done(slice)` waits up to `slice` and returns true
 // once finished. On a signal whose handler raised (KeyboardInterrupt),
@@ -149,56 +155,33 @@ Call<T>& apply_timeout(Call<T>& call, std::optional<double> timeout) {
 void wait_interruptibly(const std::function<bool(std::chrono::milliseconds)>& done,
                         const std::function<void()>& interrupt);
 
-template <class T>
-struct WaitSlot {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::optional<Result<T>> result;
-
-  void set(Result<T> r) {
-    std::lock_guard lock(mu);
-    result.emplace(std::move(r));
-    cv.notify_all();
-  }
-  bool wait_for(std::chrono::milliseconds d) {
-    std::unique_lock lock(mu);
-    return cv.wait_for(lock, d, [&] { return result.has_value(); });
-  }
-};
-
-// Runs `call` to completion for a blocking Python method. The caller's
-// thread waits anyway, so the call may run its first RPC attempt on it
-// (what Call::wait() does; CallAccess is the library's own door to it).
-// Ctrl-C: the call is cancelled through its stop token and awaited, then
-// `on_interrupted` sees what it ended with (e.g. to release a hold that was
-// granted in the same instant), and KeyboardInterrupt propagates.
+// Runs `call` to completion for a blocking Python method, with the GIL
+// released: Call::wait(stop, every, poll), whose first RPC attempt may run
+// on this thread, wakes every kSignalSlice for Python to handle pending
+// signals. Ctrl-C: the call is cancelled through the stop token and
+// awaited (the GIL still released), then `on_interrupted` sees what it
+// ended with (e.g. to release a hold that was granted in the same
+// instant), and KeyboardInterrupt propagates.
 template <class T>
 Result<T> wait_call(Call<T> call, std::optional<double> timeout,
                     std::function<void(Result<T>&)> on_interrupted = nullptr) {
   apply_timeout(call, timeout);
   std::stop_source stop;
-  call.stop_token(stop.get_token());
-  auto slot = std::make_shared<WaitSlot<T>>();
-  {
+  std::optional<py::error_already_set> interrupted;
+  Result<T> result = [&] {
     py::gil_scoped_release nogil;
-    detail::CallAccess::start_inline(detail::CallAccess::caller_waits(std::move(call), true),
-                                     [slot](Result<T> r) { slot->set(std::move(r)); });
+    return std::move(call).wait(stop.get_token(), kSignalSlice, [&] {
+      // The KeyboardInterrupt is kept aside while the GIL is released: the
+      // cancelled call may run Python callbacks on other threads.
+      interrupted = check_signals();
+      if (interrupted) stop.request_stop();
+    });
+  }();
+  if (interrupted) {
+    if (on_interrupted) on_interrupted(result);
+    throw *interrupted;
   }
-  {
-    std::lock_guard lock(slot->mu);
-    if (slot->result) return std::move(*slot->result);
-  }
-  wait_interruptibly([&](std::chrono::milliseconds d) { return slot->wait_for(d); },
-                     [&] {
-                       stop.request_stop();
-                       while (!slot->wait_for(std::chrono::seconds(1))) {
-                       }
-                       if (on_interrupted) {
-                         py::gil_scoped_acquire gil;
-                         on_interrupted(*slot->result);
-                       }
-                     });
-  return std::move(*slot->result);
+  return result;
 }
 
 // The value of a finished call, or the mapped exception.

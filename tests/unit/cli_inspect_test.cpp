@@ -1,5 +1,7 @@
-// `etcd-recipes inspect`'s recognizer: keys laid out as each recipe writes
-// them (docs/recipes.md) grouped into recipes, with their state.
+// `etcd-recipes inspect`: keys laid out as each recipe writes them
+// (docs/recipes.md) grouped into recipes, with their state, by the library's
+// recognizer (etcd/recipes/inspect.h), and worded by the tool's text
+// (tools/etcd-recipes/inspect_text.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,11 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "inspect.h"
+#include "etcd/recipes/inspect.h"
+#include "inspect_text.h"
 #include "recipes/queues/work_record.h"
 
 namespace etcd_cli::inspect {
 namespace {
+
+using namespace etcd::recipes::inspect;
 
 etcd::KeyValue kv(std::string key, std::string value, int64_t create, int64_t lease = 0, int64_t mod = 0,
                   int64_t version = 1) {
@@ -142,10 +147,10 @@ TEST(CliInspect, SemaphoreHoldsTheFirstNAndQueuesTheRest) {
 TEST(CliInspect, AnOrderedSemaphoreHoldsItsSlotsAndQueuesTheRest) {
   const std::string q1 = "/os/queue/~0000000000000009-000000000000000c-0000000000000001";
   const std::string q2 = "/os/queue/~0000000000000008-000000000000000d-0000000000000002";
-  const Report r = build_report({kv("/os/permits", "2 ordered", 5), kv("/os/slots/0", "/os/queue/~x host:1", 9, 0xa),
-                                 kv("/os/slots/1", "/os/queue/~y host:2", 7, 0xb), kv(q1, "host:3", 10, 0xc),
-                                 kv(q2, "host:4", 11, 0xd)},
-                                12);
+  const Report r = build_report(
+      {kv("/os/permits", "2 ordered", 5), kv("/os/slots/0", "/os/queue/~x host:1", 9, 0xa),
+       kv("/os/slots/1", "/os/queue/~y host:2", 7, 0xb), kv(q1, "host:3", 10, 0xc), kv(q2, "host:4", 11, 0xd)},
+      12);
   const Recipe& s = only(r);
   EXPECT_EQ(s.kind, Kind::kSemaphore);
   EXPECT_EQ(s.permits, 2);

@@ -1,5 +1,6 @@
 // inspect PREFIX: the recipes under PREFIX and their state, in human terms
-// (inspect.h recognizes them; this file reads etcd and prints).
+// (etcd/recipes/inspect.h recognizes them, inspect_text.h words them; this
+// file reads etcd and prints).
 
 #include <chrono>
 #include <memory>
@@ -9,13 +10,15 @@
 
 #include "commands.h"
 #include "common.h"
-#include "inspect.h"
+#include "etcd/recipes/inspect.h"
+#include "inspect_text.h"
 #include "simple_format.h"
 
 namespace etcd_cli {
 namespace {
 
-namespace in = etcd_cli::inspect;
+namespace in = etcd::recipes::inspect;
+namespace text = etcd_cli::inspect;
 
 constexpr int64_t kPageSize = 1000;
 // A summary's reads: pages of this many keys; a collection still going on
@@ -28,7 +31,7 @@ constexpr int64_t kHead = 20;
 constexpr int kGroups = 64;
 constexpr size_t kMaxLoose = 10'000;
 constexpr size_t kMaxLeases = 200;
-constexpr in::RenderLimits kSummaryLimits{.lines_per_recipe = 10, .recipes = 40};
+constexpr text::RenderLimits kSummaryLimits{.lines_per_recipe = 10, .recipes = 40};
 
 struct Snapshot {
   std::vector<etcd::KeyValue> kvs;
@@ -45,8 +48,7 @@ etcd::GetResponse get_at(Context& ctx, const std::string& key, etcd::GetOptions 
 // head instead of the keys of it already read.
 void summarise(Context& ctx, const in::Collection& c, Snapshot& s, const std::string& what) {
   const std::string end = etcd::prefix_range_end(c.dir);
-  s.totals[c.dir] =
-      get_at(ctx, c.dir, {.range_end = end, .revision = s.revision, .count_only = true}, what).count;
+  s.totals[c.dir] = get_at(ctx, c.dir, {.range_end = end, .revision = s.revision, .count_only = true}, what).count;
   if (c.head == in::Collection::Head::kByKey) return;  // the keys read so far are its first by key
   std::erase_if(s.kvs, [&](const etcd::KeyValue& kv) { return kv.key.starts_with(c.dir); });
   if (c.head == in::Collection::Head::kByCreation) {
@@ -74,7 +76,7 @@ void summarise(Context& ctx, const in::Collection& c, Snapshot& s, const std::st
     etcd::KeyValue kv = std::move(first.kvs.front());
     const size_t dash = kv.key.rfind('-');
     from = dash != std::string::npos && dash >= c.dir.size() ? etcd::prefix_range_end(kv.key.substr(0, dash + 1))
-                                                              : kv.key + '\0';
+                                                             : kv.key + '\0';
     s.kvs.push_back(std::move(kv));
   }
 }
@@ -152,22 +154,22 @@ Snapshot read_at_one_revision(Context& ctx, const std::string& base, const std::
 
 // What each lease the keys carry has left. Asked after the read: a lease
 // that expired since shows as expired (its keys are gone by now).
-in::Leases read_leases(Context& ctx, const std::vector<etcd::KeyValue>& kvs, const std::string& what,
-                       size_t max_leases) {
+text::Leases read_leases(Context& ctx, const std::vector<etcd::KeyValue>& kvs, const std::string& what,
+                         size_t max_leases) {
   std::set<int64_t> ids;
   for (const auto& kv : kvs) {
     if (kv.lease != 0 && (max_leases == 0 || ids.size() < max_leases)) ids.insert(kv.lease);
   }
-  in::Leases leases;
+  text::Leases leases;
   for (int64_t id : ids) {
     auto ttl = check(ctx.client().lease_time_to_live(id).timeout(ctx.timeout()).stop_token(ctx.stop()).wait(),
                      what + ": lease " + lease_hex(id));
-    leases[id] = in::LeaseTtl{.ttl = ttl.ttl, .granted = ttl.granted_ttl};
+    leases[id] = text::LeaseTtl{.ttl = ttl.ttl, .granted = ttl.granted_ttl};
   }
   return leases;
 }
 
-nlohmann::json entry_json(const in::Entry& e, const in::Leases& leases) {
+nlohmann::json entry_json(const in::Entry& e, const text::Leases& leases) {
   nlohmann::json j = {{"role", in::role_id(e.role)},       {"key", base64(e.kv.key)},
                       {"value", base64(e.kv.value)},       {"create_revision", e.kv.create_revision},
                       {"mod_revision", e.kv.mod_revision}, {"version", e.kv.version}};
@@ -209,7 +211,7 @@ nlohmann::json entry_json(const in::Entry& e, const in::Leases& leases) {
   return j;
 }
 
-nlohmann::json report_json(const std::string& prefix, const in::Report& report, const in::Leases& leases,
+nlohmann::json report_json(const std::string& prefix, const in::Report& report, const text::Leases& leases,
                            int64_t now_ms) {
   auto recipes = nlohmann::json::array();
   for (const auto& r : report.recipes) {
@@ -246,7 +248,7 @@ int run_inspect(Context& ctx, std::string prefix, bool json_alias, bool all) {
   while (!base.empty() && base.back() == '/') base.pop_back();
   const std::string what = "inspect " + prefix;
   Snapshot s = all ? read_at_one_revision(ctx, base, what) : read_summary(ctx, base, what);
-  const in::Leases leases = read_leases(ctx, s.kvs, what, all ? 0 : kMaxLeases);
+  const text::Leases leases = read_leases(ctx, s.kvs, what, all ? 0 : kMaxLeases);
   const int64_t now_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count();
@@ -269,7 +271,7 @@ int run_inspect(Context& ctx, std::string prefix, bool json_alias, bool all) {
                  stopped ? "at least " : "", keys, keys == 1 ? " key, " : " keys, ", leases.size(),
                  leases.size() == 1 ? " lease" : " leases", " (TTLs read just after)",
                  all ? "" : "; a summary, inspect --all lists every key"));
-  for (const auto& line : in::render_text(report, leases, now_ms, all ? in::RenderLimits{} : kSummaryLimits)) {
+  for (const auto& line : text::render_text(report, leases, now_ms, all ? text::RenderLimits{} : kSummaryLimits)) {
     print_line(line);
   }
   if (stopped) {
@@ -303,7 +305,8 @@ void add_inspect_commands(Commands& commands) {
       "asked just after. By default a summary: a recipe's many keys (a queue's items, a lock's waiters, a "
       "service's instances, ...) are counted and only their head is read (the holder and the next waiters by "
       "creation, the oldest item of each producer), at most 10 lines per recipe and 40 recipes; bounded in time "
-      "and output whatever the size. --all reads every key (in pages of 1000) and lists each. Recipes are recognized by their key layouts (docs/cli.md lists the "
+      "and output whatever the size. --all reads every key (in pages of 1000) and lists each. Recipes are recognized "
+      "by their key layouts (docs/cli.md lists the "
       "rules); the Go lock and election layouts are the same, so such a name is shown as \"lock or election\". "
       "Keys that match no layout are listed as transient keys (with a lease) or plain keys.\n\n"
       "With -w json: {\"prefix\":B64,\"revision\":N,\"now\":MS,\"recipes\":[{\"kind\",\"name\":B64,\"counts\","

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "../core/calls.h"
+#include "../core/key_path.h"
 #include "../core/keys.h"
 #include "../core/own_presence.h"
 #include "../core/prefix_view.h"
@@ -18,6 +19,7 @@
 #include "../core/strand_steps.h"
 #include "../core/waiters.h"
 #include "barrier_input.h"
+#include "barrier_keys.h"
 #include "etcd/recipes/barrier.h"
 #include "etcd/txn.h"
 
@@ -41,9 +43,9 @@ class RendezvousState : public std::enable_shared_from_this<RendezvousState> {
   RendezvousState(std::shared_ptr<RecipeCore> core, int64_t parties, std::chrono::seconds ttl,
                   std::chrono::seconds window)
       : core_(std::move(core)),
-        parties_prefix_(core_->name() + "/parties/"),
-        ready_(core_->name() + "/ready"),
-        gave_up_(core_->name() + "/gave-up"),
+        parties_prefix_(dir_under(core_->name(), barrier_keys::kParties)),
+        ready_(key_under(core_->name(), barrier_keys::kReady)),
+        gave_up_(key_under(core_->name(), barrier_keys::kGaveUp)),
         party_base_(parties_prefix_ + core_->client_id() + "-" + random_id() + "-"),
         labels_{{"name", core_->name()}},
         parties_(parties),
@@ -231,16 +233,16 @@ class RendezvousState : public std::enable_shared_from_this<RendezvousState> {
       Txn txn;
       txn.when(Compare::mod_revision(self->ready_) < arrived + 1)
           .then(Op::del(key), Op::put(self->gave_up_, self->core_->client_id(), PutOptions{.lease = *lease}));
-      CallAccess::start_inline(
-          link->client().txn(std::move(txn)), [self, link, key, arrived, attempt, lease = *lease, r = std::move(r),
-                                               done = std::move(done)](Result<TxnResponse> t) mutable {
-            // The record lease is gone (revoked by hand): a new one, once.
-            if (!t.ok() && t.status().is(Errc::kLeaseNotFound) && attempt == 1) {
-              self->forget_record_lease(lease);
-              return self->give_up(link, key, arrived, std::move(r), std::move(done), attempt + 1);
-            }
-            self->gave_up(std::move(t), std::move(r), std::move(done));
-          });
+      CallAccess::start_inline(link->client().txn(std::move(txn)),
+                               [self, link, key, arrived, attempt, lease = *lease, r = std::move(r),
+                                done = std::move(done)](Result<TxnResponse> t) mutable {
+                                 // The record lease is gone (revoked by hand): a new one, once.
+                                 if (!t.ok() && t.status().is(Errc::kLeaseNotFound) && attempt == 1) {
+                                   self->forget_record_lease(lease);
+                                   return self->give_up(link, key, arrived, std::move(r), std::move(done), attempt + 1);
+                                 }
+                                 self->gave_up(std::move(t), std::move(r), std::move(done));
+                               });
     });
   }
 
@@ -252,10 +254,9 @@ class RendezvousState : public std::enable_shared_from_this<RendezvousState> {
       return done(Result<void>());
     }
     if (!t.ok()) {
-      core_->record_error(core_->named(
-          Status(t.status().code(),
-                 "a party that gave up could not delete its key (its lease will): " + t.status().message(),
-                 t.status().reason())));
+      core_->record_error(core_->named(Status(
+          t.status().code(), "a party that gave up could not delete its key (its lease will): " + t.status().message(),
+          t.status().reason())));
     }
     done(std::move(r));
   }
@@ -298,9 +299,8 @@ class RendezvousState : public std::enable_shared_from_this<RendezvousState> {
       // Not applied, or unknown: the same guarded Txn again is safe
       // (if it was applied, its guard now fails and the recount ends it).
       if (attempt < kMaxArrivalAttempts && transient(r.status())) {
-        run_after(link->executor(), kArrivalBackoff * attempt, [self = shared_from_this(), link, counted, attempt] {
-          self->complete(link, counted, attempt + 1);
-        });
+        run_after(link->executor(), kArrivalBackoff * attempt,
+                  [self = shared_from_this(), link, counted, attempt] { self->complete(link, counted, attempt + 1); });
         return;
       }
       return core_->record_error(core_->named(
@@ -313,9 +313,9 @@ class RendezvousState : public std::enable_shared_from_this<RendezvousState> {
     const int64_t count = r->responses.at(0).get().count;
     if (count < parties_) return;
     if (attempt >= kMaxCompletionAttempts) {
-      return core_->record_error(core_->named(Status(
-          StatusCode::kAborted,
-          "completing a round: gave up after " + std::to_string(attempt) + " attempts (parties keep arriving and leaving)")));
+      return core_->record_error(
+          core_->named(Status(StatusCode::kAborted, "completing a round: gave up after " + std::to_string(attempt) +
+                                                        " attempts (parties keep arriving and leaving)")));
     }
     complete(link, r->header.revision, attempt + 1);
   }
@@ -415,7 +415,7 @@ class RendezvousState : public std::enable_shared_from_this<RendezvousState> {
   std::shared_ptr<PrefixView> view_;
   uint64_t next_party_ = 0;
   std::map<std::string, std::shared_ptr<Party>> live_;  // parked parties, by key
-  int64_t record_lease_ = 0;                             // with_record_lease()
+  int64_t record_lease_ = 0;                            // with_record_lease()
   Clock::time_point record_usable_until_{};
 };
 

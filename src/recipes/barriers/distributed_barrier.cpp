@@ -9,10 +9,12 @@
 #include <optional>
 
 #include "../core/calls.h"
+#include "../core/key_path.h"
 #include "../core/own_presence.h"
 #include "../core/prefix_view.h"
 #include "../core/recipe_core.h"
 #include "../core/waiters.h"
+#include "barrier_keys.h"
 #include "etcd/recipes/barrier.h"
 #include "etcd/txn.h"
 
@@ -23,7 +25,7 @@ class GateState : public std::enable_shared_from_this<GateState> {
   GateState(std::shared_ptr<RecipeCore> core, GateOptions options, std::chrono::seconds ttl)
       : core_(std::move(core)),
         gate_(core_->name()),
-        set_by_(core_->name() + "/set-by"),
+        set_by_(key_under(core_->name(), barrier_keys::kSetBy)),
         options_(options),
         ttl_(ttl),
         open_at_(std::make_shared<WaiterSet>(core_)),

@@ -10,6 +10,7 @@
 #include <asio/system_executor.hpp>
 
 #include "../core/calls.h"
+#include "../core/key_path.h"
 #include "../core/keys.h"
 #include "../core/own_presence.h"
 #include "../core/prefix_view.h"
@@ -18,6 +19,7 @@
 #include "../core/waiters.h"
 #include "../core/waiting.h"
 #include "barrier_input.h"
+#include "barrier_keys.h"
 #include "etcd/recipes/barrier.h"
 #include "etcd/txn.h"
 
@@ -27,8 +29,8 @@ class DoubleBarrierState : public std::enable_shared_from_this<DoubleBarrierStat
  public:
   DoubleBarrierState(std::shared_ptr<RecipeCore> core, int64_t parties, std::chrono::seconds ttl)
       : core_(std::move(core)),
-        parties_prefix_(core_->name() + "/parties/"),
-        ready_(core_->name() + "/ready"),
+        parties_prefix_(dir_under(core_->name(), barrier_keys::kParties)),
+        ready_(key_under(core_->name(), barrier_keys::kReady)),
         my_key_(parties_prefix_ + core_->client_id() + "-" + random_id()),
         parties_(parties),
         ttl_(ttl) {}

@@ -8,8 +8,10 @@
 #include <utility>
 
 #include "../core/calls.h"
+#include "../core/key_path.h"
 #include "../core/keys.h"
 #include "../core/strand_steps.h"
+#include "counter_keys.h"
 #include "etcd/recipes/codec.h"
 #include "etcd/txn.h"
 
@@ -127,8 +129,9 @@ class AddCombiner::Batch : public std::enable_shared_from_this<Batch> {
     if (st.is(Errc::kOutcomeUnknown)) maybe_applied_ = true;
     if (!transient(st)) {
       for (auto& add : adds_) {
-        finish(*add, maybe_applied_ ? Result<int64_t>(outcome_unknown(what(*add) + " (" + st.message() + ")"))
-                                    : Result<int64_t>(st),
+        finish(*add,
+               maybe_applied_ ? Result<int64_t>(outcome_unknown(what(*add) + " (" + st.message() + ")"))
+                              : Result<int64_t>(st),
                maybe_applied_);
       }
       return combiner_->send_next();
@@ -175,7 +178,8 @@ class AddCombiner::Batch : public std::enable_shared_from_this<Batch> {
     int conflicts = 0;
     std::vector<std::unique_ptr<CounterAdd>> back;
     for (auto& add : adds_) {
-      if (maybe_applied_) add->adder->core->metrics().add("etcd_recipes_counter_unknown_resolved_total", add->adder->labels, 1);
+      if (maybe_applied_)
+        add->adder->core->metrics().add("etcd_recipes_counter_unknown_resolved_total", add->adder->labels, 1);
       ++add->conflicts;
       if (add->attempts >= add->adder->max_attempts) {
         add->adder->core->metrics().add("etcd_recipes_counter_gave_up_total", add->adder->labels, 1);
@@ -203,7 +207,8 @@ class AddCombiner::Batch : public std::enable_shared_from_this<Batch> {
     int64_t value = from_.value;
     for (auto& add : adds_) {
       value += add->delta;  // checked when the batch was formed
-      if (maybe_applied_) add->adder->core->metrics().add("etcd_recipes_counter_unknown_resolved_total", add->adder->labels, 1);
+      if (maybe_applied_)
+        add->adder->core->metrics().add("etcd_recipes_counter_unknown_resolved_total", add->adder->labels, 1);
       add->adder->core->metrics().add("etcd_recipes_counter_adds_total", add->adder->labels, 1);
       finish(*add, value);
     }
@@ -213,8 +218,8 @@ class AddCombiner::Batch : public std::enable_shared_from_this<Batch> {
   // their next attempts over a window that widens with the conflicts (1, 2,
   // 4, 8, then 16 round trips of at least 200 us, at most max_backoff).
   Clock::duration backoff(int conflicts, std::chrono::milliseconds max_backoff) {
-    const auto unit = std::min<Clock::duration>(std::max<Clock::duration>(rtt_, std::chrono::microseconds(200)),
-                                                max_backoff);
+    const auto unit =
+        std::min<Clock::duration>(std::max<Clock::duration>(rtt_, std::chrono::microseconds(200)), max_backoff);
     const auto window = std::min<Clock::duration>(unit * (int64_t{1} << std::min(conflicts - 1, 4)), max_backoff);
     return std::chrono::duration_cast<Clock::duration>(window * combiner_->jitter());
   }
@@ -237,7 +242,7 @@ std::shared_ptr<AddCombiner> AddCombiner::join(const Client& client, const std::
   std::lock_guard lock(all->mu);
   auto& slot = all->by_key[key];
   if (auto c = slot.lock(); c && c->try_join()) return c;
-  auto c = std::make_shared<AddCombiner>(key, key + "/receipts/" + client_id + "-" + random_id());
+  auto c = std::make_shared<AddCombiner>(key, dir_under(key, counter_keys::kReceipts) + client_id + "-" + random_id());
   c->try_join();
   slot = c;
   if (all->by_key.size() >= all->prune_at) {

@@ -4,8 +4,10 @@
 #include <vector>
 
 #include "../core/hex_number.h"
+#include "../core/key_path.h"
 #include "../core/ordered_key.h"
 #include "../core/waiting.h"
+#include "lock_keys.h"
 
 namespace etcd::recipes::detail {
 
@@ -16,8 +18,8 @@ class OrderedSemaphoreDriver : public ContenderDriver {
   OrderedSemaphoreDriver(std::shared_ptr<RecipeCore> core, PermitCount permits)
       : core_(std::move(core)),
         permits_(std::move(permits)),
-        queue_space_(core_->name() + "/queue/"),
-        slots_(core_->name() + "/slots/"),
+        queue_space_(dir_under(core_->name(), semaphore_keys::kQueue)),
+        slots_(dir_under(core_->name(), semaphore_keys::kSlots)),
         handoff_(handoff_key(core_->name())),
         tail_(tail_key(core_->name(), queue_space_)),
         labels_{{"semaphore", core_->name()}},
@@ -202,7 +204,9 @@ class OrderedSemaphoreDriver : public ContenderDriver {
 
 }  // namespace
 
-std::string semaphore_slot_key(const std::string& name, int i) { return name + "/slots/" + std::to_string(i); }
+std::string semaphore_slot_key(const std::string& name, int i) {
+  return dir_under(name, semaphore_keys::kSlots) + std::to_string(i);
+}
 
 std::shared_ptr<ContenderDriver> ordered_semaphore_driver(std::shared_ptr<RecipeCore> core, PermitCount permits) {
   return std::make_shared<OrderedSemaphoreDriver>(std::move(core), std::move(permits));

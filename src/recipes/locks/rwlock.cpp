@@ -3,9 +3,11 @@
 #include "etcd/recipes/rwlock.h"
 
 #include "../core/contender.h"
+#include "../core/key_path.h"
 #include "../core/keys.h"
 #include "../core/ordered_key.h"
 #include "../core/recipe_core.h"
+#include "lock_keys.h"
 
 namespace etcd::recipes {
 
@@ -153,7 +155,8 @@ class RwGoDriver : public ContenderDriver {
   }
 
   const std::string scope_ = core->name() + "/";
-  const std::string prefixes_[2] = {core->name() + "/read/", core->name() + "/write/"};
+  const std::string prefixes_[2] = {dir_under(core->name(), rwlock_keys::kRead),
+                                    dir_under(core->name(), rwlock_keys::kWrite)};
   const std::string family_ = "rwlock";
   const Labels labels_;
 };
@@ -183,8 +186,8 @@ class RwSide {
     if (core->options().contender_layout != ContenderLayout::kOrdered) {
       return std::make_shared<RwGoDriver>(core, mode, std::move(labels));
     }
-    const std::string read = core->name() + "/read/";
-    const std::string write = core->name() + "/write/";
+    const std::string read = dir_under(core->name(), rwlock_keys::kRead);
+    const std::string write = dir_under(core->name(), rwlock_keys::kWrite);
     const bool reader = mode == Mode::kRead;
     return std::make_shared<OrderedKeyDriver>(
         core,

@@ -8,8 +8,10 @@
 
 #include "../core/calls.h"
 #include "../core/contender.h"
+#include "../core/key_path.h"
 #include "../core/keys.h"
 #include "../core/recipe_core.h"
+#include "lock_keys.h"
 #include "ordered_semaphore.h"
 #include "permit_count.h"
 
@@ -51,7 +53,7 @@ class SemaphoreHoldersDriver : public ContenderDriver {
       : core(std::move(core_in)),
         count(std::move(permits)),
         scope(core->name() + "/"),
-        holders(core->name() + "/holders/"),
+        holders(dir_under(core->name(), semaphore_keys::kHolders)),
         labels_{{"semaphore", core->name()}} {}
 
   const std::shared_ptr<RecipeCore> core;
@@ -225,8 +227,9 @@ class SemaphoreDriver {
   SemaphoreDriver(std::shared_ptr<RecipeCore> core_in, int permits)
       : core(std::move(core_in)),
         ordered(core->options().contender_layout == ContenderLayout::kOrdered),
-        count{permits, core->name() + "/permits", std::to_string(permits) + (ordered ? " ordered" : "")},
-        held(core->name() + (ordered ? "/slots/" : "/holders/")),
+        count{permits, key_under(core->name(), semaphore_keys::kPermits),
+              std::to_string(permits) + std::string(ordered ? semaphore_keys::kOrderedSuffix : "")},
+        held(dir_under(core->name(), ordered ? semaphore_keys::kSlots : semaphore_keys::kHolders)),
         contender(ordered ? ordered_semaphore_driver(core, count)
                           : std::static_pointer_cast<ContenderDriver>(
                                 std::make_shared<SemaphoreHoldersDriver>(core, count))) {}

@@ -11,6 +11,7 @@
 #include "consumer.h"
 #include "delete_take.h"
 #include "producer.h"
+#include "queue_keys.h"
 
 namespace etcd::recipes {
 
@@ -20,9 +21,9 @@ class QueueState {
  public:
   QueueState(Client client, const char* kind, std::string name, RecipeOptions options, TakeCheck check, ItemRank rank)
       : core(std::make_shared<RecipeCore>(std::move(client), kind, name, std::move(options))),
-        items(name + "/items/"),
+        items(QueueKeys(name).items),
         labels{{"queue", name}},
-        producer(std::make_shared<QueueProducer>(core, items, name + "/producers/", labels)),
+        producer(std::make_shared<QueueProducer>(core, items, QueueKeys(name).producers, labels)),
         consumer(std::make_shared<QueueConsumer>(core, items, items, "etcd_recipes_queue", labels, check,
                                                  std::make_shared<DeleteTake>(core, labels, check != nullptr),
                                                  rank_of_keys(items.size(), std::move(rank)))) {

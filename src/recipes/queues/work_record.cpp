@@ -61,6 +61,11 @@ WorkRecord parse_work_record(std::string_view stored) {
   return r;
 }
 
+bool is_work_record(std::string_view stored) {
+  return stored.starts_with(kRecordTag) && stored.size() > kRecordTag.size() &&
+         (stored[kRecordTag.size()] == '\n' || stored[kRecordTag.size()] == ' ');
+}
+
 std::string encode_dead_record(std::string_view payload, int64_t deliveries, int64_t since_ms,
                                std::string_view reason) {
   std::string out(kDeadTag);

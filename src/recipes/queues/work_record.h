@@ -30,6 +30,9 @@ std::string encode_work_record(std::string_view payload, int64_t not_before_ms =
 // Reads a stored value: a value without the record's first line is a bare
 // payload (deliveries counted from version 1, no delay).
 WorkRecord parse_work_record(std::string_view stored);
+// Whether `stored` opens with a record's first line (its tag), whatever
+// its fields say: a value a work queue wrote.
+bool is_work_record(std::string_view stored);
 inline std::string_view work_payload(std::string_view stored, const WorkRecord& record) {
   return stored.substr(record.payload_offset);
 }

@@ -19,16 +19,13 @@
 #include "consumer.h"
 #include "etcd/presence.h"
 #include "etcd/recipes/work_queue.h"
+#include "queue_keys.h"
 #include "work_record.h"
 
 namespace etcd::recipes::detail {
 
 // The key names of one work queue.
-struct WorkKeys {
-  explicit WorkKeys(const std::string& name)
-      : items(name + "/items/"), claims(name + "/claims/"), dead(name + "/dead/"), producers(name + "/producers/") {}
-  std::string items, claims, dead, producers;
-};
+using WorkKeys = QueueKeys;
 
 // One delivery: its claim, shared by the copies of its WorkItem.
 class ClaimTake;
@@ -143,11 +140,11 @@ class ClaimTake : public TakeDriver {
     int64_t lease = 0;
     int64_t revision = 0;  // its create revision
   };
-  std::map<std::string, SeenClaim> claimed_;   // item key -> its claim in the view
-  std::set<int64_t> held_;                     // revisions of the claims our takes were given, until the view removes them
-  std::map<std::string, int> taking_;          // item key -> our takes of it in flight
-  std::set<int64_t> releasing_;                // orphaned claims being deleted
-  int release_failures_ = 0;                   // failed deletes of orphaned claims in a row
+  std::map<std::string, SeenClaim> claimed_;  // item key -> its claim in the view
+  std::set<int64_t> held_;             // revisions of the claims our takes were given, until the view removes them
+  std::map<std::string, int> taking_;  // item key -> our takes of it in flight
+  std::set<int64_t> releasing_;        // orphaned claims being deleted
+  int release_failures_ = 0;           // failed deletes of orphaned claims in a row
   std::shared_ptr<asio::steady_timer> release_retry_;
   std::map<std::string, int64_t> own_claims_;  // our claims (item key -> revision) the view has not shown yet
   int64_t own_writes_ = 0;                     // the newest revision of our requeues

@@ -13,6 +13,7 @@
 
 #include "common.h"
 #include "etcd/recipes/path_children_cache.h"
+#include "inspect_text.h"
 
 namespace etcd_cli::demo {
 namespace {
@@ -83,7 +84,7 @@ std::string plural(int64_t n, const char* one, const char* many) { return cat(n,
 
 // A value as the view shows it: short, and only printable bytes.
 std::string shown(std::string_view value) {
-  std::string e = inspect::excerpt(value, 24);
+  std::string e = etcd_cli::inspect::excerpt(value, 24);
   // excerpt() quotes; the view's phrases read better without the quotes
   // unless the value is cut or empty.
   if (e.size() >= 2 && e.front() == '"' && e.back() == '"' && e.size() > 2) return e.substr(1, e.size() - 2);

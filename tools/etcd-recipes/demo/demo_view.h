@@ -3,8 +3,9 @@
 // letters, the counter, the services).
 //
 // The view reads that state from the library itself: a subtree
-// PathChildrenCache of the prefix, whose snapshot inspect's recognizer
-// (inspect.h) turns into recipes, exactly as `etcd-recipes inspect` does.
+// PathChildrenCache of the prefix, whose snapshot the library's inspection
+// (etcd/recipes/inspect.h) turns into recipes, exactly as `etcd-recipes
+// inspect` does.
 // On a terminal it is a panel redrawn in place under the scrolling lines;
 // elsewhere (tests, CI, pipes) a one-line `view:` summary each time the
 // state changed, at most every 250 ms.
@@ -20,9 +21,11 @@
 #include <vector>
 
 #include "etcd/client.h"
-#include "inspect.h"
+#include "etcd/recipes/inspect.h"
 
 namespace etcd_cli::demo {
+
+namespace inspect = etcd::recipes::inspect;
 
 enum class ViewMode {
   kOff,    // --no-view
@@ -79,7 +82,7 @@ class Progress {
 
 // One row of the view: the recipe NAME (with `prefix`: every recipe under
 // NAME/) under a label. The demo knows which name is an election and which
-// a lock; the keys do not tell (inspect.h), hence `token_word`.
+// a lock; the keys do not tell (etcd/recipes/inspect.h), hence `token_word`.
 struct ViewRow {
   std::string label;
   std::string name;
@@ -95,7 +98,7 @@ struct RowState {
   std::string text;
   bool active = false;
 };
-// Pure: `report` is inspect's reading of the keys.
+// Pure: `report` is the inspection of the keys.
 RowState describe_row(const inspect::Report& report, const ViewRow& row);
 
 // The view: a cache of every key under `path`/ and a thread of its own that

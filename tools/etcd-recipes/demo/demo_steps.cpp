@@ -8,9 +8,9 @@
 
 #include "etcd/recipes/atomic_long.h"
 #include "etcd/recipes/election.h"
+#include "etcd/recipes/inspect.h"
 #include "etcd/recipes/priority_queue.h"
 #include "etcd/recipes/queue.h"
-#include "inspect.h"
 
 namespace etcd_cli::demo {
 namespace {
