@@ -134,14 +134,6 @@ struct RunResult {
   double seconds = 0;
 };
 
-int64_t count_under(Client& client, const std::string& prefix) {
-  GetOptions o;
-  o.prefix = true;
-  o.count_only = true;
-  auto r = client.get(prefix, o).timeout(5s).wait();
-  return r.ok() ? r->count : -1;
-}
-
 void run_once(int run_no, const fs::path& worker_binary, RunResult& result) {
   const auto run_start = std::chrono::steady_clock::now();
   const auto run_deadline = run_start + kRunBound;

@@ -19,7 +19,7 @@ using WatchTest = SingleMemberTest;
 
 // Records every event a watch delivers, checking the handler is never
 // entered concurrently.
-struct Recorder {
+struct WatchRecorder {
   std::mutex mu;
   std::vector<Event> events;
   std::vector<WatchResponse> responses;  // every response, in order
@@ -31,7 +31,7 @@ struct Recorder {
   // A Watcher's cancel() lets a handler call that is already running finish
   // (watch.h): the watchers of a test die first, and a call of theirs still
   // running must not outlive this (bounded: a handler returns at once).
-  ~Recorder() {
+  ~WatchRecorder() {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     while (in_handler.load() != 0 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
   }
@@ -66,7 +66,7 @@ struct Recorder {
 };
 
 TEST_F(WatchTest, ManyWritesArriveOnceEachInRevisionOrder) {
-  Recorder rec;
+  WatchRecorder rec;
   auto watcher = client().watch(key(""), {.prefix = true}, rec.handler());
   ASSERT_TRUE(watcher.wait_created(std::chrono::steady_clock::now() + 5s));
 
@@ -111,7 +111,7 @@ TEST_F(WatchTest, HistoryFromARevisionWithPrevKvAndDeletes) {
   ASSERT_TRUE(client().put(key("h"), "2").wait().ok());
   ASSERT_TRUE(client().del(key("h")).wait().ok());
 
-  Recorder rec;
+  WatchRecorder rec;
   auto watcher = client().watch(key("h"), {.start_revision = first->header.revision, .prev_kv = true}, rec.handler());
   ASSERT_TRUE(eventually([&] { return rec.count() == 3; }));
   std::lock_guard lock(rec.mu);
@@ -129,7 +129,7 @@ TEST_F(WatchTest, StartingAtACompactedRevisionReportsTheError) {
   auto second = client().put(key("c"), "2").wait();
   ASSERT_TRUE(client().compact(second->header.revision).wait().ok());
 
-  Recorder rec;
+  WatchRecorder rec;
   auto watcher = client().watch(key("c"), {.start_revision = first->header.revision}, rec.handler());
   ASSERT_TRUE(eventually([&] { return rec.err().has_value(); }));
   auto err = *rec.err();
@@ -141,7 +141,7 @@ TEST_F(WatchTest, StartingAtACompactedRevisionReportsTheError) {
 }
 
 TEST_F(WatchTest, FiltersDropEventTypes) {
-  Recorder puts_only, deletes_only;
+  WatchRecorder puts_only, deletes_only;
   auto w1 = client().watch(key("f"), {.filter_deletes = true}, puts_only.handler());
   auto w2 = client().watch(key("f"), {.filter_puts = true}, deletes_only.handler());
   ASSERT_TRUE(w1.wait_created(std::chrono::steady_clock::now() + 5s));
@@ -154,7 +154,7 @@ TEST_F(WatchTest, FiltersDropEventTypes) {
 }
 
 TEST_F(WatchTest, CancelStopsDeliveryAndManyWatchesShareOneStream) {
-  Recorder rec;
+  WatchRecorder rec;
   std::vector<Watcher> watchers;
   for (int i = 0; i < 200; ++i) {
     watchers.push_back(client().watch(key(std::string("w").append(std::to_string(i))), {}, rec.handler()));
@@ -167,7 +167,7 @@ TEST_F(WatchTest, CancelStopsDeliveryAndManyWatchesShareOneStream) {
   EXPECT_EQ(client().stats().watches_open, 0u);
   ASSERT_TRUE(client().put(key("w7"), "y").wait().ok());
   // Prove the absence of delivery with a later, still-active watch seeing its event first.
-  Recorder later;
+  WatchRecorder later;
   auto probe = client().watch(key("w7"), {}, later.handler());
   ASSERT_TRUE(probe.wait_created(std::chrono::steady_clock::now() + 5s));
   ASSERT_TRUE(client().put(key("w7"), "z").wait().ok());
@@ -179,7 +179,7 @@ TEST_F(WatchTest, ProgressNotificationsKeepIdleWatchesCurrent) {
   // etcd sends progress notifications on an interval (10 minutes by
   // default); this only checks that asking for them is accepted and that
   // events still flow.
-  Recorder rec;
+  WatchRecorder rec;
   auto watcher = client().watch(key("p"), {.progress_notify = true}, rec.handler());
   ASSERT_TRUE(watcher.wait_created(std::chrono::steady_clock::now() + 5s));
   ASSERT_TRUE(client().put(key("p"), "1").wait().ok());
@@ -255,7 +255,7 @@ TEST_F(WatchTest, AWatchAcrossAPartitionSeesEveryEventOnceItHeals) {
   ClientOptions o = options();
   o.endpoints = {proxy->endpoint()};
   Client watching(o);
-  Recorder rec;
+  WatchRecorder rec;
   auto watcher = watching.watch(key(""), {.prefix = true}, rec.handler());
   ASSERT_TRUE(watcher.wait_created(std::chrono::steady_clock::now() + 5s));
   constexpr int kWrites = 300;
@@ -283,7 +283,7 @@ TEST_F(WatchTest, NotifyCreatedReportsTheCreationWithItsRevisionBeforeAnyEvent) 
   const int64_t r1 = first->header.revision;
   ASSERT_TRUE(client().put(key("n"), "2").wait().ok());
 
-  Recorder with, without;
+  WatchRecorder with, without;
   auto w = client().watch(key("n"), {.start_revision = r1, .notify_created = true}, with.handler());
   auto plain = client().watch(key("n"), {.start_revision = r1}, without.handler());
   ASSERT_TRUE(w.wait_created(std::chrono::steady_clock::now() + 5s));
@@ -318,7 +318,7 @@ TEST_F(WatchTest, NotifyCreatedReportsTheCreationWithItsRevisionBeforeAnyEvent) 
 TEST_F(WatchTest, NotifyCreatedReportsAReCreationOnANewStreamBeforeItsEvents) {
   auto first = client().put(key("r"), "1").wait();
   ASSERT_TRUE(first.ok());
-  Recorder rec;
+  WatchRecorder rec;
   auto w = client().watch(key("r"), {.notify_created = true}, rec.handler());
   ASSERT_TRUE(w.wait_created(std::chrono::steady_clock::now() + 5s));
   auto second = client().put(key("r"), "2").wait();
@@ -362,7 +362,7 @@ TEST_F(WatchTest, NotifyCreatedReportsAReCreationOnANewStreamBeforeItsEvents) {
 // A Watcher kept after its Client is gone (closed and destroyed): its
 // handler has heard kClosed, and destroying it later returns at once.
 TEST_F(WatchTest, AWatcherOutlivingItsClientIsDestroyedWithoutWaiting) {
-  Recorder rec;
+  WatchRecorder rec;
   std::optional<Watcher> watcher;
   {
     Client c(options());
@@ -378,7 +378,7 @@ TEST_F(WatchTest, AWatcherOutlivingItsClientIsDestroyedWithoutWaiting) {
 }
 
 TEST_F(WatchTest, ClosingTheClientEndsWatchesWithClosed) {
-  Recorder rec;
+  WatchRecorder rec;
   auto watcher = client().watch(key("z"), {}, rec.handler());
   ASSERT_TRUE(watcher.wait_created(std::chrono::steady_clock::now() + 5s));
   client().close();

@@ -66,23 +66,10 @@ RecipeOptions ordered_layout() {
   return o;
 }
 
-std::string hex(int64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 RecipeOptions ttl(int seconds) {
   RecipeOptions o;
   o.session_ttl = std::chrono::seconds(seconds);
   return o;
-}
-
-int64_t count_under(Client& c, const std::string& prefix) {
-  GetOptions o;
-  o.prefix = true;
-  o.count_only = true;
-  return c.get(prefix, o).wait()->count;
 }
 
 // A minimal eager coroutine type (any coroutine framework will do).

@@ -33,16 +33,6 @@ RecipeOptions ordered(RecipeOptions o = {}) {
   return o;
 }
 
-std::string hex16(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-int64_t count_under(Client& c, const std::string& prefix) {
-  return c.get(prefix, {.prefix = true, .count_only = true}).wait()->count;
-}
-
 // The value of `key`, or "" when it is absent.
 std::string value_of(Client& c, const std::string& key) {
   auto got = c.get(key).wait();

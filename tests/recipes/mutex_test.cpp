@@ -24,12 +24,6 @@ using recipes::Hold;
 using recipes::RecipeOptions;
 using MutexTest = SingleMemberTest;
 
-std::string hex(int64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 TEST_F(MutexTest, UncontendedCycleUsesGoKeyLayoutAndFencingToken) {
   DistributedMutex m(client(), key("lock"));
   ASSERT_TRUE(m.acquire().wait().ok());

@@ -17,7 +17,7 @@ using recipes::NodeCache;
 using recipes::NodeEvent;
 
 template <class T>
-struct Events {
+struct NodeEvents {
   std::mutex mu;
   std::vector<NodeEvent<T>> all;
   std::atomic<bool> overlapped{false};
@@ -46,20 +46,20 @@ struct Events {
   }
 };
 
-using Type = NodeEvent<std::string>::Type;
+using NodeType = NodeEvent<std::string>::Type;
 
 class NodeCacheTest : public SingleMemberTest {};
 
 TEST_F(NodeCacheTest, ReportsCreateUpdateDeleteWithOldAndNewValues) {
   const std::string k = key("node");
   NodeCache<std::string> cache(client(), k);
-  Events<std::string> events;
+  NodeEvents<std::string> events;
   auto sub = cache.on_change(events.listener());
   EXPECT_EQ(cache.wait_initialized().wait().status().code(), StatusCode::kFailedPrecondition) << "before start()";
   cache.start();
   ASSERT_TRUE(cache.wait_initialized().timeout(10s).wait().ok());
   ASSERT_TRUE(events.wait_for(1));
-  EXPECT_EQ(events.at(0).type, Type::kInitialized);
+  EXPECT_EQ(events.at(0).type, NodeType::kInitialized);
   EXPECT_FALSE(events.at(0).current.has_value());
   EXPECT_FALSE(cache.exists());
 
@@ -67,7 +67,7 @@ TEST_F(NodeCacheTest, ReportsCreateUpdateDeleteWithOldAndNewValues) {
   ASSERT_TRUE(created.ok());
   ASSERT_TRUE(events.wait_for(2));
   auto e = events.at(1);
-  EXPECT_EQ(e.type, Type::kCreated);
+  EXPECT_EQ(e.type, NodeType::kCreated);
   ASSERT_TRUE(e.current && e.current->decoded());
   EXPECT_EQ(*e.current->value, "one");
   EXPECT_EQ(e.current->key, k);
@@ -79,7 +79,7 @@ TEST_F(NodeCacheTest, ReportsCreateUpdateDeleteWithOldAndNewValues) {
   ASSERT_TRUE(client().put(k, "two").wait().ok());
   ASSERT_TRUE(events.wait_for(3));
   e = events.at(2);
-  EXPECT_EQ(e.type, Type::kUpdated);
+  EXPECT_EQ(e.type, NodeType::kUpdated);
   EXPECT_EQ(*e.previous->value, "one");
   EXPECT_EQ(*e.current->value, "two");
   EXPECT_EQ(e.current->version, 2);
@@ -92,7 +92,7 @@ TEST_F(NodeCacheTest, ReportsCreateUpdateDeleteWithOldAndNewValues) {
   ASSERT_TRUE(deleted.ok());
   ASSERT_TRUE(events.wait_for(4));
   e = events.at(3);
-  EXPECT_EQ(e.type, Type::kDeleted);
+  EXPECT_EQ(e.type, NodeType::kDeleted);
   EXPECT_EQ(*e.previous->value, "two");
   EXPECT_FALSE(e.current.has_value());
   EXPECT_EQ(e.revision, deleted->header.revision);
@@ -107,7 +107,7 @@ TEST_F(NodeCacheTest, AValueThatDoesNotDecodeIsReportedNeverThrown) {
   const std::string k = key("limit");
   ASSERT_TRUE(client().put(k, "not a number").wait().ok());
   NodeCache<int64_t> cache(client(), k);
-  Events<int64_t> events;
+  NodeEvents<int64_t> events;
   auto sub = cache.on_change(events.listener());
   Mailbox<Status> reported;
   auto on_error = cache.on_error([&](const Status& s) { reported.put(s); });
@@ -152,7 +152,7 @@ TEST_F(NodeCacheTest, AfterACompactionWhileCutOffItReportsWhatChanged) {
 
   struct Watched {
     std::unique_ptr<NodeCache<std::string>> cache;
-    Events<std::string> events;
+    NodeEvents<std::string> events;
     Subscription sub;
   };
   std::vector<std::unique_ptr<Watched>> caches;
@@ -181,20 +181,20 @@ TEST_F(NodeCacheTest, AfterACompactionWhileCutOffItReportsWhatChanged) {
     EXPECT_TRUE(eventually([&] { return w->cache->resyncs() == 1; })) << w->cache->key();
   }
   auto e = caches[0]->events.at(1);
-  EXPECT_EQ(e.type, Type::kUpdated);
+  EXPECT_EQ(e.type, NodeType::kUpdated);
   EXPECT_TRUE(e.resync);
   EXPECT_EQ(*e.previous->value, "before");
   EXPECT_EQ(*e.current->value, "after");
   EXPECT_GE(e.revision, probe->header.revision);
   e = caches[1]->events.at(1);
-  EXPECT_EQ(e.type, Type::kDeleted);
+  EXPECT_EQ(e.type, NodeType::kDeleted);
   EXPECT_TRUE(e.resync);
   EXPECT_EQ(*e.previous->value, "before");
   e = caches[2]->events.at(1);
-  EXPECT_EQ(e.type, Type::kCreated);
+  EXPECT_EQ(e.type, NodeType::kCreated);
   EXPECT_EQ(*e.current->value, "new");
   e = caches[3]->events.at(1);
-  EXPECT_EQ(e.type, Type::kUpdated) << "a new version with the old bytes";
+  EXPECT_EQ(e.type, NodeType::kUpdated) << "a new version with the old bytes";
   EXPECT_EQ(e.current->version, 3);
 
   // And each follows the key after the resync.
@@ -219,7 +219,7 @@ TEST_F(NodeCacheRestartTest, ConvergesAfterItsMemberRestarts) {
   const std::string k = "/t/restart/node";
   ASSERT_TRUE(writer.put(k, "v0").wait().ok());
   NodeCache<std::string> cache(watcher, k);
-  Events<std::string> events;
+  NodeEvents<std::string> events;
   auto sub = cache.on_change(events.listener());
   cache.start();
   ASSERT_TRUE(cache.wait_initialized().timeout(15s).wait().ok());

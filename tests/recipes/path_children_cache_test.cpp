@@ -28,7 +28,7 @@ using recipes::PathChildrenCacheOptions;
 using recipes::TypedPathChildrenCache;
 using StartMode = PathChildrenCacheOptions::StartMode;
 using Scope = PathChildrenCacheOptions::Scope;
-using Type = ChildEvent<std::string>::Type;
+using ChildType = ChildEvent<std::string>::Type;
 
 // Sanitized builds are slower, and their allocator is not glibc's
 // (mallinfo2 then says nothing): the load's bars hold for plain builds.
@@ -39,7 +39,7 @@ constexpr bool kSanitized = false;
 #endif
 
 template <class T>
-struct Events {
+struct ChildEvents {
   std::mutex mu;
   std::vector<ChildEvent<T>> all;
   std::atomic<bool> overlapped{false};
@@ -114,7 +114,7 @@ TEST_F(PathChildrenCacheTest, EventsInRevisionOrderAndASortedSnapshot) {
   ASSERT_TRUE(client().put(path + "x/y", "a neighbour").wait().ok());
 
   PathChildrenCache cache(client(), path);
-  Events<std::string> events;
+  ChildEvents<std::string> events;
   events.probe = [&] { return cache.snapshot().revision; };
   auto sub = cache.on_event(events.listener());
   cache.start();
@@ -123,7 +123,7 @@ TEST_F(PathChildrenCacheTest, EventsInRevisionOrderAndASortedSnapshot) {
   // delivered before wait_initialized() completes.
   auto initial = events.copy();
   ASSERT_EQ(initial.size(), 2u);
-  EXPECT_EQ(initial[0].type, Type::kAdded);
+  EXPECT_EQ(initial[0].type, ChildType::kAdded);
   EXPECT_EQ(initial[0].name, "a");
   EXPECT_EQ(initial[0].key, path + "/a");
   EXPECT_EQ(*initial[0].current->value, "1");
@@ -154,12 +154,12 @@ TEST_F(PathChildrenCacheTest, EventsInRevisionOrderAndASortedSnapshot) {
   ASSERT_TRUE(events.wait_for(6));
   auto all = events.copy();
   ASSERT_EQ(all.size(), 6u);
-  EXPECT_EQ(all[2].type, Type::kAdded);
+  EXPECT_EQ(all[2].type, ChildType::kAdded);
   EXPECT_EQ(all[2].name, "c");
-  EXPECT_EQ(all[3].type, Type::kUpdated);
+  EXPECT_EQ(all[3].type, ChildType::kUpdated);
   EXPECT_EQ(*all[3].previous->value, "1");
   EXPECT_EQ(*all[3].current->value, "1b");
-  EXPECT_EQ(all[4].type, Type::kRemoved);
+  EXPECT_EQ(all[4].type, ChildType::kRemoved);
   EXPECT_EQ(all[4].name, "b");
   EXPECT_EQ(*all[4].previous->value, "2");
   EXPECT_FALSE(all[4].current.has_value());
@@ -187,7 +187,7 @@ TEST_F(PathChildrenCacheTest, StartModesAndSubtreeScope) {
   PathChildrenCacheOptions build;
   build.start_mode = StartMode::kBuildInitialCache;
   PathChildrenCache silent(client(), path, build);
-  Events<std::string> silent_events;
+  ChildEvents<std::string> silent_events;
   auto s1 = silent.on_event(silent_events.listener());
 
   PathChildrenCacheOptions post;
@@ -195,7 +195,7 @@ TEST_F(PathChildrenCacheTest, StartModesAndSubtreeScope) {
   post.scope = Scope::kSubtree;
   post.page_size = 1;  // one key per Range: the read still sees one revision
   PathChildrenCache subtree(client(), path, post);
-  Events<std::string> subtree_events;
+  ChildEvents<std::string> subtree_events;
   auto s2 = subtree.on_event(subtree_events.listener());
 
   silent.start();
@@ -208,7 +208,7 @@ TEST_F(PathChildrenCacheTest, StartModesAndSubtreeScope) {
   ASSERT_EQ(e.size(), 3u);
   EXPECT_EQ(e[0].name, "a");
   EXPECT_EQ(e[1].name, "a/x");
-  EXPECT_EQ(e[2].type, Type::kInitialized);
+  EXPECT_EQ(e[2].type, ChildType::kInitialized);
   EXPECT_EQ(e[2].revision, subtree.revision());
   EXPECT_TRUE(e[2].key.empty());
 
@@ -243,7 +243,7 @@ TEST_F(PathChildrenCacheTest, TypedValuesThatDoNotDecodeAreReportedAndKept) {
   ASSERT_TRUE(client().put(path + "/a", "8080").wait().ok());
   ASSERT_TRUE(client().put(path + "/b", "eighty").wait().ok());
   TypedPathChildrenCache<int64_t> cache(client(), path);
-  Events<int64_t> events;
+  ChildEvents<int64_t> events;
   auto sub = cache.on_event(events.listener());
   std::atomic<int> errors{0};
   auto on_error = cache.on_error([&](const Status&) { ++errors; });
@@ -346,7 +346,7 @@ TEST_F(PathChildrenCacheProxyTest, AfterACompactionWhileCutOffA1000KeyCacheEmits
   put_all(client(), initial);
 
   PathChildrenCache cache(*cut_off_, path);
-  Events<std::string> events;
+  ChildEvents<std::string> events;
   auto sub = cache.on_event(events.listener());
   cache.start();
   ASSERT_TRUE(cache.wait_initialized().timeout(20s).wait().ok());
@@ -398,7 +398,7 @@ TEST_F(PathChildrenCacheProxyTest, AfterACompactionWhileCutOffA1000KeyCacheEmits
   proxy_->restore();
 
   const size_t differences = removed.size() + updated.size() + added.size();
-  ASSERT_TRUE(eventually([&] { return events.count(Type::kReset) == 1; }, 30s)) << "no resync";
+  ASSERT_TRUE(eventually([&] { return events.count(ChildType::kReset) == 1; }, 30s)) << "no resync";
   auto all = events.copy();
   ASSERT_EQ(all.size(), static_cast<size_t>(kKeys) + differences + 1) << "exactly the differences, then kReset";
   std::set<std::string> seen_removed, seen_updated, seen_added;
@@ -411,17 +411,17 @@ TEST_F(PathChildrenCacheProxyTest, AfterACompactionWhileCutOffA1000KeyCacheEmits
       EXPECT_LT(all[i - 1].key, e.key) << "in key order";
     }
     switch (e.type) {
-      case Type::kRemoved:
+      case ChildType::kRemoved:
         seen_removed.insert(e.name);
         EXPECT_EQ(*e.previous->value, before.at(e.name)) << "the last value the cache had shown";
         state.erase(e.name);
         break;
-      case Type::kUpdated:
+      case ChildType::kUpdated:
         seen_updated.insert(e.name);
         EXPECT_EQ(*e.previous->value, before.at(e.name));
         state[e.name] = *e.current->value;
         break;
-      case Type::kAdded:
+      case ChildType::kAdded:
         seen_added.insert(e.name);
         state[e.name] = *e.current->value;
         break;
@@ -434,7 +434,7 @@ TEST_F(PathChildrenCacheProxyTest, AfterACompactionWhileCutOffA1000KeyCacheEmits
   EXPECT_EQ(seen_added, added);
   EXPECT_EQ(state, expected);
   const auto& reset = all.back();
-  EXPECT_EQ(reset.type, Type::kReset);
+  EXPECT_EQ(reset.type, ChildType::kReset);
   EXPECT_TRUE(reset.cause.is(Errc::kResyncNeeded) || reset.cause.is(Errc::kCompacted)) << reset.cause.to_string();
   EXPECT_EQ(contents(cache.snapshot()), expected);
   EXPECT_EQ(cache.resyncs(), 1u);
@@ -461,7 +461,7 @@ TEST_F(PathChildrenCacheRestartTest, ConvergesAfterItsMemberRestarts) {
   ASSERT_TRUE(writer.put(path + "/a", "1").wait().ok());
   ASSERT_TRUE(writer.put(path + "/b", "1").wait().ok());
   PathChildrenCache cache(watcher, path);
-  Events<std::string> events;
+  ChildEvents<std::string> events;
   auto sub = cache.on_event(events.listener());
   cache.start();
   ASSERT_TRUE(cache.wait_initialized().timeout(15s).wait().ok());
@@ -476,9 +476,9 @@ TEST_F(PathChildrenCacheRestartTest, ConvergesAfterItsMemberRestarts) {
   ASSERT_TRUE(eventually([&] { return contents(cache.snapshot()) == expected; }, 30s));
   ASSERT_TRUE(events.wait_for(5));
   auto all = events.copy();
-  EXPECT_EQ(all[2].type, Type::kUpdated);
-  EXPECT_EQ(all[3].type, Type::kRemoved);
-  EXPECT_EQ(all[4].type, Type::kAdded);
+  EXPECT_EQ(all[2].type, ChildType::kUpdated);
+  EXPECT_EQ(all[3].type, ChildType::kRemoved);
+  EXPECT_EQ(all[4].type, ChildType::kAdded);
   EXPECT_FALSE(events.out_of_order.load());
   cache.close();
 }
@@ -524,7 +524,7 @@ TEST_F(PathChildrenCacheTest, HundredThousandChildrenLoadInSecondsAndCostCloseTo
     PathChildrenCache cache(client(), path, o);
     std::atomic<size_t> added{0};
     auto sub = cache.on_event([&](const ChildEvent<std::string>& e) {
-      if (e.type == Type::kAdded) ++added;
+      if (e.type == ChildType::kAdded) ++added;
     });
     const auto started = std::chrono::steady_clock::now();
     cache.start();

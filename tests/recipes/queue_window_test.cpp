@@ -30,12 +30,6 @@ using recipes::WorkItem;
 constexpr int kBacklog = 1500;
 constexpr int64_t kMostHeld = 2 * 256;
 
-std::string hex(uint64_t n) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(n));
-  return buf;
-}
-
 class QueueWindowTest : public SingleMemberTest {
  protected:
   // Commit order of items: (create revision, key).
@@ -68,7 +62,7 @@ TEST_F(QueueWindowTest, ALongBacklogIsServedInExactCommitOrderHoldingOnlyItsHead
     record(order, producers[round % 3]->enqueue_all(values).timeout(10s).wait().value(), values);
     if (round == 20) {
       // A producer whose revision is 1: its key sorts before every other.
-      order[put_raw(name + "/items/~" + hex(1) + "-" + hex(0xfeed) + "-" + hex(1), "stale")] = "stale";
+      order[put_raw(name + "/items/~" + hex16(1) + "-" + hex16(0xfeed) + "-" + hex16(1), "stale")] = "stale";
       order[put_raw(name + "/items/other-form", "other")] = "other";
     }
   }
@@ -124,7 +118,7 @@ TEST_F(QueueWindowTest, ItemsOfTheEarlierKeyLayoutComeFirstAndNoneIsLost) {
     Txn txn;
     for (int k = i; k < i + 50; ++k) {
       const uint64_t producer = 0xa0 + k % 2;
-      txn.then(Op::put(name + "/items/" + hex(producer) + "-" + hex(static_cast<uint64_t>(k / 2 + 1)),
+      txn.then(Op::put(name + "/items/" + hex16(producer) + "-" + hex16(static_cast<uint64_t>(k / 2 + 1)),
                        "old" + std::to_string(k)));
     }
     (void)client().txn(std::move(txn)).timeout(10s).wait().value();

@@ -19,24 +19,11 @@ using recipes::DistributedReadWriteLock;
 using recipes::RecipeOptions;
 using Pending = std::future<Result<etcd::recipes::Hold>>;
 
-std::string hex(int64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 #define ASSERT_OK(expr)                                        \
   do {                                                         \
     auto result_ = (expr);                                     \
     ASSERT_TRUE(result_.ok()) << result_.status().to_string(); \
   } while (0)
-
-bool ready(Pending& f, std::chrono::milliseconds within = 10s) {
-  return f.wait_for(within) == std::future_status::ready;
-}
-bool still_waiting(Pending& f, std::chrono::milliseconds for_ = 300ms) {
-  return f.wait_for(for_) == std::future_status::timeout;
-}
 
 // Every behaviour on both contender layouts (the ordered one: keys that
 // name a revision, core/ordered_key.h).

@@ -20,19 +20,6 @@ using recipes::RecipeOptions;
 using Permit = DistributedSemaphore::Permit;
 using Pending = std::future<Result<Permit>>;
 
-std::string hex(int64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-bool ready(Pending& f, std::chrono::milliseconds within = 10s) {
-  return f.wait_for(within) == std::future_status::ready;
-}
-bool still_waiting(Pending& f, std::chrono::milliseconds for_ = 300ms) {
-  return f.wait_for(for_) == std::future_status::timeout;
-}
-
 // Every behaviour on both layouts (the ordered one: a queue and N permit
 // slots, semaphore.h).
 class SemaphoreTest : public SingleMemberTest, public ::testing::WithParamInterface<recipes::ContenderLayout> {

@@ -8,7 +8,10 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
+#include <cstdio>
 #include <functional>
+#include <future>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -22,6 +25,35 @@
 namespace etcd::test {
 
 using namespace std::chrono_literals;
+
+// A key segment as the recipes spell numbers (fencing tokens, lease ids):
+// lower-case hex, and the 16-digit zero-padded form of ordered keys.
+inline std::string hex(int64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+inline std::string hex16(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// How many keys start with `prefix` (-1 if etcd did not answer in time).
+inline int64_t count_under(Client& client, const std::string& prefix) {
+  auto r = client.get(prefix, {.prefix = true, .count_only = true}).timeout(10s).wait();
+  return r.ok() ? r->count : -1;
+}
+
+// Whether a pending call completed within `within` / still runs after `for_`.
+template <class T>
+bool ready(std::future<T>& f, std::chrono::milliseconds within = 10s) {
+  return f.wait_for(within) == std::future_status::ready;
+}
+template <class T>
+bool still_waiting(std::future<T>& f, std::chrono::milliseconds for_ = 300ms) {
+  return f.wait_for(for_) == std::future_status::timeout;
+}
 
 // Waits until `pred` holds, polling; false if `timeout` passed first.
 inline bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 10s,

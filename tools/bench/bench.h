@@ -9,6 +9,10 @@
 //       .run = [](bench::Context& ctx) { return bench::measure_sequential(ctx, [&] { ... }); },
 //   }});
 //
+// A metric file keeps its code in a namespace of its own,
+// bench::<file name> (the unity build compiles several files as one, so
+// their helpers must not share names).
+//
 // Metrics run in ascending `order` (ties by name) against one etcd cluster
 // and one Client. Numbers drift on shared machines, so every rate is also
 // reported relative to a base rate of the same run (see README.md).

@@ -50,7 +50,7 @@ fs::path find_go_peer_source(const Settings& settings) {
   throw Skipped("go-peer/main.go not found (pass --go-peer-src DIR)");
 }
 
-fs::path default_workdir() {
+fs::path default_go_workdir() {
   return fs::temp_directory_path() / ("etcd-recipes-bench-go-" + std::to_string(::getuid()));
 }
 
@@ -135,7 +135,7 @@ GoPeer build_go_peer(Context& ctx) {
   const std::string server = server_version(ctx);
   const char* forced = std::getenv("ETCD_RECIPES_GO_CLIENT");
   const std::string client = forced && *forced ? std::string(forced) : go_client_for(find_pins(source), server);
-  const fs::path base = ctx.settings.go_workdir.empty() ? default_workdir() : ctx.settings.go_workdir;
+  const fs::path base = ctx.settings.go_workdir.empty() ? default_go_workdir() : ctx.settings.go_workdir;
   const fs::path workdir = base / ("client-" + client);
   fs::create_directories(workdir);
 
@@ -296,7 +296,7 @@ double put_seq_vs_go_paired(Context& ctx) {
 }
 
 // Right after put_seq (order 100): both see the cluster in the same state.
-[[maybe_unused]] const bool kRegistered = add_metrics({
+[[maybe_unused]] const bool kGoMetrics = add_metrics({
     go("go_put_seq", "puts/s", "put_seq", 110),
     go("go_put_pipelined", "puts/s", "put_pipelined", 111),
     go("go_mutex_cycle_seq", "cycles/s", "put_seq", 112),
@@ -311,7 +311,7 @@ double put_seq_vs_go_paired(Context& ctx) {
      .needs_go_peer = true,
      .run = put_seq_vs_go_paired},
 });
-[[maybe_unused]] const bool kComparisons =
+[[maybe_unused]] const bool kGoComparisons =
     add_comparison({"put_seq_vs_go", "put_seq", "go_put_seq"}) &&
     add_comparison({"put_pipelined_vs_go", "put_pipelined", "go_put_pipelined"}) &&
     add_comparison({"lock_cycle_seq_vs_go", "lock_cycle_seq", "go_mutex_cycle_seq"}) &&

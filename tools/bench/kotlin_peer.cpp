@@ -49,7 +49,7 @@ fs::path find_source(const KotlinPeerOptions& options) {
   throw Skipped("tools/peers/kotlin/pom.xml not found (pass --kotlin-peer-src DIR)");
 }
 
-fs::path default_workdir() {
+fs::path default_kotlin_workdir() {
   return fs::temp_directory_path() / ("etcd-recipes-bench-kotlin-" + std::to_string(::getuid()));
 }
 
@@ -81,7 +81,7 @@ KotlinPeer build_kotlin_peer(const std::function<void(const std::string&)>& note
   if (!java || !mvn) throw Skipped("`java` or `mvn` not found on PATH; install a JDK 17+ and Maven");
   const auto& options = kotlin_peer_options();
   const fs::path source = find_source(options);
-  const fs::path workdir = options.workdir.empty() ? default_workdir() : options.workdir;
+  const fs::path workdir = options.workdir.empty() ? default_kotlin_workdir() : options.workdir;
   fs::create_directories(workdir);
   const fs::path jar = workdir / "target/kotlin-peer.jar";
   // ETCD_RECIPES_KT_VERSION measures another build of the library (e.g. one
@@ -167,7 +167,7 @@ KotlinResults run_peer(Context& ctx) {
   };
   if (s.quick) argv.emplace_back("--quick");
   if (auto only = kotlin_peer_options().only; !only.empty()) {
-    // Plus the bases of their ratios (see kRegistered).
+    // Plus the bases of their ratios (see kKotlinMetrics).
     only.emplace_back("kt_put_seq");
     if (std::ranges::find(only, "kt_counter_add_16c") != only.end()) only.emplace_back("kt_counter_add_seq");
     std::string csv;
@@ -221,7 +221,7 @@ Metric kt(std::string name, std::string unit, Kind kind, std::string base, int o
 // Right after put_seq and the Go peer (order 100-115): the same cluster state.
 // Rates are normalised by the peer's own put rate through jetcd (kt_put_seq),
 // which is itself shown against put_seq.
-[[maybe_unused]] const bool kRegistered = add_metrics({
+[[maybe_unused]] const bool kKotlinMetrics = add_metrics({
     kt("kt_put_seq", "puts/s", Kind::kRate, "put_seq", 120),
     kt("kt_lock_cycle_seq", "cycles/s", Kind::kRate, "kt_put_seq", 121),
     kt("kt_rwlock_read_cycle_seq", "cycles/s", Kind::kRate, "kt_put_seq", 122),
@@ -248,7 +248,7 @@ Metric kt(std::string name, std::string unit, Kind kind, std::string base, int o
 });
 
 // C++ over Kotlin (latencies: below 1 is better for C++).
-[[maybe_unused]] const bool kComparisons = [] {
+[[maybe_unused]] const bool kKotlinComparisons = [] {
   for (const char* m : {"put_seq", "lock_cycle_seq", "rwlock_read_cycle_seq", "semaphore_cycle_seq", "elect_cycle_seq",
                         "elect_handoff_p50_ms", "queue_cycle_seq", "workqueue_cycle_seq", "workqueue_throughput_8c",
                         "counter_add_seq", "counter_add_16c", "barrier_count_p50_ms", "cache_propagation_p50_ms",

@@ -15,7 +15,7 @@
 #include "etcd/recipes/barrier.h"
 #include "etcd/recipes/metrics.h"
 
-namespace bench {
+namespace bench::metrics_barrier {
 namespace {
 
 using etcd::recipes::DistributedBarrier;
@@ -133,4 +133,4 @@ const BarrierSamples& samples(Context& ctx) {
 });
 
 }  // namespace
-}  // namespace bench
+}  // namespace bench::metrics_barrier

@@ -23,7 +23,7 @@
 #include "etcd/recipes/path_children_cache.h"
 #include "etcd/txn.h"
 
-namespace bench {
+namespace bench::metrics_cache {
 namespace {
 
 using Millis = std::chrono::duration<double, std::milli>;
@@ -246,4 +246,4 @@ const Load& load(Context& ctx) {
     add_comparison({"cache_propagation_vs_watch", "cache_propagation_p50_ms", "watch_latency_p50_ms"});
 
 }  // namespace
-}  // namespace bench
+}  // namespace bench::metrics_cache

@@ -10,7 +10,7 @@
 #include "bench.h"
 #include "etcd/recipes/path_children_cache.h"
 
-namespace bench {
+namespace bench::metrics_cache_scale {
 namespace {
 
 using Seconds = std::chrono::duration<double>;
@@ -67,4 +67,4 @@ double cache_load_1m(Context& ctx) {
     add_metrics({scale_metric("cache_load_s_1m", "s", Kind::kCost, 4050, cache_load_1m)});
 
 }  // namespace
-}  // namespace bench
+}  // namespace bench::metrics_cache_scale

@@ -31,7 +31,7 @@
 #include "etcd/session.h"
 #include "server_metrics.h"
 
-namespace bench {
+namespace bench::metrics_capacity {
 namespace {
 
 using namespace std::chrono_literals;
@@ -657,4 +657,4 @@ Metric capacity(std::string name, int order, std::string unit, std::function<dou
 });
 
 }  // namespace
-}  // namespace bench
+}  // namespace bench::metrics_capacity

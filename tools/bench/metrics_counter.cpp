@@ -22,7 +22,7 @@
 #include "etcd/recipes/atomic_long.h"
 #include "etcd/recipes/metrics.h"
 
-namespace bench {
+namespace bench::metrics_counter {
 namespace {
 
 using etcd::recipes::AtomicLongOptions;
@@ -284,4 +284,4 @@ Metric counter_scale(std::string name, int order, int processes, int adders, Fig
 }) && add_helper_mode({.flag = kAddersWorkerFlag, .run = adders_worker});
 
 }  // namespace
-}  // namespace bench
+}  // namespace bench::metrics_counter

@@ -7,7 +7,7 @@
 #include "bench.h"
 #include "etcd/recipes/service_discovery.h"
 
-namespace bench {
+namespace bench::metrics_discovery {
 namespace {
 
 using etcd::recipes::ServiceInstance;
@@ -82,4 +82,4 @@ double pick_ns(Context& ctx) {
 });
 
 }  // namespace
-}  // namespace bench
+}  // namespace bench::metrics_discovery

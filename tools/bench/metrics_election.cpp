@@ -12,7 +12,7 @@
 #include "etcd/recipes/metrics.h"
 #include "handoff.h"
 
-namespace bench {
+namespace bench::metrics_election {
 namespace {
 
 using etcd::recipes::LeaderLatch;
@@ -165,4 +165,4 @@ const HandoffSamples& turnovers(Context& ctx) {
     add_comparison({"elect_rpcs_vs_go_rpcs", "elect_rpcs_seq", "go_elect_rpcs_seq"});
 
 }  // namespace
-}  // namespace bench
+}  // namespace bench::metrics_election

@@ -27,7 +27,7 @@
 
 #include "bench.h"
 
-namespace bench {
+namespace bench::metrics_failover {
 namespace {
 
 using Millis = std::chrono::duration<double, std::milli>;
@@ -334,4 +334,4 @@ double watch_resume_gap_events(Context& ctx) {
 });
 
 }  // namespace
-}  // namespace bench
+}  // namespace bench::metrics_failover

@@ -12,7 +12,7 @@
 #include "bench.h"
 #include "process.h"
 
-namespace bench {
+namespace bench::metrics_inspect {
 namespace {
 
 constexpr int kItems = 500'000;
@@ -97,4 +97,4 @@ double inspect_500k(Context& ctx) {
     add_metrics({scale_metric("inspect_s_500k", "s", Kind::kCost, 4100, inspect_500k)});
 
 }  // namespace
-}  // namespace bench
+}  // namespace bench::metrics_inspect

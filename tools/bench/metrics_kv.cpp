@@ -4,7 +4,7 @@
 
 #include "bench.h"
 
-namespace bench {
+namespace bench::metrics_kv {
 namespace {
 
 double put_seq(Context& ctx) {
@@ -48,4 +48,4 @@ double range_seq(Context& ctx) {
 });
 
 }  // namespace
-}  // namespace bench
+}  // namespace bench::metrics_kv

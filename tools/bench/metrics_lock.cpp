@@ -20,7 +20,7 @@
 #include "etcd/session.h"
 #include "handoff.h"
 
-namespace bench {
+namespace bench::metrics_lock {
 namespace {
 
 using etcd::recipes::DistributedMutex;
@@ -371,4 +371,4 @@ Parked parked_once(Context& ctx) {
 });
 
 }  // namespace
-}  // namespace bench
+}  // namespace bench::metrics_lock

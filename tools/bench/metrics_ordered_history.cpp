@@ -15,7 +15,7 @@
 #include "etcd/recipes/mutex.h"
 #include "server_metrics.h"
 
-namespace bench {
+namespace bench::metrics_ordered_history {
 namespace {
 
 using Seconds = std::chrono::duration<double>;
@@ -88,4 +88,4 @@ double ordered_cycles_over_deleted_keys(Context& ctx) {
 });
 
 }  // namespace
-}  // namespace bench
+}  // namespace bench::metrics_ordered_history

@@ -14,7 +14,7 @@
 #include "etcd/recipes/metrics.h"
 #include "etcd/recipes/queue.h"
 
-namespace bench {
+namespace bench::metrics_queue {
 namespace {
 
 using etcd::recipes::DistributedQueue;
@@ -208,4 +208,4 @@ double queue_throughput_8c(Context& ctx) {
     add_comparison({"queue_cycle_seq_vs_go", "queue_cycle_seq", "go_queue_cycle_seq"});
 
 }  // namespace
-}  // namespace bench
+}  // namespace bench::metrics_queue

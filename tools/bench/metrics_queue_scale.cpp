@@ -27,7 +27,7 @@
 #include "process.h"
 #include "server_metrics.h"
 
-namespace bench {
+namespace bench::metrics_queue_scale {
 namespace {
 
 using Seconds = std::chrono::duration<double>;
@@ -347,4 +347,4 @@ double workqueue_many_first(Context& ctx) {
     add_helper_mode({.flag = kWorkerFlag, .run = backlog_worker});
 
 }  // namespace
-}  // namespace bench
+}  // namespace bench::metrics_queue_scale

@@ -8,7 +8,7 @@
 #include "etcd/recipes/rwlock.h"
 #include "etcd/recipes/semaphore.h"
 
-namespace bench {
+namespace bench::metrics_rwlock_semaphore {
 namespace {
 
 using etcd::recipes::DistributedReadWriteLock;
@@ -47,4 +47,4 @@ double semaphore_cycle_seq(Context& ctx) {
 });
 
 }  // namespace
-}  // namespace bench
+}  // namespace bench::metrics_rwlock_semaphore

@@ -21,7 +21,7 @@
 #include "process.h"
 #include "server_metrics.h"
 
-namespace bench {
+namespace bench::metrics_scale {
 namespace {
 
 using Seconds = std::chrono::duration<double>;
@@ -275,4 +275,4 @@ Metric scale(std::string name, int order, int total) {
                                           add_helper_mode({.flag = kRegistrationsFlag, .run = registrations_worker});
 
 }  // namespace
-}  // namespace bench
+}  // namespace bench::metrics_scale

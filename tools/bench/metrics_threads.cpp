@@ -6,7 +6,7 @@
 
 #include "bench.h"
 
-namespace bench {
+namespace bench::metrics_threads {
 namespace {
 
 constexpr int kWatches = 1000;
@@ -42,4 +42,4 @@ double client_threads(Context& ctx) {
 });
 
 }  // namespace
-}  // namespace bench
+}  // namespace bench::metrics_threads

@@ -31,7 +31,7 @@
 #include "process.h"
 #include "server_metrics.h"
 
-namespace bench {
+namespace bench::metrics_waiters_scale {
 namespace {
 
 using Seconds = std::chrono::duration<double>;
@@ -329,4 +329,4 @@ Metric waiters(std::string name, const std::string& kind, int order, int total) 
     add_helper_mode({.flag = kWorkerFlag, .run = waiters_worker});
 
 }  // namespace
-}  // namespace bench
+}  // namespace bench::metrics_waiters_scale

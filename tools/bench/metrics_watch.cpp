@@ -15,7 +15,7 @@
 
 #include "bench.h"
 
-namespace bench {
+namespace bench::metrics_watch {
 namespace {
 
 using Millis = std::chrono::duration<double, std::milli>;
@@ -98,4 +98,4 @@ const Samples& samples(Context& ctx) {
 });
 
 }  // namespace
-}  // namespace bench
+}  // namespace bench::metrics_watch

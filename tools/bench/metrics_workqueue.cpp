@@ -23,7 +23,7 @@
 #include "etcd/recipes/work_queue.h"
 #include "process.h"
 
-namespace bench {
+namespace bench::metrics_workqueue {
 namespace {
 
 using etcd::recipes::DistributedWorkQueue;
@@ -388,4 +388,4 @@ double workqueue_redelivery_ms(Context& ctx) {
     add_helper_mode({.flag = kWorkerFlag, .run = workqueue_worker});
 
 }  // namespace
-}  // namespace bench
+}  // namespace bench::metrics_workqueue

@@ -13,24 +13,12 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "process.h"
+
 namespace bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // Waits for `events` on `fd` until `deadline`; false on timeout.
 bool wait_fd(int fd, short events, Clock::time_point deadline) {

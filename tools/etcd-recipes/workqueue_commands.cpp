@@ -38,7 +38,7 @@ constexpr const char* kItemIdEnv = "ETCD_RECIPES_ITEM_ID";
 constexpr const char* kItemKeyEnv = "ETCD_RECIPES_ITEM_KEY";
 constexpr const char* kAttemptEnv = "ETCD_RECIPES_ATTEMPT";
 
-struct PushArgs {
+struct WorkPushArgs {
   std::string name;
   std::vector<std::string> values;
   std::string file;
@@ -61,7 +61,7 @@ int64_t queue_size(Context& ctx, DistributedWorkQueue& q, const std::string& wha
   return check(q.size().timeout(ctx.timeout()).stop_token(ctx.stop()).wait(), what);
 }
 
-int push(Context& ctx, const PushArgs& a) {
+int work_push(Context& ctx, const WorkPushArgs& a) {
   const std::string what = "workqueue push " + a.name;
   std::vector<std::string> values = push_values(a.values, a.file, "workqueue push");
   const std::chrono::milliseconds delay = a.delay.empty() ? std::chrono::milliseconds(0) : *parse_duration(a.delay);
@@ -348,8 +348,8 @@ CLI::Option* add_name(CLI::App* cmd, std::string& name) {
       ->check(name_validator("work queue"));
 }
 
-void add_push(CLI::App* group, Commands& commands) {
-  auto a = std::make_shared<PushArgs>();
+void add_work_push(CLI::App* group, Commands& commands) {
+  auto a = std::make_shared<WorkPushArgs>();
   auto* cmd =
       group->add_subcommand("push", "Add the VALUEs at the tail of the work queue NAME, in order, in one transaction");
   add_name(cmd, a->name);
@@ -366,7 +366,7 @@ void add_push(CLI::App* group, Commands& commands) {
       "  0  added\n"
       "  1  an etcd operation failed (nothing added, or an outcome that stayed unknown: the message says which)\n"
       "  2  invalid usage");
-  commands.on_run(cmd, [a](Context& ctx) { return push(ctx, *a); });
+  commands.on_run(cmd, [a](Context& ctx) { return work_push(ctx, *a); });
 }
 
 void add_work(CLI::App* group, Commands& commands) {
@@ -423,7 +423,7 @@ void add_work(CLI::App* group, Commands& commands) {
   });
 }
 
-void add_size(CLI::App* group, Commands& commands) {
+void add_work_size(CLI::App* group, Commands& commands) {
   auto name = std::make_shared<std::string>();
   auto* cmd = group->add_subcommand("size", "Print how many items the work queue NAME holds (ready, delayed, claimed)");
   add_name(cmd, *name);
@@ -480,9 +480,9 @@ void add_dead_letter_action(CLI::App* group, Commands& commands, bool requeue) {
 void add_workqueue_commands(Commands& commands) {
   auto* group = commands.root().add_subcommand(
       "workqueue", "An at-least-once work queue: push, work -- CMD, size, dead-letters, requeue-dead, purge-dead");
-  add_push(group, commands);
+  add_work_push(group, commands);
   add_work(group, commands);
-  add_size(group, commands);
+  add_work_size(group, commands);
   add_dead_letters(group, commands);
   add_dead_letter_action(group, commands, true);
   add_dead_letter_action(group, commands, false);

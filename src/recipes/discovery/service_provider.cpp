@@ -59,7 +59,7 @@ class StickyStrategy final : public ProviderStrategy {
   std::string id_;
 };
 
-Status check_options(const std::string& service, const ServiceProviderOptions& o) {
+Status check_provider_options(const std::string& service, const ServiceProviderOptions& o) {
   if (Status st = validate_segment("service name", service); !st.ok()) return st;
   if (o.errors_before_ejection < 1) {
     return InvalidArgument("errors_before_ejection must be at least 1 (got " +
@@ -84,7 +84,7 @@ class ProviderState : public std::enable_shared_from_this<ProviderState> {
  public:
   ProviderState(Client client, std::string service, ServiceProviderOptions options)
       : core(std::make_shared<RecipeCore>(client, "ServiceProvider", options.base_path + "/" + service, options.recipe,
-                                          check_options(service, options))),
+                                          check_provider_options(service, options))),
         cache(std::make_shared<ServiceCache>(
             std::move(client), service,
             ServiceCacheOptions{.base_path = options.base_path,

@@ -16,6 +16,7 @@
 #include "../core/calls.h"
 #include "../core/own_presence.h"
 #include "../core/recipe_core.h"
+#include "../core/wall_clock.h"
 #include "client/listener_set.h"
 #include "etcd/recipes/transient.h"
 
@@ -25,11 +26,6 @@ namespace detail {
 namespace {
 
 using RegisteredKey = TypedTransientKeyValue<ServiceInstance, ServiceInstanceCodec>;
-
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 }  // namespace
 
@@ -78,7 +74,7 @@ class RegistryState : public std::enable_shared_from_this<RegistryState> {
       auto link = self->core->link();
       if (Status st = self->core->usable(link); !st.ok()) return done(st);
       if (Status st = validate_instance(*arg); !st.ok()) return done(self->core->named(st));
-      if (arg->registration_time_ms == 0) arg->registration_time_ms = now_ms();
+      if (arg->registration_time_ms == 0) arg->registration_time_ms = wall_clock_ms();
       const std::string key = self->key_of(*arg);
       auto reg = std::make_shared<RegistryEntry>();
       reg->key = std::make_shared<RegisteredKey>(link->client(), key, *arg, self->child_options);

@@ -6,6 +6,7 @@
 
 #include "../core/calls.h"
 #include "../core/recipe_core.h"
+#include "../core/wall_clock.h"
 #include "consumer.h"
 #include "producer.h"
 #include "work_record.h"
@@ -26,11 +27,6 @@ Status check_options(const WorkQueueOptions& o) {
     return InvalidArgument("max_deliveries must be at least 1, got " + std::to_string(o.max_deliveries));
   }
   return Status();
-}
-
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 // The last byte string after every key that starts with `prefix`.
@@ -236,7 +232,7 @@ Call<bool> WorkQueueBase::purge_dead(std::string id) {
 
 Call<Enqueued> WorkQueueBase::enqueue_payloads(std::vector<std::string> payloads, std::chrono::milliseconds delay) {
   if (delay.count() < 0) return refuse(InvalidArgument("enqueue: the delay must not be negative"));
-  const int64_t not_before = delay.count() > 0 ? now_ms() + delay.count() : 0;
+  const int64_t not_before = delay.count() > 0 ? wall_clock_ms() + delay.count() : 0;
   auto records = std::make_shared<std::vector<std::string>>();
   records->reserve(payloads.size());
   for (const auto& p : payloads) records->push_back(encode_work_record(p, not_before));

@@ -5,21 +5,9 @@
 #include "../core/calls.h"
 #include "../core/keys.h"
 #include "../core/strand_steps.h"
+#include "../core/wall_clock.h"
 
 namespace etcd::recipes::detail {
-
-namespace {
-
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-std::chrono::system_clock::time_point from_ms(int64_t ms) {
-  return std::chrono::system_clock::time_point(std::chrono::milliseconds(ms));
-}
-
-}  // namespace
 
 // --- a delivery's ack and requeue ----------------------------------------------------------
 
@@ -42,7 +30,7 @@ Call<bool> WorkClaim::requeue(std::optional<std::chrono::milliseconds> delay) {
     // carried over at the version this put will leave (the claim's put
     // made it f_.version; nobody else writes the item while we hold it).
     txn.then(
-        Op::put(f_.item_key, encode_work_record(f_.payload, now_ms() + delay->count(), f_.attempt, f_.version + 1)));
+        Op::put(f_.item_key, encode_work_record(f_.payload, wall_clock_ms() + delay->count(), f_.attempt, f_.version + 1)));
   }
   txn.otherwise(Op::get(f_.item_key, GetOptions{.keys_only = true}));
   return guarded(std::move(txn), "requeue", "etcd_recipes_workqueue_requeued_total", !(delay && delay->count() > 0));
@@ -166,7 +154,7 @@ std::string ClaimTake::note(const ViewEvent& ev, int64_t revision) {
   }
   if (ev.type != ViewEvent::Type::kRemoved) {
     const WorkRecord record = parse_work_record(ev.entry.value);
-    if (record.not_before_ms > now_ms()) {
+    if (record.not_before_ms > wall_clock_ms()) {
       not_before_[ev.key] = record.not_before_ms;
       delays_.emplace(record.not_before_ms, ev.key);
     }
@@ -179,18 +167,18 @@ bool ClaimTake::ready(const std::string& key, std::chrono::system_clock::time_po
   if (view_revision_ < own_writes_) return false;
   if (own_claims_.count(key) || claimed_.count(key)) return false;
   auto it = not_before_.find(key);
-  return it == not_before_.end() || from_ms(it->second) <= now;
+  return it == not_before_.end() || wall_clock_at(it->second) <= now;
 }
 
 std::optional<std::chrono::system_clock::time_point> ClaimTake::next_ready_time() {
   // Delays that passed are ready for good: forget them.
-  const int64_t now = now_ms();
+  const int64_t now = wall_clock_ms();
   while (!delays_.empty() && delays_.begin()->first <= now) {
     not_before_.erase(delays_.begin()->second);
     delays_.erase(delays_.begin());
   }
   if (delays_.empty()) return std::nullopt;
-  return from_ms(delays_.begin()->first);
+  return wall_clock_at(delays_.begin()->first);
 }
 
 void ClaimTake::take(const std::shared_ptr<ClientLink>& link, const std::string& key, const ViewEntry& entry,
@@ -381,7 +369,7 @@ void ClaimTake::send_claim(const std::shared_ptr<Attempt>& a) {
 
 void ClaimTake::send_dead_letter(const std::shared_ptr<Attempt>& a, std::string reason) {
   const std::string claim_key = keys_.claims + a->id;
-  const int64_t since = now_ms();
+  const int64_t since = wall_clock_ms();
   Txn txn;
   txn.when(Compare::mod_revision(a->key) == a->entry.mod_revision, Compare::create_revision(claim_key) == 0)
       .then(Op::del(a->key), Op::put(keys_.dead + a->id, encode_dead_record(a->payload(), a->deliveries, since, reason)));
