@@ -32,16 +32,16 @@ class Recorder {
   std::vector<T> items_;
 };
 
-using Events = Recorder<std::pair<PresenceEvent, Status>>;
+using PresenceEvents = Recorder<std::pair<PresenceEvent, Status>>;
 
-bool saw(const Events& events, PresenceEvent e) {
+bool saw(const PresenceEvents& events, PresenceEvent e) {
   for (auto& [ev, st] : events.items()) {
     if (ev == e) return true;
   }
   return false;
 }
 
-std::string describe(const Events& events) {
+std::string describe(const PresenceEvents& events) {
   std::string out;
   for (auto& [ev, st] : events.items()) out += std::string(to_string(ev)) + "(" + st.to_string() + ") ";
   return out;
@@ -324,7 +324,7 @@ TEST_F(PresenceTest, RestoresKeysUnderANewLeaseAfterARevoke) {
   PresenceOptions o;
   o.ttl = std::chrono::seconds(5);
   auto presence = PresenceLease::create(client(), o);
-  Events events;
+  PresenceEvents events;
   auto sub = presence->on_event([&](PresenceEvent e, const Status& s) { events.add({e, s}); });
   ASSERT_TRUE(presence->start().wait().ok());
   const int64_t first = presence->lease_id();
@@ -372,7 +372,7 @@ TEST_F(PresenceTest, RestoreNeverOverwritesAKeyAnotherOwnerTookMeanwhile) {
   o.initial_backoff = 100ms;
   o.max_backoff = 300ms;
   auto presence = PresenceLease::create(client(), o);
-  Events events;
+  PresenceEvents events;
   auto sub = presence->on_event([&](PresenceEvent e, const Status& s) { events.add({e, s}); });
   ASSERT_TRUE(presence->start().wait().ok());
   const int64_t first = presence->lease_id();
