@@ -614,6 +614,435 @@ ETCDR_API etcdr_code etcdr_provider_pick(etcdr_provider* provider, int64_t timeo
 ETCDR_API etcdr_code etcdr_provider_note_error(etcdr_provider* provider, const char* id, etcdr_error* err);
 ETCDR_API void etcdr_provider_destroy(etcdr_provider* provider);
 
+/* --- Cancelling asynchronous calls -------------------------------------- *
+ * An etcdr_call is a cancel button the caller owns: give it to any number
+ * of asynchronous calls (the functions that take an `etcdr_call* call`
+ * argument; NULL there: not cancellable) and etcdr_call_cancel() ends
+ * those still pending with ETCDR_CANCELLED — their callbacks run once, as
+ * always. A cancelled acquire, campaign or enter leaves nothing behind:
+ * the key it had created is deleted before its callback runs. */
+
+typedef struct etcdr_call etcdr_call;
+
+ETCDR_API etcdr_code etcdr_call_create(etcdr_call** out, etcdr_error* err);
+/* Cancels every pending call given `call`; a call given it afterwards ends
+ * at once with ETCDR_CANCELLED. Idempotent; from any thread, callbacks
+ * included. */
+ETCDR_API void etcdr_call_cancel(etcdr_call* call);
+/* 1 once etcdr_call_cancel was called. */
+ETCDR_API int etcdr_call_is_cancelled(const etcdr_call* call);
+/* Frees the handle without cancelling: the calls given it go on (and can
+ * no longer be cancelled). NULL is allowed. */
+ETCDR_API void etcdr_call_destroy(etcdr_call* call);
+
+/* The asynchronous calls above, cancellable (`call` may be NULL). */
+ETCDR_API etcdr_code etcdr_mutex_acquire_async_cancellable(etcdr_mutex* mutex, int64_t timeout_ms, etcdr_call* call,
+                                                           etcdr_acquire_cb done, void* user);
+ETCDR_API etcdr_code etcdr_semaphore_acquire_async_cancellable(etcdr_semaphore* sem, int64_t timeout_ms,
+                                                               etcdr_call* call, etcdr_permit_cb done, void* user);
+ETCDR_API etcdr_code etcdr_election_campaign_async_cancellable(etcdr_election* election, int64_t timeout_ms,
+                                                               etcdr_call* call, etcdr_acquire_cb done, void* user);
+ETCDR_API etcdr_code etcdr_queue_pop_async_cancellable(etcdr_queue* queue, int64_t timeout_ms, etcdr_call* call,
+                                                       etcdr_value_cb done, void* user);
+ETCDR_API etcdr_code etcdr_work_queue_receive_async_cancellable(etcdr_work_queue* queue, int64_t timeout_ms,
+                                                                etcdr_call* call, etcdr_work_item_cb done,
+                                                                void* user);
+
+/* --- Connection state, recipe errors, loss ------------------------------ */
+
+/* The connection state of a client or a recipe (etcd::ConnectionState). */
+typedef int32_t etcdr_state;
+enum {
+  ETCDR_STATE_CONNECTED = 0,   /* calls and streams work */
+  ETCDR_STATE_SUSPENDED = 1,   /* calls or streams are failing; leases may still live */
+  ETCDR_STATE_RECONNECTED = 2, /* working again after a suspension */
+  ETCDR_STATE_LOST = 3         /* a lease is known to be gone */
+};
+/* "CONNECTED", "SUSPENDED", ...: static strings ("?" for unknown values). */
+ETCDR_API const char* etcdr_state_name(etcdr_state state);
+
+typedef void (*etcdr_state_cb)(void* user, etcdr_state state);
+/* A background failure a recipe recorded (a retried write, an undecodable
+ * value, a listener that failed): `error` is the library's, valid during
+ * the call only. */
+typedef void (*etcdr_error_cb)(void* user, const etcdr_error* error);
+
+ETCDR_API etcdr_state etcdr_client_state(const etcdr_client* client);
+/* Runs `on_change(user, state)` at every change of the client's connection
+ * state, in order. One callback per handle, replaced by the next call,
+ * removed with NULL (as etcdr_mutex_on_lost). */
+ETCDR_API etcdr_code etcdr_client_on_state_change(etcdr_client* client, etcdr_state_cb on_change, void* user);
+
+/* What every recipe handle shares: its recipe's connection state (that of
+ * its session, if it has one), the background errors it recorded, and
+ * callbacks for both. etcdr_<recipe>_recipe(handle) gives the handle's
+ * etcdr_recipe: it belongs to the handle (never freed by the caller) and
+ * lives as long as it; NULL for a NULL handle. */
+typedef struct etcdr_recipe etcdr_recipe;
+
+ETCDR_API etcdr_recipe* etcdr_mutex_recipe(etcdr_mutex* mutex);
+ETCDR_API etcdr_recipe* etcdr_semaphore_recipe(etcdr_semaphore* sem);
+ETCDR_API etcdr_recipe* etcdr_election_recipe(etcdr_election* election);
+ETCDR_API etcdr_recipe* etcdr_queue_recipe(etcdr_queue* queue);
+ETCDR_API etcdr_recipe* etcdr_work_queue_recipe(etcdr_work_queue* queue);
+ETCDR_API etcdr_recipe* etcdr_counter_recipe(etcdr_counter* counter);
+
+ETCDR_API etcdr_state etcdr_recipe_state(const etcdr_recipe* recipe);
+/* Background errors recorded so far (bounded, oldest dropped). */
+ETCDR_API size_t etcdr_recipe_error_count(const etcdr_recipe* recipe);
+/* The most recent recorded error: its code (ETCDR_OK when none was
+ * recorded), and `out` (may be NULL) filled with it. */
+ETCDR_API etcdr_code etcdr_recipe_last_error(const etcdr_recipe* recipe, etcdr_error* out);
+ETCDR_API void etcdr_recipe_clear_errors(etcdr_recipe* recipe);
+/* `on_error(user, error)` for each error recorded from now on. One
+ * callback per recipe handle, NULL removes it (as etcdr_mutex_on_lost). */
+ETCDR_API etcdr_code etcdr_recipe_on_error(etcdr_recipe* recipe, etcdr_error_cb on_error, void* user);
+/* `on_change(user, state)` at every connection-state change of the recipe. */
+ETCDR_API etcdr_code etcdr_recipe_on_state_change(etcdr_recipe* recipe, etcdr_state_cb on_change, void* user);
+
+/* Runs `on_lost(user, why)` once if this permit is lost (its lease ended,
+ * its key was deleted), not when it is released. One callback per permit;
+ * NULL removes it (as etcdr_mutex_on_lost). */
+ETCDR_API etcdr_code etcdr_permit_on_lost(etcdr_permit* permit, etcdr_lost_cb on_lost, void* user);
+
+/* --- Read-write lock: many readers or one writer, fair to writers -------
+ * Keys NAME/read/<lease> and NAME/write/<lease> (docs/recipes/locks.md).
+ * A handle has two sides, ETCDR_READ and ETCDR_WRITE, each a lock as
+ * etcdr_mutex is (one hold at a time, fencing tokens, loss). A write hold
+ * excludes every other hold; read holds share. Upgrading is refused:
+ * acquiring the write side while this handle holds or waits for the read
+ * side is ETCDR_FAILED_PRECONDITION (release the read side first); use
+ * etcdr_rwlock_downgrade to go from write to read keeping the place. */
+
+typedef struct etcdr_rwlock etcdr_rwlock;
+typedef int32_t etcdr_rwlock_mode;
+enum { ETCDR_READ = 0, ETCDR_WRITE = 1 };
+
+ETCDR_API etcdr_code etcdr_rwlock_create(etcdr_client* client, const char* name, const etcdr_recipe_options* options,
+                                         etcdr_rwlock** out, etcdr_error* err);
+/* Waits until side `mode` is held; `token` (may be NULL) gets its fencing
+ * token: write tokens strictly increase from one writer to the next; a read
+ * token is above every earlier write token and below every later one. */
+ETCDR_API etcdr_code etcdr_rwlock_acquire(etcdr_rwlock* rw, etcdr_rwlock_mode mode, int64_t timeout_ms,
+                                          int64_t* token, etcdr_error* err);
+/* Side `mode` only if it can be held now: `acquired` gets 1 or 0. */
+ETCDR_API etcdr_code etcdr_rwlock_try_acquire(etcdr_rwlock* rw, etcdr_rwlock_mode mode, int* acquired,
+                                              int64_t* token, etcdr_error* err);
+/* etcdr_rwlock_acquire without blocking (`call` may be NULL). */
+ETCDR_API etcdr_code etcdr_rwlock_acquire_async(etcdr_rwlock* rw, etcdr_rwlock_mode mode, int64_t timeout_ms,
+                                                etcdr_call* call, etcdr_acquire_cb done, void* user);
+/* As etcdr_mutex_release, for side `mode`. */
+ETCDR_API ETCDR_MUST_CHECK etcdr_code etcdr_rwlock_release(etcdr_rwlock* rw, etcdr_rwlock_mode mode,
+                                                           etcdr_error* err);
+/* Turns the write hold into a read hold in one write, keeping its place
+ * and token: ETCDR_FAILED_PRECONDITION if the write side is not held,
+ * ETCDR_ABORTED (HOLD_LOST) if it was lost. */
+ETCDR_API etcdr_code etcdr_rwlock_downgrade(etcdr_rwlock* rw, etcdr_error* err);
+/* Advisory: 1 while side `mode` is held and not seen lost. */
+ETCDR_API int etcdr_rwlock_is_held(const etcdr_rwlock* rw, etcdr_rwlock_mode mode);
+/* `on_lost(user, why)` each time a hold of either side is lost (as
+ * etcdr_mutex_on_lost). */
+ETCDR_API etcdr_code etcdr_rwlock_on_lost(etcdr_rwlock* rw, etcdr_lost_cb on_lost, void* user);
+ETCDR_API etcdr_recipe* etcdr_rwlock_recipe(etcdr_rwlock* rw);
+/* Releases what it holds (without waiting), fails pending acquires with
+ * reason CLOSED and frees the handle. */
+ETCDR_API void etcdr_rwlock_destroy(etcdr_rwlock* rw);
+
+/* --- Priority queue: lowest priority value first, FIFO within one -------- */
+
+typedef struct etcdr_priority_queue etcdr_priority_queue;
+
+ETCDR_API etcdr_code etcdr_priority_queue_create(etcdr_client* client, const char* name,
+                                                 const etcdr_recipe_options* options, etcdr_priority_queue** out,
+                                                 etcdr_error* err);
+/* Adds an item of `priority` (0..65535, lower served first; anything else
+ * is ETCDR_INVALID_ARGUMENT, nothing written). One transaction. */
+ETCDR_API etcdr_code etcdr_priority_queue_push(etcdr_priority_queue* queue, const char* value, size_t value_len,
+                                               int64_t priority, int64_t timeout_ms, etcdr_error* err);
+/* As etcdr_queue_pop / _try_pop / _pop_async / _size. */
+ETCDR_API etcdr_code etcdr_priority_queue_pop(etcdr_priority_queue* queue, int64_t timeout_ms, char** value,
+                                              size_t* value_len, etcdr_error* err);
+ETCDR_API etcdr_code etcdr_priority_queue_try_pop(etcdr_priority_queue* queue, int* found, char** value,
+                                                  size_t* value_len, etcdr_error* err);
+ETCDR_API etcdr_code etcdr_priority_queue_pop_async(etcdr_priority_queue* queue, int64_t timeout_ms,
+                                                    etcdr_call* call, etcdr_value_cb done, void* user);
+ETCDR_API etcdr_code etcdr_priority_queue_size(etcdr_priority_queue* queue, int64_t* size, etcdr_error* err);
+ETCDR_API etcdr_recipe* etcdr_priority_queue_recipe(etcdr_priority_queue* queue);
+ETCDR_API void etcdr_priority_queue_destroy(etcdr_priority_queue* queue);
+
+/* --- Barriers (docs/recipes/barriers.md) -------------------------------- */
+
+/* `done(user, result)` of an asynchronous call with no value. */
+typedef void (*etcdr_done_cb)(void* user, const etcdr_error* result);
+
+/* A gate: set closes it, remove opens it, wait returns once it is open.
+ * Keys NAME (under the setter's lease; etcd's Go Barrier's key) and
+ * NAME/set-by. */
+typedef struct etcdr_barrier etcdr_barrier;
+
+ETCDR_API etcdr_code etcdr_barrier_create(etcdr_client* client, const char* name, const etcdr_recipe_options* options,
+                                          etcdr_barrier** out, etcdr_error* err);
+/* Closes the gate; `was_open` (may be NULL) gets 1 if it was open. */
+ETCDR_API etcdr_code etcdr_barrier_set(etcdr_barrier* barrier, int64_t timeout_ms, int* was_open, etcdr_error* err);
+/* Opens the gate, whoever set it; `was_set` (may be NULL) gets 1 if it was set. */
+ETCDR_API etcdr_code etcdr_barrier_remove(etcdr_barrier* barrier, int64_t timeout_ms, int* was_set,
+                                          etcdr_error* err);
+/* Returns once the gate is open (at once if it is). */
+ETCDR_API etcdr_code etcdr_barrier_wait(etcdr_barrier* barrier, int64_t timeout_ms, etcdr_error* err);
+ETCDR_API etcdr_code etcdr_barrier_wait_async(etcdr_barrier* barrier, int64_t timeout_ms, etcdr_call* call,
+                                              etcdr_done_cb done, void* user);
+ETCDR_API etcdr_recipe* etcdr_barrier_recipe(etcdr_barrier* barrier);
+/* Frees the handle; a gate it set stays set (it is explicit state). */
+ETCDR_API void etcdr_barrier_destroy(etcdr_barrier* barrier);
+
+/* N parties meet: each wait is one party and returns once `parties` are
+ * waiting. A party that times out or is cancelled leaves (not counted). */
+typedef struct etcdr_barrier_with_count etcdr_barrier_with_count;
+
+ETCDR_API etcdr_code etcdr_barrier_with_count_create(etcdr_client* client, const char* name, int64_t parties,
+                                                     const etcdr_recipe_options* options,
+                                                     etcdr_barrier_with_count** out, etcdr_error* err);
+ETCDR_API etcdr_code etcdr_barrier_with_count_wait(etcdr_barrier_with_count* barrier, int64_t timeout_ms,
+                                                   etcdr_error* err);
+ETCDR_API etcdr_code etcdr_barrier_with_count_wait_async(etcdr_barrier_with_count* barrier, int64_t timeout_ms,
+                                                         etcdr_call* call, etcdr_done_cb done, void* user);
+/* Parties waiting now, as etcd has them. */
+ETCDR_API etcdr_code etcdr_barrier_with_count_waiting(etcdr_barrier_with_count* barrier, int64_t* waiting,
+                                                      etcdr_error* err);
+ETCDR_API etcdr_recipe* etcdr_barrier_with_count_recipe(etcdr_barrier_with_count* barrier);
+ETCDR_API void etcdr_barrier_with_count_destroy(etcdr_barrier_with_count* barrier);
+
+/* N parties enter together and leave together; one handle is one party.
+ * enter returns once `parties` are in; leave once all of them left. */
+typedef struct etcdr_double_barrier etcdr_double_barrier;
+
+ETCDR_API etcdr_code etcdr_double_barrier_create(etcdr_client* client, const char* name, int64_t parties,
+                                                 const etcdr_recipe_options* options, etcdr_double_barrier** out,
+                                                 etcdr_error* err);
+/* ETCDR_FAILED_PRECONDITION if this handle is in already; a timeout or a
+ * cancel withdraws the party (its key is deleted). */
+ETCDR_API etcdr_code etcdr_double_barrier_enter(etcdr_double_barrier* barrier, int64_t timeout_ms, etcdr_error* err);
+ETCDR_API etcdr_code etcdr_double_barrier_enter_async(etcdr_double_barrier* barrier, int64_t timeout_ms,
+                                                      etcdr_call* call, etcdr_done_cb done, void* user);
+/* ETCDR_FAILED_PRECONDITION if this handle has not entered; after a
+ * timeout the party has left all the same. */
+ETCDR_API etcdr_code etcdr_double_barrier_leave(etcdr_double_barrier* barrier, int64_t timeout_ms, etcdr_error* err);
+ETCDR_API etcdr_code etcdr_double_barrier_leave_async(etcdr_double_barrier* barrier, int64_t timeout_ms,
+                                                      etcdr_call* call, etcdr_done_cb done, void* user);
+/* 1 while entered and not left. */
+ETCDR_API int etcdr_double_barrier_entered(const etcdr_double_barrier* barrier);
+ETCDR_API etcdr_recipe* etcdr_double_barrier_recipe(etcdr_double_barrier* barrier);
+ETCDR_API void etcdr_double_barrier_destroy(etcdr_double_barrier* barrier);
+
+/* --- Caches: local copies kept current by a watch (docs/recipes/caches.md)
+ * A cache reads at revision R and watches from R+1; after a gap it cannot
+ * resume (a compaction while cut off) it reads again and reports the
+ * difference (events with `resync` set). Events are delivered one at a
+ * time, in revision order, on the client's callback threads. */
+
+/* One cached key. Filled by the library; valid as long as what handed it
+ * out (an event: during the callback; a list: until it is freed). */
+typedef struct etcdr_node {
+  size_t size; /* sizeof the library's etcdr_node: fields are only appended */
+  const char* key;
+  size_t key_len;
+  /* The key after the cache's path + "/" (a node cache: the whole key). */
+  const char* name;
+  size_t name_len;
+  const char* value; /* NUL-terminated for convenience */
+  size_t value_len;
+  int64_t create_revision;
+  int64_t mod_revision;
+  int64_t version;
+  int64_t lease;
+} etcdr_node;
+
+typedef int32_t etcdr_cache_event_type;
+enum {
+  ETCDR_CACHE_ADDED = 0,       /* a key appeared: current */
+  ETCDR_CACHE_UPDATED = 1,     /* its value, lease or incarnation changed: previous, current */
+  ETCDR_CACHE_REMOVED = 2,     /* it is gone: previous */
+  ETCDR_CACHE_INITIALIZED = 3, /* the first read is done (node cache: current if the key exists) */
+  ETCDR_CACHE_RESET = 4        /* a resync after a gap is done (children cache): cause says why */
+};
+
+typedef struct etcdr_cache_event {
+  size_t size; /* sizeof the library's etcdr_cache_event */
+  etcdr_cache_event_type type;
+  const etcdr_node* previous; /* NULL when none */
+  const etcdr_node* current;  /* NULL when none */
+  /* The cache is exact at this revision after the event. */
+  int64_t revision;
+  /* Part of the difference found by a read after a gap. */
+  int32_t resync;
+  /* ETCDR_CACHE_RESET: why the cache read again; else NULL. */
+  const etcdr_error* cause;
+} etcdr_cache_event;
+
+/* `event` and everything it points to are the library's, valid during the
+ * call only. */
+typedef void (*etcdr_cache_event_cb)(void* user, const etcdr_cache_event* event);
+
+/* A list of nodes (etcdr_path_children_cache_list), sorted by key. */
+typedef struct etcdr_node_list etcdr_node_list;
+ETCDR_API size_t etcdr_node_list_count(const etcdr_node_list* list);
+/* Node `i` (< count), or NULL. */
+ETCDR_API const etcdr_node* etcdr_node_list_at(const etcdr_node_list* list, size_t i);
+/* The revision the list is exact at (0: the cache was not initialized). */
+ETCDR_API int64_t etcdr_node_list_revision(const etcdr_node_list* list);
+ETCDR_API void etcdr_node_list_free(etcdr_node_list* list);
+
+/* One key. */
+typedef struct etcdr_node_cache etcdr_node_cache;
+
+/* No I/O: set the callback, then etcdr_node_cache_start. */
+ETCDR_API etcdr_code etcdr_node_cache_create(etcdr_client* client, const char* key,
+                                             const etcdr_recipe_options* options, etcdr_node_cache** out,
+                                             etcdr_error* err);
+/* Events of the key: INITIALIZED (once, after the first read), ADDED,
+ * UPDATED, REMOVED. A callback set after the first read hears of later
+ * changes only. One per handle; NULL removes it (as etcdr_mutex_on_lost). */
+ETCDR_API etcdr_code etcdr_node_cache_on_change(etcdr_node_cache* cache, etcdr_cache_event_cb on_change, void* user);
+/* Begins the first read and the watch in the background. Idempotent. */
+ETCDR_API etcdr_code etcdr_node_cache_start(etcdr_node_cache* cache, etcdr_error* err);
+/* Starts the cache if needed and waits for its first read. */
+ETCDR_API etcdr_code etcdr_node_cache_wait_initialized(etcdr_node_cache* cache, int64_t timeout_ms,
+                                                       etcdr_error* err);
+/* The cached node now: `found` gets 1 and `value` (freed with etcdr_free)
+ * its value, or 0 if the key is absent (or before the first read).
+ * `mod_revision` may be NULL. No I/O. */
+ETCDR_API etcdr_code etcdr_node_cache_get(etcdr_node_cache* cache, int* found, char** value, size_t* value_len,
+                                          int64_t* mod_revision, etcdr_error* err);
+ETCDR_API etcdr_recipe* etcdr_node_cache_recipe(etcdr_node_cache* cache);
+ETCDR_API void etcdr_node_cache_destroy(etcdr_node_cache* cache);
+
+/* The keys under PATH + "/". */
+typedef struct etcdr_path_children_cache etcdr_path_children_cache;
+
+enum {
+  ETCDR_CACHE_START_NORMAL = 0,        /* the first read's children arrive as ADDED events */
+  ETCDR_CACHE_START_SILENT = 1,        /* the first read fills the cache without events */
+  ETCDR_CACHE_START_POST_INITIALIZED = 2 /* as NORMAL, then one INITIALIZED event */
+};
+
+typedef struct etcdr_path_children_cache_options {
+  size_t size; /* set by etcdr_path_children_cache_options_init */
+  int32_t start_mode; /* ETCDR_CACHE_START_*; 0: NORMAL */
+  /* Non-zero: every key under PATH/ (names contain '/'); 0: direct children only. */
+  int32_t subtree;
+  /* Keys per read of a (re)load. 0: 1000. */
+  int64_t page_size;
+} etcdr_path_children_cache_options;
+
+ETCDR_API void etcdr_path_children_cache_options_init(etcdr_path_children_cache_options* options, size_t size);
+/* No I/O. `options` and `cache_options` may be NULL. */
+ETCDR_API etcdr_code etcdr_path_children_cache_create(etcdr_client* client, const char* path,
+                                                      const etcdr_recipe_options* options,
+                                                      const etcdr_path_children_cache_options* cache_options,
+                                                      etcdr_path_children_cache** out, etcdr_error* err);
+/* Events of the children: ADDED, UPDATED, REMOVED (with the child's
+ * node), INITIALIZED (START_POST_INITIALIZED), RESET. As
+ * etcdr_node_cache_on_change. */
+ETCDR_API etcdr_code etcdr_path_children_cache_on_event(etcdr_path_children_cache* cache,
+                                                        etcdr_cache_event_cb on_event, void* user);
+ETCDR_API etcdr_code etcdr_path_children_cache_start(etcdr_path_children_cache* cache, etcdr_error* err);
+ETCDR_API etcdr_code etcdr_path_children_cache_wait_initialized(etcdr_path_children_cache* cache,
+                                                                int64_t timeout_ms, etcdr_error* err);
+/* Every cached child now, sorted by key (freed with etcdr_node_list_free). No I/O. */
+ETCDR_API etcdr_code etcdr_path_children_cache_list(etcdr_path_children_cache* cache, etcdr_node_list** out,
+                                                    etcdr_error* err);
+/* The child called `name` (the key PATH/name): as etcdr_node_cache_get. */
+ETCDR_API etcdr_code etcdr_path_children_cache_get(etcdr_path_children_cache* cache, const char* name, int* found,
+                                                   char** value, size_t* value_len, int64_t* mod_revision,
+                                                   etcdr_error* err);
+ETCDR_API etcdr_recipe* etcdr_path_children_cache_recipe(etcdr_path_children_cache* cache);
+ETCDR_API void etcdr_path_children_cache_destroy(etcdr_path_children_cache* cache);
+
+/* --- Watches: the raw events of a key or a prefix ----------------------- */
+
+typedef struct etcdr_watch etcdr_watch;
+
+typedef struct etcdr_watch_options {
+  size_t size; /* set by etcdr_watch_options_init */
+  /* Non-zero: every key starting with `key`. */
+  int32_t prefix;
+  /* Non-zero: events carry the key's previous value. */
+  int32_t prev_kv;
+  /* Deliver events from this revision on. 0: from now. */
+  int64_t start_revision;
+} etcdr_watch_options;
+
+ETCDR_API void etcdr_watch_options_init(etcdr_watch_options* options, size_t size);
+
+enum { ETCDR_WATCH_PUT = 0, ETCDR_WATCH_DELETE = 1 };
+
+typedef struct etcdr_watch_event {
+  size_t size; /* sizeof the library's etcdr_watch_event */
+  int32_t type; /* ETCDR_WATCH_PUT / ETCDR_WATCH_DELETE */
+  const etcdr_node* kv;   /* the key after the event (a delete: key and mod_revision only) */
+  const etcdr_node* prev; /* with prev_kv: the key before, if it existed; else NULL */
+} etcdr_watch_event;
+
+/* `on_events(user, status, events, count, revision)`: a batch of `count`
+ * events in revision order (`revision`: the store revision they bring the
+ * watcher to). When `status->code` is not OK the watch has ended and this
+ * is the last call (no events): reason RESYNC_NEEDED (the revision to
+ * resume from was compacted: read again and watch anew), or CLOSED.
+ * Everything is the library's, valid during the call only. Calls come one
+ * at a time, in order, on the client's callback threads; reconnections in
+ * between lose and repeat nothing. */
+typedef void (*etcdr_watch_cb)(void* user, const etcdr_error* status, const etcdr_watch_event* events, size_t count,
+                               int64_t revision);
+
+/* Starts watching `key` (or the prefix) at once. */
+ETCDR_API etcdr_code etcdr_watch_create(etcdr_client* client, const char* key, size_t key_len,
+                                        const etcdr_watch_options* options, etcdr_watch_cb on_events, void* user,
+                                        etcdr_watch** out, etcdr_error* err);
+/* Waits until etcd has confirmed the watch (events from then on are
+ * delivered): ETCDR_DEADLINE_EXCEEDED if not within the timeout. */
+ETCDR_API etcdr_code etcdr_watch_wait_created(etcdr_watch* watch, int64_t timeout_ms, etcdr_error* err);
+/* Cancels the watch and frees the handle: the callback does not run after
+ * this returns (a run in progress on another thread is waited for, unless
+ * this is called from the callback). */
+ETCDR_API void etcdr_watch_destroy(etcdr_watch* watch);
+
+/* --- Transient keys: a key that lives while its owner does --------------
+ * Created under a presence lease (TTL session_ttl_s), only where absent;
+ * healed (re-created with the current value) after a loss where still
+ * free; deleted by destroy. docs/recipes/transient.md. */
+
+typedef struct etcdr_transient etcdr_transient;
+
+/* No I/O. */
+ETCDR_API etcdr_code etcdr_transient_create(etcdr_client* client, const char* key, const char* value,
+                                            size_t value_len, const etcdr_recipe_options* options,
+                                            etcdr_transient** out, etcdr_error* err);
+/* Creates the key if absent; ETCDR_ALREADY_EXISTS (nothing written) if
+ * another owner has it. Idempotent while the key is ours. */
+ETCDR_API etcdr_code etcdr_transient_create_key(etcdr_transient* transient, int64_t timeout_ms, etcdr_error* err);
+/* Changes the value (the key is created first if it never was):
+ * ETCDR_ABORTED (HOLD_LOST) while the key is not ours (the value is kept
+ * and written when it heals). */
+ETCDR_API etcdr_code etcdr_transient_set_value(etcdr_transient* transient, const char* value, size_t value_len,
+                                               int64_t timeout_ms, etcdr_error* err);
+/* Deletes the key if it is still ours and ends the handle's work (later
+ * calls fail with reason CLOSED); `was_ours` (may be NULL) gets 1 if it was. */
+ETCDR_API etcdr_code etcdr_transient_release(etcdr_transient* transient, int64_t timeout_ms, int* was_ours,
+                                             etcdr_error* err);
+/* Advisory: the key exists and is ours. */
+ETCDR_API int etcdr_transient_is_held(const etcdr_transient* transient);
+/* The key's create revision while it is ours, else 0. */
+ETCDR_API int64_t etcdr_transient_create_revision(const etcdr_transient* transient);
+/* `on_lost(user, why)` once per loss (lease lost, key deleted or taken);
+ * `on_restored(user)` when it was re-created after a loss. One of each
+ * per handle; NULL removes it (as etcdr_mutex_on_lost). */
+ETCDR_API etcdr_code etcdr_transient_on_lost(etcdr_transient* transient, etcdr_lost_cb on_lost, void* user);
+ETCDR_API etcdr_code etcdr_transient_on_restored(etcdr_transient* transient, void (*on_restored)(void* user),
+                                                 void* user);
+ETCDR_API etcdr_recipe* etcdr_transient_recipe(etcdr_transient* transient);
+/* Deletes the key if ours (without waiting) and frees the handle. */
+ETCDR_API void etcdr_transient_destroy(etcdr_transient* transient);
+
 #ifdef __cplusplus
 }
 #endif

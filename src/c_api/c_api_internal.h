@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <stop_token>
 #include <string>
 #include <utility>
 
@@ -19,8 +20,23 @@
 #include "etcd/status.h"
 #include "etcd_recipes.h"
 
+namespace etcdr_impl {
+template <class Fn>
+class CallbackSlot;
+}  // namespace etcdr_impl
+
 struct etcdr_client {
   etcd::Client client;
+  // The one connection-state callback of the handle (etcdr_client_on_state_change).
+  std::shared_ptr<etcdr_impl::CallbackSlot<etcdr_state_cb>> state = nullptr;
+  etcd::Subscription state_sub{};
+};
+
+// A cancellation handle (etcdr_call_create): the stop source whose token
+// the asynchronous calls given it carry. The token shares the source's
+// state, so a call outlives the handle safely.
+struct etcdr_call {
+  std::stop_source source;
 };
 
 namespace etcdr_impl {
@@ -171,8 +187,48 @@ class CallbackSlot {
   void* user_ = nullptr;
 };
 
+// An optional byte string from the C side (NULL with length 0: empty).
+inline std::string bytes(const char* p, size_t n) { return n == 0 ? std::string() : std::string(p, n); }
+
+// A recipe's close() for a destroy, which has no one to report to.
+template <class R>
+void close_quietly(R& recipe) noexcept {
+  try {
+    recipe.close();
+  } catch (...) {
+    // Nothing a destroy could act on.
+  }
+}
+
+// `call` made cancellable by `cancel` (may be NULL: not cancellable).
+template <class T>
+etcd::Call<T> with_cancel(etcd::Call<T> call, const etcdr_call* cancel) {
+  if (cancel != nullptr) call.stop_token(cancel->source.get_token());
+  return call;
+}
+
 // A recipe name as the C API accepts it: not NULL, not empty (the recipe
 // checks the rest).
 inline bool bad_name(const char* name) { return name == nullptr || *name == '\0'; }
 
 }  // namespace etcdr_impl
+
+// What every recipe handle answers about its recipe (etcdr_recipe_*): the
+// error and connection-state callbacks, over the C++ recipe's on_error and
+// on_state_change. A member of each recipe handle; etcdr_*_recipe() hands
+// out a pointer to it.
+struct etcdr_recipe {
+  etcd::recipes::RecipeHandle* recipe = nullptr;
+  std::shared_ptr<etcdr_impl::CallbackSlot<etcdr_error_cb>> errors =
+      std::make_shared<etcdr_impl::CallbackSlot<etcdr_error_cb>>();
+  std::shared_ptr<etcdr_impl::CallbackSlot<etcdr_state_cb>> states =
+      std::make_shared<etcdr_impl::CallbackSlot<etcdr_state_cb>>();
+  etcd::Subscription error_sub{};
+  etcd::Subscription state_sub{};
+
+  // Subscribes the slots to `r`, which must outlive this (the handle owns both).
+  void bind(etcd::recipes::RecipeHandle& r);
+  // Clears the callbacks (waiting for a run in progress) and unsubscribes:
+  // the first thing every recipe handle's destroy does.
+  void unbind() noexcept;
+};

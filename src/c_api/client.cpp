@@ -168,7 +168,12 @@ void etcdr_client_close(etcdr_client* client) {
   if (client != nullptr) client->client.close();
 }
 
-void etcdr_client_destroy(etcdr_client* client) { delete client; }
+void etcdr_client_destroy(etcdr_client* client) {
+  if (client == nullptr) return;
+  if (client->state != nullptr) client->state->set(nullptr, nullptr);
+  client->state_sub.reset();
+  delete client;
+}
 
 etcdr_code etcdr_get(etcdr_client* client, const char* key, size_t key_len, int64_t timeout_ms, char** value,
                      size_t* value_len, int64_t* mod_revision, etcdr_error* err) {

@@ -6,6 +6,7 @@
 // freeing what those calls still use.
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -20,6 +21,7 @@ using etcdr_impl::guarded;
 using etcdr_impl::invalid;
 using etcdr_impl::invoke_with_status;
 using etcdr_impl::ok;
+using etcdr_impl::with_cancel;
 using etcdr_impl::with_timeout;
 namespace r = etcd::recipes;
 
@@ -31,15 +33,21 @@ struct etcdr_mutex {
   std::shared_ptr<std::atomic<bool>> acquired = std::make_shared<std::atomic<bool>>(false);
   std::shared_ptr<CallbackSlot<etcdr_lost_cb>> lost = std::make_shared<CallbackSlot<etcdr_lost_cb>>();
   etcd::Subscription lost_sub;
+  etcdr_recipe recipe;
 };
 
 struct etcdr_semaphore {
   std::shared_ptr<r::DistributedSemaphore> sem;
+  etcdr_recipe recipe;
 };
 
 struct etcdr_permit {
   r::Hold hold;
   std::atomic<bool> released{false};
+  // etcdr_permit_on_lost: subscribed to the hold on first use.
+  std::shared_ptr<CallbackSlot<etcdr_lost_cb>> lost{};
+  etcd::Subscription lost_sub{};
+  std::mutex lost_mu{};
 };
 
 namespace {
@@ -67,6 +75,7 @@ struct etcdr_election {
   std::shared_ptr<Leadership> leadership = std::make_shared<Leadership>();
   etcd::Subscription is_leader_sub;
   etcd::Subscription not_leader_sub;
+  etcdr_recipe recipe;
 };
 
 extern "C" {
@@ -88,6 +97,7 @@ etcdr_code etcdr_mutex_create(etcdr_client* client, const char* name, const etcd
     // For a lock, start() only checks the input (no I/O): a bad name is
     // reported here rather than at the first acquire.
     handle->mutex->start();
+    handle->recipe.bind(*handle->mutex);
     handle->lost_sub = handle->mutex->on_lost([slot = handle->lost](const etcd::Status& why) {
       slot->run([&](etcdr_lost_cb cb, void* user) { invoke_with_status(cb, user, why); });
     });
@@ -125,10 +135,15 @@ etcdr_code etcdr_mutex_try_acquire(etcdr_mutex* mutex, int* acquired, int64_t* t
 }
 
 etcdr_code etcdr_mutex_acquire_async(etcdr_mutex* mutex, int64_t timeout_ms, etcdr_acquire_cb done, void* user) {
+  return etcdr_mutex_acquire_async_cancellable(mutex, timeout_ms, nullptr, done, user);
+}
+
+etcdr_code etcdr_mutex_acquire_async_cancellable(etcdr_mutex* mutex, int64_t timeout_ms, etcdr_call* call,
+                                                 etcdr_acquire_cb done, void* user) {
   return guarded(nullptr, [&] {
     if (mutex == nullptr || done == nullptr)
       return invalid(nullptr, "etcdr_mutex_acquire_async: mutex and done are required");
-    with_timeout(mutex->mutex->acquire(), timeout_ms)
+    with_timeout(with_cancel(mutex->mutex->acquire(), call), timeout_ms)
         .then([keep = mutex->mutex, acquired = mutex->acquired, done, user](etcd::Result<r::Hold> h) {
           if (h.ok()) acquired->store(true);
           invoke_with_status(done, user, h.status(), h.ok() ? h->token() : int64_t{0});
@@ -158,6 +173,7 @@ etcdr_code etcdr_mutex_on_lost(etcdr_mutex* mutex, etcdr_lost_cb on_lost, void* 
 
 void etcdr_mutex_destroy(etcdr_mutex* mutex) {
   if (mutex == nullptr) return;
+  mutex->recipe.unbind();
   mutex->lost->set(nullptr, nullptr);
   mutex->lost_sub.reset();
   try {
@@ -182,6 +198,7 @@ etcdr_code etcdr_semaphore_create(etcdr_client* client, const char* name, int32_
     auto handle = std::make_unique<etcdr_semaphore>();
     handle->sem = std::make_shared<r::DistributedSemaphore>(client->client, name, permits, std::move(ro));
     handle->sem->start();
+    handle->recipe.bind(*handle->sem);
     *out = handle.release();
     return ok(err);
   });
@@ -213,10 +230,15 @@ etcdr_code etcdr_semaphore_try_acquire(etcdr_semaphore* sem, etcdr_permit** perm
 }
 
 etcdr_code etcdr_semaphore_acquire_async(etcdr_semaphore* sem, int64_t timeout_ms, etcdr_permit_cb done, void* user) {
+  return etcdr_semaphore_acquire_async_cancellable(sem, timeout_ms, nullptr, done, user);
+}
+
+etcdr_code etcdr_semaphore_acquire_async_cancellable(etcdr_semaphore* sem, int64_t timeout_ms, etcdr_call* call,
+                                                     etcdr_permit_cb done, void* user) {
   return guarded(nullptr, [&] {
     if (sem == nullptr || done == nullptr)
       return invalid(nullptr, "etcdr_semaphore_acquire_async: sem and done are required");
-    with_timeout(sem->sem->acquire(), timeout_ms).then([keep = sem->sem, done, user](etcd::Result<r::Hold> h) {
+    with_timeout(with_cancel(sem->sem->acquire(), call), timeout_ms).then([keep = sem->sem, done, user](etcd::Result<r::Hold> h) {
       etcdr_impl::complete_with_handle<etcdr_permit>(done, user, std::move(h));
     });
     return etcdr_code{ETCDR_OK};
@@ -237,6 +259,7 @@ etcdr_code etcdr_semaphore_available(etcdr_semaphore* sem, int32_t* available, e
 
 void etcdr_semaphore_destroy(etcdr_semaphore* sem) {
   if (sem == nullptr) return;
+  sem->recipe.unbind();
   try {
     sem->sem->close();
   } catch (...) {
@@ -262,7 +285,34 @@ etcdr_code etcdr_permit_release(etcdr_permit* permit, etcdr_error* err) {
   });
 }
 
-void etcdr_permit_destroy(etcdr_permit* permit) { delete permit; }  // the last Hold copy releases
+etcdr_code etcdr_permit_on_lost(etcdr_permit* permit, etcdr_lost_cb on_lost, void* user) {
+  return guarded(nullptr, [&] {
+    if (permit == nullptr) return invalid(nullptr, "etcdr_permit_on_lost: permit is NULL");
+    std::shared_ptr<CallbackSlot<etcdr_lost_cb>> slot;
+    {
+      std::lock_guard lock(permit->lost_mu);
+      if (permit->lost == nullptr) {
+        permit->lost = std::make_shared<CallbackSlot<etcdr_lost_cb>>();
+        permit->lost_sub = permit->hold.on_lost([slot = permit->lost](const etcd::Status& why) {
+          slot->run([&](etcdr_lost_cb cb, void* u) { invoke_with_status(cb, u, why); });
+        });
+      }
+      slot = permit->lost;
+    }
+    slot->set(on_lost, user);
+    return etcdr_code{ETCDR_OK};
+  });
+}
+
+void etcdr_permit_destroy(etcdr_permit* permit) {
+  if (permit == nullptr) return;
+  if (permit->lost != nullptr) permit->lost->set(nullptr, nullptr);
+  permit->lost_sub.reset();
+  delete permit;  // the last Hold copy releases
+}
+
+etcdr_recipe* etcdr_mutex_recipe(etcdr_mutex* mutex) { return mutex != nullptr ? &mutex->recipe : nullptr; }
+etcdr_recipe* etcdr_semaphore_recipe(etcdr_semaphore* sem) { return sem != nullptr ? &sem->recipe : nullptr; }
 
 // --- Election
 
@@ -281,6 +331,7 @@ etcdr_code etcdr_election_create(etcdr_client* client, const char* name, const c
     auto handle = std::make_unique<etcdr_election>();
     handle->latch = std::make_shared<r::LeaderLatch>(
         client->client, name, value_len == 0 ? std::string() : std::string(value, value_len), std::move(ro));
+    handle->recipe.bind(*handle->latch);
     handle->is_leader_sub = handle->latch->on_is_leader([l = handle->leadership](int64_t term) {
       l->term.store(term);
       l->slot.run([&](etcdr_leadership_cb cb, void* user) {
@@ -334,12 +385,17 @@ etcdr_code etcdr_election_campaign(etcdr_election* election, int64_t timeout_ms,
 
 etcdr_code etcdr_election_campaign_async(etcdr_election* election, int64_t timeout_ms, etcdr_acquire_cb done,
                                          void* user) {
+  return etcdr_election_campaign_async_cancellable(election, timeout_ms, nullptr, done, user);
+}
+
+etcdr_code etcdr_election_campaign_async_cancellable(etcdr_election* election, int64_t timeout_ms, etcdr_call* call,
+                                                     etcdr_acquire_cb done, void* user) {
   return guarded(nullptr, [&] {
     if (election == nullptr || done == nullptr) {
       return invalid(nullptr, "etcdr_election_campaign_async: election and done are required");
     }
     election->latch->start();
-    with_timeout(election->latch->await_leadership(), timeout_ms)
+    with_timeout(with_cancel(election->latch->await_leadership(), call), timeout_ms)
         .then([latch = election->latch, done, user](etcd::Result<void> led) {
           int64_t t = 0;
           etcd::Status s = led.ok() ? current_term(*latch, t) : led.status();
@@ -347,6 +403,10 @@ etcdr_code etcdr_election_campaign_async(etcdr_election* election, int64_t timeo
         });
     return etcdr_code{ETCDR_OK};
   });
+}
+
+etcdr_recipe* etcdr_election_recipe(etcdr_election* election) {
+  return election != nullptr ? &election->recipe : nullptr;
 }
 
 int etcdr_election_is_leader(const etcdr_election* election) {
@@ -389,6 +449,7 @@ etcdr_code etcdr_election_on_change(etcdr_election* election, etcdr_leadership_c
 
 void etcdr_election_destroy(etcdr_election* election) {
   if (election == nullptr) return;
+  election->recipe.unbind();
   election->leadership->slot.set(nullptr, nullptr);
   election->is_leader_sub.reset();
   election->not_leader_sub.reset();

@@ -8,23 +8,34 @@
 
 #include "c_api_internal.h"
 #include "etcd/recipes/atomic_long.h"
+#include "etcd/recipes/priority_queue.h"
 #include "etcd/recipes/queue.h"
 #include "etcd/recipes/work_queue.h"
 
+using etcdr_impl::bytes;
+using etcdr_impl::close_quietly;
 using etcdr_impl::fail;
 using etcdr_impl::guarded;
 using etcdr_impl::invalid;
 using etcdr_impl::invoke_with_status;
 using etcdr_impl::ok;
+using etcdr_impl::with_cancel;
 using etcdr_impl::with_timeout;
 namespace r = etcd::recipes;
 
 struct etcdr_queue {
   std::shared_ptr<r::DistributedQueue> queue;
+  etcdr_recipe recipe;
+};
+
+struct etcdr_priority_queue {
+  std::shared_ptr<r::DistributedPriorityQueue> queue;
+  etcdr_recipe recipe;
 };
 
 struct etcdr_work_queue {
   std::shared_ptr<r::DistributedWorkQueue> queue;
+  etcdr_recipe recipe;
 };
 
 struct etcdr_work_item {
@@ -40,20 +51,42 @@ struct etcdr_dead_letters {
 
 struct etcdr_counter {
   std::shared_ptr<r::DistributedAtomicLong> counter;
+  etcdr_recipe recipe;
 };
 
 namespace {
 
-std::string bytes(const char* p, size_t n) { return n == 0 ? std::string() : std::string(p, n); }
+// A dequeue's value to an asynchronous pop's callback (the value is the
+// library's, valid during the call); `keep` holds the recipe until then.
+template <class Q>
+void deliver_popped(etcd::Call<std::string> pop, std::shared_ptr<Q> keep, etcdr_value_cb done, void* user) {
+  std::move(pop).then([keep = std::move(keep), done, user](etcd::Result<std::string> v) {
+    if (v.ok()) {
+      invoke_with_status(done, user, etcd::Status(), v->data(), v->size());
+    } else {
+      invoke_with_status(done, user, v.status(), static_cast<const char*>(nullptr), size_t{0});
+    }
+  });
+}
 
-// A recipe's close() for a destroy, which has no one to report to.
-template <class R>
-void close_quietly(R& recipe) noexcept {
-  try {
-    recipe.close();
-  } catch (...) {
-    // Nothing a destroy could act on.
+// A pop's value into the caller's out-pointers.
+etcdr_code popped_out(etcd::Result<std::string> v, char** value, size_t* value_len, etcdr_error* err) {
+  if (!v.ok()) return fail(err, v.status());
+  *value = etcdr_impl::copy_out(*v);
+  if (value_len != nullptr) *value_len = v->size();
+  return ok(err);
+}
+
+// A try-pop's value (if any) into the caller's out-pointers.
+etcdr_code try_popped_out(etcd::Result<std::optional<std::string>> v, int* found, char** value, size_t* value_len,
+                          etcdr_error* err) {
+  if (!v.ok()) return fail(err, v.status());
+  if (v->has_value()) {
+    *value = etcdr_impl::copy_out(**v);
+    if (value_len != nullptr) *value_len = (*v)->size();
+    *found = 1;
   }
+  return ok(err);
 }
 
 // ack()/requeue() result: false means this claim was gone.
@@ -84,6 +117,7 @@ etcdr_code etcdr_queue_create(etcdr_client* client, const char* name, const etcd
     auto handle = std::make_unique<etcdr_queue>();
     handle->queue = std::make_shared<r::DistributedQueue>(client->client, name, std::move(ro));
     handle->queue->start();
+    handle->recipe.bind(*handle->queue);
     *out = handle.release();
     return ok(err);
   });
@@ -131,17 +165,15 @@ etcdr_code etcdr_queue_try_pop(etcdr_queue* queue, int* found, char** value, siz
 }
 
 etcdr_code etcdr_queue_pop_async(etcdr_queue* queue, int64_t timeout_ms, etcdr_value_cb done, void* user) {
+  return etcdr_queue_pop_async_cancellable(queue, timeout_ms, nullptr, done, user);
+}
+
+etcdr_code etcdr_queue_pop_async_cancellable(etcdr_queue* queue, int64_t timeout_ms, etcdr_call* call,
+                                             etcdr_value_cb done, void* user) {
   return guarded(nullptr, [&] {
     if (queue == nullptr || done == nullptr)
       return invalid(nullptr, "etcdr_queue_pop_async: queue and done are required");
-    with_timeout(queue->queue->dequeue(), timeout_ms)
-        .then([keep = queue->queue, done, user](etcd::Result<std::string> v) {
-          if (v.ok()) {
-            invoke_with_status(done, user, etcd::Status(), v->data(), v->size());
-          } else {
-            invoke_with_status(done, user, v.status(), static_cast<const char*>(nullptr), size_t{0});
-          }
-        });
+    deliver_popped(with_timeout(with_cancel(queue->queue->dequeue(), call), timeout_ms), queue->queue, done, user);
     return etcdr_code{ETCDR_OK};
   });
 }
@@ -158,6 +190,7 @@ etcdr_code etcdr_queue_size(etcdr_queue* queue, int64_t* size, etcdr_error* err)
 
 void etcdr_queue_destroy(etcdr_queue* queue) {
   if (queue == nullptr) return;
+  queue->recipe.unbind();
   close_quietly(*queue->queue);
   delete queue;
 }
@@ -186,6 +219,7 @@ etcdr_code etcdr_work_queue_create(etcdr_client* client, const char* name, const
     if (o.max_deliveries > 0) wo.max_deliveries = o.max_deliveries;
     auto handle = std::make_unique<etcdr_work_queue>();
     handle->queue = std::make_shared<r::DistributedWorkQueue>(client->client, name, std::move(wo));
+    handle->recipe.bind(*handle->queue);
     handle->queue->start();
     *out = handle.release();
     return ok(err);
@@ -221,11 +255,16 @@ etcdr_code etcdr_work_queue_receive(etcdr_work_queue* queue, int64_t timeout_ms,
 
 etcdr_code etcdr_work_queue_receive_async(etcdr_work_queue* queue, int64_t timeout_ms, etcdr_work_item_cb done,
                                           void* user) {
+  return etcdr_work_queue_receive_async_cancellable(queue, timeout_ms, nullptr, done, user);
+}
+
+etcdr_code etcdr_work_queue_receive_async_cancellable(etcdr_work_queue* queue, int64_t timeout_ms, etcdr_call* call,
+                                                      etcdr_work_item_cb done, void* user) {
   return guarded(nullptr, [&] {
     if (queue == nullptr || done == nullptr) {
       return invalid(nullptr, "etcdr_work_queue_receive_async: queue and done are required");
     }
-    with_timeout(queue->queue->receive(), timeout_ms)
+    with_timeout(with_cancel(queue->queue->receive(), call), timeout_ms)
         .then([keep = queue->queue, done, user](etcd::Result<r::WorkItem> w) {
           etcdr_impl::complete_with_handle<etcdr_work_item>(done, user, std::move(w));
         });
@@ -279,6 +318,7 @@ etcdr_code etcdr_work_queue_purge_dead(etcdr_work_queue* queue, const char* id, 
 
 void etcdr_work_queue_destroy(etcdr_work_queue* queue) {
   if (queue == nullptr) return;
+  queue->recipe.unbind();
   close_quietly(*queue->queue);
   delete queue;
 }
@@ -367,6 +407,7 @@ etcdr_code etcdr_counter_create(etcdr_client* client, const char* name, const et
     auto handle = std::make_unique<etcdr_counter>();
     handle->counter = std::make_shared<r::DistributedAtomicLong>(client->client, name, std::move(ro));
     handle->counter->start();
+    handle->recipe.bind(*handle->counter);
     *out = handle.release();
     return ok(err);
   });
@@ -417,8 +458,103 @@ etcdr_code etcdr_counter_compare_and_set(etcdr_counter* counter, int64_t expecte
 
 void etcdr_counter_destroy(etcdr_counter* counter) {
   if (counter == nullptr) return;
+  counter->recipe.unbind();
   close_quietly(*counter->counter);
   delete counter;
+}
+
+etcdr_recipe* etcdr_queue_recipe(etcdr_queue* queue) { return queue != nullptr ? &queue->recipe : nullptr; }
+etcdr_recipe* etcdr_work_queue_recipe(etcdr_work_queue* queue) { return queue != nullptr ? &queue->recipe : nullptr; }
+etcdr_recipe* etcdr_counter_recipe(etcdr_counter* counter) { return counter != nullptr ? &counter->recipe : nullptr; }
+
+// --- Priority queue
+
+etcdr_code etcdr_priority_queue_create(etcdr_client* client, const char* name, const etcdr_recipe_options* options,
+                                       etcdr_priority_queue** out, etcdr_error* err) {
+  return guarded(err, [&] {
+    if (out != nullptr) *out = nullptr;
+    if (client == nullptr || out == nullptr) {
+      return invalid(err, "etcdr_priority_queue_create: client and out are required");
+    }
+    if (etcdr_impl::bad_name(name)) return invalid(err, "etcdr_priority_queue_create: the name is empty");
+    r::RecipeOptions ro;
+    if (auto s = etcdr_impl::to_recipe_options(options, ro); !s.ok()) return fail(err, s);
+    auto handle = std::make_unique<etcdr_priority_queue>();
+    handle->queue = std::make_shared<r::DistributedPriorityQueue>(client->client, name, std::move(ro));
+    handle->queue->start();
+    handle->recipe.bind(*handle->queue);
+    *out = handle.release();
+    return ok(err);
+  });
+}
+
+etcdr_code etcdr_priority_queue_push(etcdr_priority_queue* queue, const char* value, size_t value_len,
+                                     int64_t priority, int64_t timeout_ms, etcdr_error* err) {
+  return guarded(err, [&] {
+    if (queue == nullptr || (value == nullptr && value_len != 0)) {
+      return invalid(err, "etcdr_priority_queue_push: queue is NULL, or value is NULL with a length");
+    }
+    // The recipe checks the priority's range before any write.
+    auto e = with_timeout(queue->queue->enqueue(bytes(value, value_len), priority), timeout_ms).wait();
+    return e.ok() ? ok(err) : fail(err, e.status());
+  });
+}
+
+etcdr_code etcdr_priority_queue_pop(etcdr_priority_queue* queue, int64_t timeout_ms, char** value, size_t* value_len,
+                                    etcdr_error* err) {
+  return guarded(err, [&] {
+    if (queue == nullptr || value == nullptr) {
+      return invalid(err, "etcdr_priority_queue_pop: queue and value are required");
+    }
+    *value = nullptr;
+    return popped_out(with_timeout(queue->queue->dequeue(), timeout_ms).wait(), value, value_len, err);
+  });
+}
+
+etcdr_code etcdr_priority_queue_try_pop(etcdr_priority_queue* queue, int* found, char** value, size_t* value_len,
+                                        etcdr_error* err) {
+  return guarded(err, [&] {
+    if (queue == nullptr || found == nullptr || value == nullptr) {
+      return invalid(err, "etcdr_priority_queue_try_pop: queue, found and value are required");
+    }
+    *found = 0;
+    *value = nullptr;
+    return try_popped_out(queue->queue->try_dequeue().wait(), found, value, value_len, err);
+  });
+}
+
+etcdr_code etcdr_priority_queue_pop_async(etcdr_priority_queue* queue, int64_t timeout_ms, etcdr_call* call,
+                                          etcdr_value_cb done, void* user) {
+  return guarded(nullptr, [&] {
+    if (queue == nullptr || done == nullptr) {
+      return invalid(nullptr, "etcdr_priority_queue_pop_async: queue and done are required");
+    }
+    deliver_popped(with_timeout(with_cancel(queue->queue->dequeue(), call), timeout_ms), queue->queue, done, user);
+    return etcdr_code{ETCDR_OK};
+  });
+}
+
+etcdr_code etcdr_priority_queue_size(etcdr_priority_queue* queue, int64_t* size, etcdr_error* err) {
+  return guarded(err, [&] {
+    if (queue == nullptr || size == nullptr) {
+      return invalid(err, "etcdr_priority_queue_size: queue and size are required");
+    }
+    auto n = queue->queue->size().wait();
+    if (!n.ok()) return fail(err, n.status());
+    *size = *n;
+    return ok(err);
+  });
+}
+
+etcdr_recipe* etcdr_priority_queue_recipe(etcdr_priority_queue* queue) {
+  return queue != nullptr ? &queue->recipe : nullptr;
+}
+
+void etcdr_priority_queue_destroy(etcdr_priority_queue* queue) {
+  if (queue == nullptr) return;
+  queue->recipe.unbind();
+  close_quietly(*queue->queue);
+  delete queue;
 }
 
 }  // extern "C"
