@@ -17,82 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "c_test_support.h"
 #include "etcd_recipes.h"
 
 extern char** environ;
-
-static int failures = 0;
-static char prefix[128];
-
-#define CHECK(cond, ...)                                \
-  do {                                                  \
-    if (cond) {                                         \
-      printf("PASS: ");                                 \
-    } else {                                            \
-      printf("FAIL (%s:%d, %s): ", __FILE__, __LINE__, #cond); \
-      ++failures;                                       \
-    }                                                   \
-    printf(__VA_ARGS__);                                \
-    printf("\n");                                       \
-    fflush(stdout);                                     \
-  } while (0)
-
-/* A check on a call's code that shows the error when it is not the one expected. */
-#define CHECK_CODE(call, expected, err, what)                                                              \
-  do {                                                                                                     \
-    etcdr_code got_ = (call);                                                                              \
-    CHECK(got_ == (expected), "%s: %s (%s%s%s)", what, etcdr_code_name(got_), etcdr_reason_name((err).reason), \
-          (err).message ? ": " : "", (err).message ? (err).message : "");                                  \
-  } while (0)
-
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int64_t ms) {
-  struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
-/* Polls `flag` until it is non-zero or `ms` passed; its last value. */
-static int wait_flag(atomic_int* flag, int64_t ms) {
-  int64_t end = now_ms() + ms;
-  while (atomic_load(flag) == 0 && now_ms() < end) sleep_ms(5);
-  return atomic_load(flag);
-}
-
-static const char* name_of(const char* what) {
-  static char buf[8][192];
-  static int next = 0;
-  char* b = buf[next++ % 8];
-  snprintf(b, sizeof buf[0], "%s/%s", prefix, what);
-  return b;
-}
-
-static etcdr_client* make_client(const char* endpoint) {
-  etcdr_client_options o;
-  etcdr_client_options_init(&o, sizeof o);
-  o.endpoints = endpoint;
-  etcdr_client* c = NULL;
-  etcdr_error err = ETCDR_ERROR_INIT;
-  if (etcdr_client_create(&o, &c, &err) != ETCDR_OK) {
-    fprintf(stderr, "etcdr_client_create: %s\n", err.message ? err.message : "?");
-    exit(2);
-  }
-  etcdr_error_clear(&err);
-  return c;
-}
-
-/* Keys under `p` (deletes them: for prefixes the test owns). */
-static int64_t count_and_delete(etcdr_client* c, const char* p) {
-  etcdr_error err = ETCDR_ERROR_INIT;
-  int64_t deleted = -1;
-  if (etcdr_delete(c, p, strlen(p), 1, 5000, &deleted, &err) != ETCDR_OK) deleted = -1;
-  etcdr_error_clear(&err);
-  return deleted;
-}
 
 /* --- version, errors, bad input ------------------------------------------------- */
 
