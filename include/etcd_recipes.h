@@ -686,6 +686,8 @@ ETCDR_API etcdr_recipe* etcdr_election_recipe(etcdr_election* election);
 ETCDR_API etcdr_recipe* etcdr_queue_recipe(etcdr_queue* queue);
 ETCDR_API etcdr_recipe* etcdr_work_queue_recipe(etcdr_work_queue* queue);
 ETCDR_API etcdr_recipe* etcdr_counter_recipe(etcdr_counter* counter);
+ETCDR_API etcdr_recipe* etcdr_discovery_recipe(etcdr_discovery* discovery);
+ETCDR_API etcdr_recipe* etcdr_provider_recipe(etcdr_provider* provider);
 
 ETCDR_API etcdr_state etcdr_recipe_state(const etcdr_recipe* recipe);
 /* Background errors recorded so far (bounded, oldest dropped). */

@@ -15,10 +15,12 @@ using etcdr_impl::with_timeout;
 
 struct etcdr_discovery {
   std::shared_ptr<r::ServiceDiscovery> discovery;
+  etcdr_recipe recipe;
 };
 
 struct etcdr_provider {
   std::shared_ptr<r::ServiceProvider> provider;
+  etcdr_recipe recipe;
 };
 
 namespace {
@@ -106,6 +108,7 @@ etcdr_code etcdr_discovery_create(etcdr_client* client, const etcdr_discovery_op
     auto handle = std::make_unique<etcdr_discovery>();
     handle->discovery = std::make_shared<r::ServiceDiscovery>(client->client, std::move(ro));
     handle->discovery->start();  // checks the input: a bad base path fails here
+    handle->recipe.bind(*handle->discovery);
     *out = handle.release();
     return ok(err);
   });
@@ -113,6 +116,7 @@ etcdr_code etcdr_discovery_create(etcdr_client* client, const etcdr_discovery_op
 
 void etcdr_discovery_destroy(etcdr_discovery* discovery) {
   if (discovery == nullptr) return;
+  discovery->recipe.unbind();
   try {
     discovery->discovery->close();
   } catch (...) {
@@ -238,6 +242,7 @@ etcdr_code etcdr_provider_create(etcdr_discovery* discovery, const char* service
     }
     auto handle = std::make_unique<etcdr_provider>();
     handle->provider = std::move(provider);
+    handle->recipe.bind(*handle->provider);
     *out = handle.release();
     return ok(err);
   });
@@ -271,12 +276,21 @@ etcdr_code etcdr_provider_note_error(etcdr_provider* provider, const char* id, e
 
 void etcdr_provider_destroy(etcdr_provider* provider) {
   if (provider == nullptr) return;
+  provider->recipe.unbind();
   try {
     provider->provider->close();
   } catch (...) {
     // Nothing a destroy could act on.
   }
   delete provider;
+}
+
+etcdr_recipe* etcdr_discovery_recipe(etcdr_discovery* discovery) {
+  return discovery != nullptr ? &discovery->recipe : nullptr;
+}
+
+etcdr_recipe* etcdr_provider_recipe(etcdr_provider* provider) {
+  return provider != nullptr ? &provider->recipe : nullptr;
 }
 
 }  // extern "C"

@@ -754,8 +754,23 @@ static void test_listeners(etcdr_client* c1, etcdr_client* c2) {
   etcdr_recipe_clear_errors(r);
   CHECK(etcdr_recipe_error_count(r) == 0, "  ... cleared");
   CHECK(etcdr_recipe_on_error(r, NULL, NULL) == ETCDR_OK, "on_error removed");
+  CHECK(etcdr_recipe_on_error(NULL, on_recipe_error, &el) == ETCDR_INVALID_ARGUMENT &&
+            etcdr_recipe_on_state_change(NULL, on_state, &sl) == ETCDR_INVALID_ARGUMENT &&
+            etcdr_recipe_error_count(NULL) == 0,
+        "the recipe functions refuse NULL");
   etcdr_mutex_destroy(m);
   etcdr_client_destroy(dead);
+
+  /* Every recipe handle has its recipe: discovery and its provider too. */
+  etcdr_discovery* d = NULL;
+  CHECK_CODE(etcdr_discovery_create(c1, NULL, &d, &err), ETCDR_OK, err, "discovery");
+  etcdr_provider* pv = NULL;
+  CHECK_CODE(etcdr_provider_create(d, "api", NULL, &pv, &err), ETCDR_OK, err, "provider");
+  CHECK(etcdr_discovery_recipe(d) != NULL && etcdr_provider_recipe(pv) != NULL &&
+            etcdr_recipe_error_count(etcdr_provider_recipe(pv)) == 0,
+        "  ... both have their recipe, with no error recorded");
+  etcdr_provider_destroy(pv);
+  etcdr_discovery_destroy(d);
 
   /* Loss callbacks: a permit whose key an operator deletes. */
   const char* name = name_of("lossy-sem");
