@@ -27,9 +27,11 @@ class CallbackSlot;
 
 struct etcdr_client {
   etcd::Client client;
-  // The one connection-state callback of the handle (etcdr_client_on_state_change).
+  // The one connection-state callback of the handle
+  // (etcdr_client_on_state_change), subscribed on first use under state_mu.
   std::shared_ptr<etcdr_impl::CallbackSlot<etcdr_state_cb>> state = nullptr;
   etcd::Subscription state_sub{};
+  std::mutex state_mu{};
 };
 
 // A cancellation handle (etcdr_call_create): the stop source whose token

@@ -1,5 +1,6 @@
 // The C API's errors, version, client, key/value and lease functions.
 #include <cstdlib>
+#include <mutex>
 #include <new>
 #include <string>
 #include <string_view>
@@ -170,7 +171,13 @@ void etcdr_client_close(etcdr_client* client) {
 
 void etcdr_client_destroy(etcdr_client* client) {
   if (client == nullptr) return;
-  if (client->state != nullptr) client->state->set(nullptr, nullptr);
+  std::shared_ptr<etcdr_impl::CallbackSlot<etcdr_state_cb>> slot;
+  {
+    std::lock_guard lock(client->state_mu);
+    slot = client->state;
+  }
+  // Not under state_mu: a callback running now may call the setter.
+  if (slot != nullptr) slot->set(nullptr, nullptr);
   client->state_sub.reset();
   delete client;
 }

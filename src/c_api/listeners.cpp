@@ -1,6 +1,7 @@
 // The C API's cancellation handles and the listeners every recipe handle
 // and the client share: connection state and recorded background errors.
 #include <memory>
+#include <mutex>
 #include <stop_token>
 
 #include "c_api_internal.h"
@@ -77,12 +78,17 @@ etcdr_state etcdr_client_state(const etcdr_client* client) {
 etcdr_code etcdr_client_on_state_change(etcdr_client* client, etcdr_state_cb on_change, void* user) {
   return guarded(nullptr, [&] {
     if (client == nullptr) return invalid(nullptr, "etcdr_client_on_state_change: client is NULL");
-    if (client->state == nullptr) {
-      // Subscribed on first use: most programs never ask.
-      client->state = std::make_shared<CallbackSlot<etcdr_state_cb>>();
-      client->state_sub = client->client.on_state_change(state_slot_listener(client->state));
+    std::shared_ptr<CallbackSlot<etcdr_state_cb>> slot;
+    {
+      std::lock_guard lock(client->state_mu);
+      if (client->state == nullptr) {
+        // Subscribed on first use: most programs never ask.
+        client->state = std::make_shared<CallbackSlot<etcdr_state_cb>>();
+        client->state_sub = client->client.on_state_change(state_slot_listener(client->state));
+      }
+      slot = client->state;
     }
-    client->state->set(on_change, user);
+    slot->set(on_change, user);
     return etcdr_code{ETCDR_OK};
   });
 }
