@@ -281,7 +281,8 @@ enum { ETCDR_LAYOUT_GO = 0, ETCDR_LAYOUT_ORDERED = 1 };
 
 ETCDR_API void etcdr_recipe_options_init(etcdr_recipe_options* options, size_t size);
 
-/* Hold-loss callbacks (mutex, election): `why` says how it was lost. */
+/* Loss callbacks (mutex, read-write lock, permit, transient key, lease):
+ * `why` says how it was lost. */
 typedef void (*etcdr_lost_cb)(void* user, const etcdr_error* why);
 
 /* --- Mutex (etcd's own lock layout: interoperates with `etcdctl lock`) --- */
