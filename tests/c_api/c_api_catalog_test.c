@@ -295,6 +295,29 @@ static void test_barriers(etcdr_client* c1, etcdr_client* c2) {
     if ((left = count_keys(c1, phase)) == 0) break;
   }
   CHECK(left == 0, "the round left no key (%lld)", (long long)left);
+
+  /* A cancelled entry withdraws the party: its key goes. */
+  const char* lonely = name_of("lonely");
+  char ln[192];
+  snprintf(ln, sizeof ln, "%s", lonely);
+  etcdr_double_barrier* d3 = NULL;
+  CHECK_CODE(etcdr_double_barrier_create(c1, ln, 2, NULL, &d3, &err), ETCDR_OK, err, "a party of 2 alone");
+  etcdr_call* call = NULL;
+  CHECK_CODE(etcdr_call_create(&call, &err), ETCDR_OK, err, "a call handle");
+  async_result e3;
+  async_result_init(&e3);
+  CHECK(etcdr_double_barrier_enter_async(d3, -1, call, on_done, &e3) == ETCDR_OK, "it enters (async)");
+  int64_t parties = 0;
+  for (int64_t end = now_ms() + 5000; now_ms() < end; sleep_ms(20)) {
+    if ((parties = count_keys(c1, ln)) >= 1) break;
+  }
+  CHECK(parties == 1 && atomic_load(&e3.fired) == 0, "  ... its key is there and it waits");
+  etcdr_call_cancel(call);
+  CHECK(wait_flag(&e3.fired, 5000) && e3.code == ETCDR_CANCELLED, "  ... cancelled: CANCELLED (%s)",
+        etcdr_code_name(e3.code));
+  CHECK(count_keys(c1, ln) == 0 && !etcdr_double_barrier_entered(d3), "  ... and its key is gone");
+  etcdr_call_destroy(call);
+  etcdr_double_barrier_destroy(d3);
   etcdr_error_clear(&err);
 }
 
