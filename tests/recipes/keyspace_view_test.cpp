@@ -23,39 +23,39 @@ namespace {
 using recipes::KeyspaceEvent;
 using recipes::KeyspaceView;
 using recipes::KeyspaceViewOptions;
-using KvMap = std::map<std::string, KeyValue>;
-using EvType = KeyspaceEvent::Type;
+using KeyspaceKvMap = std::map<std::string, KeyValue>;
+using KeyspaceType = KeyspaceEvent::Type;
 
 // What a consumer of the view's events knows, applied in order.
-void keyspace_apply(KvMap& state, const KeyspaceEvent& e) {
+void keyspace_apply(KeyspaceKvMap& state, const KeyspaceEvent& e) {
   switch (e.type) {
-    case EvType::kAdded:
-    case EvType::kUpdated:
+    case KeyspaceType::kAdded:
+    case KeyspaceType::kUpdated:
       state[e.key] = *e.current;
       break;
-    case EvType::kRemoved:
+    case KeyspaceType::kRemoved:
       state.erase(e.key);
       break;
-    case EvType::kReset:
+    case KeyspaceType::kReset:
       for (const auto& c : e.changes) keyspace_apply(state, c);
       break;
-    case EvType::kInitialized:
+    case KeyspaceType::kInitialized:
       break;
   }
 }
 
-KvMap keyspace_truth(Client& c, const std::string& prefix, int64_t* revision = nullptr) {
+KeyspaceKvMap keyspace_truth(Client& c, const std::string& prefix, int64_t* revision = nullptr) {
   auto r = c.get(prefix, {.prefix = true}).timeout(10s).wait();
   EXPECT_TRUE(r.ok()) << r.status().to_string();
-  KvMap m;
+  KeyspaceKvMap m;
   if (!r.ok()) return m;
   for (const auto& kv : r->kvs) m[kv.key] = kv;
   if (revision) *revision = r->header.revision;
   return m;
 }
 
-KvMap keyspace_map_of(const recipes::KeyspaceSnapshot& s) {
-  KvMap m;
+KeyspaceKvMap keyspace_map_of(const recipes::KeyspaceSnapshot& s) {
+  KeyspaceKvMap m;
   for (const auto& kv : s.kvs) m[kv.key] = kv;
   return m;
 }
@@ -142,7 +142,7 @@ TEST_F(KeyspaceViewTest, AThousandKeyViewCutOffAcrossACompactionEmitsExactlyTheD
   // One change through the watch first.
   ASSERT_TRUE(client().put(keyspace_key(p, 5), "v1").wait().ok());
   ASSERT_TRUE(eventually([&] { return view.get(keyspace_key(p, 5))->value == "v1"; }));
-  const KvMap before = keyspace_map_of(view.snapshot());
+  const KeyspaceKvMap before = keyspace_map_of(view.snapshot());
 
   proxy_->cut();
   // Removed: 0100..0199; updated: 0200..0299; deleted and created again:
@@ -161,7 +161,7 @@ TEST_F(KeyspaceViewTest, AThousandKeyViewCutOffAcrossACompactionEmitsExactlyTheD
 
   ASSERT_TRUE(eventually([&] { return view.resyncs() == 1; }, 30s));
   int64_t truth_rev = 0;
-  const KvMap truth = keyspace_truth(client(), p, &truth_rev);
+  const KeyspaceKvMap truth = keyspace_truth(client(), p, &truth_rev);
   ASSERT_EQ(truth.size(), 1000u - 100u + 100u);
 
   // The listener: 1,000 kAdded, kInitialized, the one change, one kReset.
@@ -171,38 +171,38 @@ TEST_F(KeyspaceViewTest, AThousandKeyViewCutOffAcrossACompactionEmitsExactlyTheD
     events = heard;
   }
   ASSERT_EQ(events.size(), 1003u);
-  for (int i = 0; i < 1000; ++i) ASSERT_EQ(events[static_cast<size_t>(i)].type, EvType::kAdded);
-  EXPECT_EQ(events[1000].type, EvType::kInitialized);
-  EXPECT_EQ(events[1001].type, EvType::kUpdated);
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(events[static_cast<size_t>(i)].type, KeyspaceType::kAdded);
+  EXPECT_EQ(events[1000].type, KeyspaceType::kInitialized);
+  EXPECT_EQ(events[1001].type, KeyspaceType::kUpdated);
   EXPECT_EQ(events[1001].previous->value, "v0");
   EXPECT_EQ(events[1001].current->value, "v1");
   const auto& reset = events[1002];
-  ASSERT_EQ(reset.type, EvType::kReset);
+  ASSERT_EQ(reset.type, KeyspaceType::kReset);
   EXPECT_TRUE(reset.cause.is(Errc::kResyncNeeded) || reset.cause.is(Errc::kCompacted)) << reset.cause.to_string();
   EXPECT_GE(reset.revision, probe->header.revision);
 
   // Exactly the differences, in key order, each with what the view had.
   ASSERT_EQ(reset.changes.size(), 100u + 100u + 50u + 100u);
-  std::map<EvType, int> kinds;
+  std::map<KeyspaceType, int> kinds;
   for (size_t i = 0; i < reset.changes.size(); ++i) {
     const auto& c = reset.changes[i];
     ++kinds[c.type];
     if (i > 0) {
       EXPECT_LT(reset.changes[i - 1].key, c.key);
     }
-    if (c.type != EvType::kAdded) {
+    if (c.type != KeyspaceType::kAdded) {
       ASSERT_TRUE(c.previous);
       EXPECT_EQ(*c.previous, before.at(c.key));
     }
-    if (c.type != EvType::kRemoved) {
+    if (c.type != KeyspaceType::kRemoved) {
       ASSERT_TRUE(c.current);
       EXPECT_EQ(*c.current, truth.at(c.key));
     }
   }
-  EXPECT_EQ(kinds[EvType::kRemoved], 100);
-  EXPECT_EQ(kinds[EvType::kUpdated], 150);
-  EXPECT_EQ(kinds[EvType::kAdded], 100);
-  KvMap replayed = before;
+  EXPECT_EQ(kinds[KeyspaceType::kRemoved], 100);
+  EXPECT_EQ(kinds[KeyspaceType::kUpdated], 150);
+  EXPECT_EQ(kinds[KeyspaceType::kAdded], 100);
+  KeyspaceKvMap replayed = before;
   keyspace_apply(replayed, reset);
   EXPECT_EQ(replayed, truth);
   EXPECT_EQ(keyspace_map_of(view.snapshot()), truth);
@@ -212,7 +212,7 @@ TEST_F(KeyspaceViewTest, AThousandKeyViewCutOffAcrossACompactionEmitsExactlyTheD
   const auto got = pulled.all();
   EXPECT_EQ(got, events);
   for (size_t i = 1; i < got.size(); ++i) ASSERT_LE(got[i - 1].revision, got[i].revision) << "at " << i;
-  KvMap from_stream;
+  KeyspaceKvMap from_stream;
   for (const auto& e : got) keyspace_apply(from_stream, e);
   EXPECT_EQ(from_stream, truth);
 
@@ -235,7 +235,7 @@ TEST_F(KeyspaceViewTest, AConsumerThatFallsBehindGetsOneCollapsedResetAndStillEn
   KeyspaceView view(client(), p);
   view.start();
   ASSERT_TRUE(view.wait_initialized().timeout(10s).wait().ok());
-  KvMap seen = keyspace_map_of(view.snapshot());
+  KeyspaceKvMap seen = keyspace_map_of(view.snapshot());
   auto stream = std::make_shared<Stream<KeyspaceEvent>>(view.events({.capacity = 8}));
   auto pulled_ptr = std::make_shared<KeyspacePulled>();
   KeyspacePulled& pulled = *pulled_ptr;
@@ -251,7 +251,7 @@ TEST_F(KeyspaceViewTest, AConsumerThatFallsBehindGetsOneCollapsedResetAndStillEn
     }
   }
   int64_t truth_rev = 0;
-  const KvMap truth = keyspace_truth(client(), p, &truth_rev);
+  const KeyspaceKvMap truth = keyspace_truth(client(), p, &truth_rev);
   ASSERT_TRUE(eventually([&] { return view.revision() >= truth_rev; }));
   EXPECT_LE(stream->buffered(), 8u) << "the buffer grew past its capacity";
   EXPECT_GT(stream->overflows(), 0u);
@@ -262,7 +262,7 @@ TEST_F(KeyspaceViewTest, AConsumerThatFallsBehindGetsOneCollapsedResetAndStillEn
   }));
   const auto got = pulled.all();
   EXPECT_LE(got.size(), 8u);
-  EXPECT_EQ(got.front().type, EvType::kReset);
+  EXPECT_EQ(got.front().type, KeyspaceType::kReset);
   EXPECT_EQ(got.front().cause.code(), StatusCode::kResourceExhausted);
   for (size_t i = 1; i < got.size(); ++i) ASSERT_LE(got[i - 1].revision, got[i].revision);
   for (const auto& e : got) keyspace_apply(seen, e);
@@ -294,14 +294,14 @@ TEST_F(KeyspaceViewTest, StartFromARevisionHearsEveryChangeSinceAndACompactedOne
     ASSERT_TRUE(e->has_value());
     got.push_back(std::move(**e));
   }
-  EXPECT_EQ(got[0].type, EvType::kInitialized);
+  EXPECT_EQ(got[0].type, KeyspaceType::kInitialized);
   EXPECT_EQ(got[0].revision, first->header.revision);
-  EXPECT_EQ(got[1].type, EvType::kUpdated);
+  EXPECT_EQ(got[1].type, KeyspaceType::kUpdated);
   EXPECT_EQ(got[1].previous->value, "1");
   EXPECT_EQ(got[1].current->value, "2");
-  EXPECT_EQ(got[2].type, EvType::kAdded);
+  EXPECT_EQ(got[2].type, KeyspaceType::kAdded);
   EXPECT_EQ(got[2].key, p + "b");
-  EXPECT_EQ(got[3].type, EvType::kRemoved);
+  EXPECT_EQ(got[3].type, KeyspaceType::kRemoved);
   EXPECT_EQ(got[3].previous->value, "2");
   EXPECT_EQ(view.size(), 1u);
   view.close();
@@ -335,7 +335,7 @@ TEST_F(KeyspaceViewTest, ARangeViewKeepsOnlyItsRangeAndFromNowIsSilentUntilAChan
   EXPECT_EQ(view.size(), 2u);
   auto init = stream.next().timeout(5s).wait();
   ASSERT_TRUE(init.ok() && init->has_value());
-  EXPECT_EQ((*init)->type, EvType::kInitialized);  // kFromNow: no kAdded for the first read
+  EXPECT_EQ((*init)->type, KeyspaceType::kInitialized);  // kFromNow: no kAdded for the first read
   ASSERT_TRUE(client().put(key("r/y"), "out").wait().ok());
   ASSERT_TRUE(client().put(key("r/b"), "in").wait().ok());
   auto next = stream.next().timeout(5s).wait();
