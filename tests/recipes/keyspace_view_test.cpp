@@ -11,7 +11,9 @@
 #include <mutex>
 #include <stop_token>
 
+#include "etcd/recipes/election.h"
 #include "etcd/recipes/keyspace_view.h"
+#include "etcd/recipes/node_cache.h"
 #include "etcd/task.h"
 #include "etcd/testing/fault_proxy.h"
 #include "etcd/txn.h"
@@ -405,30 +407,34 @@ TEST_F(KeyspaceViewTest, NextEndsByStopTokenAndDeadlineWithoutLosingAnEvent) {
 
 TEST_F(KeyspaceViewTest, ARawWatchStreamDeliversInOrderAndFailsClearlyWhenItsConsumerFallsBehind) {
   const std::string p = key("watch/");
-  auto s = watch_stream(client(), p, {.prefix = true});
   auto created = client().put(p + "0", "x").wait();
   ASSERT_TRUE(created.ok());
-  // The watch may have been created after that put: wait for one that it sees.
-  int64_t last = 0;
+  // From that put's revision: the watch sees it and every later one, however
+  // late the server creates it.
+  auto s = watch_stream(client(), p, {.prefix = true, .start_revision = created->header.revision});
   for (int i = 1; i <= 5; ++i) ASSERT_TRUE(client().put(p + std::to_string(i), "x").wait().ok());
+  int64_t last = 0;
   int seen = 0;
-  while (seen < 5) {
+  while (seen < 6) {
     auto r = s.next().timeout(5s).wait();
     ASSERT_TRUE(r.ok() && r->has_value()) << r.status().to_string();
     for (const auto& ev : (*r)->events) {
       EXPECT_GT(ev.kv.mod_revision, last);
       last = ev.kv.mod_revision;
-      if (ev.kv.key != p + "0") ++seen;
+      ++seen;
     }
   }
+  EXPECT_EQ(seen, 6);
   s.close();
   auto end = s.next().wait();
   ASSERT_TRUE(end.ok());
   EXPECT_FALSE(end->has_value());
 
-  auto small = watch_stream(client(), p, {.prefix = true}, {.capacity = 2});
-  auto warm = client().put(p + "warm", "x").wait();  // the watch exists once this arrives
-  ASSERT_TRUE(warm.ok());
+  // Once the server has created it (a catch-up from an older revision would
+  // come as one response), each put is one response: 20 of them overflow 2.
+  auto small = watch_stream(client(), p, {.prefix = true, .notify_created = true}, {.capacity = 2});
+  auto made = small.next().timeout(10s).wait();
+  ASSERT_TRUE(made.ok() && made->has_value() && (*made)->created) << made.status().to_string();
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(client().put(p + "w" + std::to_string(i), "x").wait().ok());
   ASSERT_TRUE(eventually([&] { return small.overflows() > 0; }));
   Status failed;
@@ -440,6 +446,62 @@ TEST_F(KeyspaceViewTest, ARawWatchStreamDeliversInOrderAndFailsClearlyWhenItsCon
 
   auto states = state_stream(client());
   EXPECT_EQ(states.next().timeout(50ms).wait().status().code(), StatusCode::kDeadlineExceeded);
+}
+
+TEST_F(KeyspaceViewTest, TheCachesAndLeadershipHaveStreamsThatEndWhenTheyClose) {
+  // A node cache: its events, in order; closing the cache ends the stream.
+  recipes::NodeCache<std::string> node(client(), key("node"));
+  auto node_events = node.events();
+  node.start();
+  auto first = node_events.next().timeout(10s).wait();
+  ASSERT_TRUE(first.ok() && first->has_value()) << first.status().to_string();
+  EXPECT_EQ((*first)->type, recipes::NodeEvent<std::string>::Type::kInitialized);
+  ASSERT_TRUE(client().put(key("node"), "v").wait().ok());
+  auto created = node_events.next().timeout(5s).wait();
+  ASSERT_TRUE(created.ok() && created->has_value());
+  EXPECT_EQ((*created)->type, recipes::NodeEvent<std::string>::Type::kCreated);
+  EXPECT_EQ(*(*created)->current->value, "v");
+  node.close();
+  auto node_end = node_events.next().timeout(5s).wait();
+  ASSERT_TRUE(node_end.ok());
+  EXPECT_FALSE(node_end->has_value());
+
+  // A latch: the term it won, then that term's end (resign: OK), then the end.
+  recipes::LeaderLatch latch(client(), key("elect"), "me");
+  recipes::LeaderObserver observer(client(), key("elect"));
+  auto leadership = latch.leadership_stream();
+  auto leaders = observer.leader_stream();
+  observer.start();
+  auto none = leaders.next().timeout(10s).wait();  // the first read: no leader yet
+  ASSERT_TRUE(none.ok() && none->has_value()) << none.status().to_string();
+  EXPECT_FALSE(none->value().has_value());
+  latch.start();
+  auto won = leadership.next().timeout(10s).wait();
+  ASSERT_TRUE(won.ok() && won->has_value()) << won.status().to_string();
+  EXPECT_TRUE((*won)->leader);
+  EXPECT_GT((*won)->term, 0);
+  auto seen = leaders.next().timeout(10s).wait();
+  ASSERT_TRUE(seen.ok() && seen->has_value() && seen->value().has_value());
+  EXPECT_EQ(seen->value()->term, (*won)->term);
+  EXPECT_EQ(seen->value()->value, "me");
+  ASSERT_TRUE(latch.resign().timeout(5s).wait().ok());
+  auto ended = leadership.next().timeout(10s).wait();
+  ASSERT_TRUE(ended.ok() && ended->has_value());
+  EXPECT_FALSE((*ended)->leader);
+  EXPECT_EQ((*ended)->term, (*won)->term);
+  EXPECT_TRUE((*ended)->why.ok()) << (*ended)->why.to_string();
+  latch.close();
+  observer.close();
+  auto latch_end = leadership.next().timeout(5s).wait();
+  ASSERT_TRUE(latch_end.ok());
+  EXPECT_FALSE(latch_end->has_value());
+  // The observer may have seen the resignation before its close.
+  for (int i = 0; i < 3; ++i) {
+    auto r = leaders.next().timeout(5s).wait();
+    ASSERT_TRUE(r.ok());
+    if (!r->has_value()) return;
+  }
+  ADD_FAILURE() << "the observer's stream did not end with its close()";
 }
 
 }  // namespace
