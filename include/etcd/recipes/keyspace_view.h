@@ -11,8 +11,9 @@
 //   auto snap = view.snapshot();                       // every key, at snap.revision
 //
 //   auto events = view.events();                       // the same events, to co_await
-//   while (auto e = co_await events.next()) {          // Result<std::optional<KeyspaceEvent>>
-//     if (!*e) break;                                  // the view was closed
+//   while (true) {
+//     auto e = co_await events.next();                 // Result<std::optional<KeyspaceEvent>>
+//     if (!e.ok() || !*e) break;                       // failed (kFromRevision), or the view was closed
 //     apply(**e);
 //   }
 //
