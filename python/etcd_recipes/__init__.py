@@ -47,6 +47,7 @@ from .errors import Closed, DecodeFailed, EtcdError, HoldLost, InvalidArgument, 
 from .facade import Recipes
 from .locks import DistributedMutex, DistributedReadWriteLock, DistributedSemaphore, LockView
 from .queues import DeadLetter, DistributedPriorityQueue, DistributedQueue, DistributedWorkQueue, Enqueued, WorkItem
+from .view import EventStream, KeyspaceEvent, KeyspaceView, watch_stream
 
 __all__ = [
     "EtcdError", "HoldLost", "Timeout", "Closed", "InvalidArgument", "DecodeFailed", "codecs", "Codec",
@@ -61,5 +62,5 @@ __all__ = [
     "DeadLetter", "DistributedAtomicLong", "DistributedBarrier", "DistributedBarrierWithCount",
     "DistributedDoubleBarrier", "TransientKeyValue", "PathChildrenCache", "NodeCache", "CachedNode",
     "ChildEvent", "NodeEvent", "ServiceInstance", "ServiceRegistry", "ServiceCache", "ServiceProvider",
-    "ServiceDiscovery",
+    "ServiceDiscovery", "KeyspaceView", "KeyspaceEvent", "EventStream", "watch_stream",
 ]

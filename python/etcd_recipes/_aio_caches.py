@@ -14,6 +14,12 @@ __all__ = ["PathChildrenCache", "NodeCache"]
 class _AsyncCache:
     _c: Any
 
+    @staticmethod
+    def _stream(core: Any) -> Any:
+        from ._aio_view import EventStream
+
+        return EventStream(core)
+
     async def wait_initialized(self, timeout: Optional[float] = None) -> bool:
         """True once the first read is loaded; False when ``timeout`` ran out."""
         return bool(await run(self._c.wait_initialized(), timeout, or_none=True))

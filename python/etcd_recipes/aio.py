@@ -40,11 +40,12 @@ from ._aio_discovery import ServiceCache, ServiceDiscovery, ServiceProvider, Ser
 from ._aio_election import LeaderLatch, LeaderObserver, LeaderSelector, LeaderTerm
 from ._aio_locks import DistributedMutex, DistributedReadWriteLock, DistributedSemaphore, LockView
 from ._aio_queues import DistributedPriorityQueue, DistributedQueue, DistributedWorkQueue, WorkItem
+from ._aio_view import EventStream, KeyspaceView, watch_stream
 from ._base import Bytes  # noqa: F401
 from ._core import (  # noqa: F401  (plain data, shared with the blocking API)
     CachedNode, ChildEvent, Compare, DeadLetter, Enqueued, Event, GetResponse, LeaderInfo, NodeEvent, Op,
     Participant, PrometheusMetrics, PutResponse, DeleteResponse, ServiceInstance, Subscription, Txn, TxnResponse,
-    TypedCachedNode, TypedChildEvent, TypedNodeEvent, WatchResponse,
+    TypedCachedNode, TypedChildEvent, TypedNodeEvent, WatchResponse, KeyspaceEvent,
 )
 from .codecs import Codec  # noqa: F401
 from .errors import Closed, DecodeFailed, Timeout  # noqa: F401
@@ -55,7 +56,7 @@ __all__ = [
     "DistributedPriorityQueue", "DistributedWorkQueue", "WorkItem", "DistributedAtomicLong", "DistributedBarrier",
     "DistributedBarrierWithCount", "DistributedDoubleBarrier", "TransientKeyValue", "PathChildrenCache",
     "NodeCache", "ServiceRegistry", "ServiceCache", "ServiceDiscovery", "ServiceProvider", "Recipes", "Session",
-    "run",
+    "run", "KeyspaceView", "EventStream", "watch_stream",
 ]
 
 

@@ -30,6 +30,12 @@ __all__ = [
 
 
 class _CacheBase(_Recipe):
+    @staticmethod
+    def _stream(core: Any) -> Any:
+        from .view import EventStream
+
+        return EventStream(core)
+
     def wait_initialized(self, timeout: Optional[float] = None) -> bool:
         """True once the first read is loaded; False when ``timeout`` ran out."""
         return bool(self._c.wait_initialized().wait_or_none(timeout))
@@ -102,6 +108,13 @@ class PathChildrenCache(_CacheBase, Mapping[str, CachedNode]):
         """Runs ``listener`` with every change (a ChildEvent)."""
         return _keep(self, self._c.on_event(listener))
 
+    def events(self, capacity: int = 1024) -> Any:
+        """The events from now on as an EventStream (a cache without a codec); a full buffer fails it
+        (ResourceExhausted: snapshot() has the state). Closing the cache ends it."""
+        if not isinstance(self._c, _core.PathChildrenCache):
+            raise TypeError("PathChildrenCache.events(): only for a cache without a codec (use on_event)")
+        return self._stream(_core.path_children_cache_events(self._c, capacity))
+
 
 class NodeCache(_CacheBase):
     """A local copy of one key (with a codec: decoded, as PathChildrenCache's nodes)."""
@@ -124,6 +137,13 @@ class NodeCache(_CacheBase):
     def on_change(self, listener: Callable[[NodeEvent], None]) -> Subscription:
         """Runs ``listener`` with every change (a NodeEvent)."""
         return _keep(self, self._c.on_change(listener))
+
+    def events(self, capacity: int = 1024) -> Any:
+        """The events from now on as an EventStream (a cache without a codec); a full buffer fails it
+        (ResourceExhausted: ``current`` has the state). Closing the cache ends it."""
+        if not isinstance(self._c, _core.NodeCache):
+            raise TypeError("NodeCache.events(): only for a cache without a codec (use on_change)")
+        return self._stream(_core.node_cache_events(self._c, capacity))
 
 
 _home("etcd_recipes", globals(), __all__)

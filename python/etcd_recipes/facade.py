@@ -184,6 +184,12 @@ class Recipes:
         return self._make(self._kinds.PathChildrenCache, path, start_mode=start_mode, subtree=subtree,
                           page_size=page_size, codec=codec, **options)
 
+    def keyspace_view(self, key: str, *, start: str = "from_now", start_revision: int = 0, range_end: str = "",
+                      page_size: int = 1000, **options: Any) -> Any:
+        """A KeyspaceView with these options."""
+        return self._make(self._kinds.KeyspaceView, key, start=start, start_revision=start_revision,
+                          range_end=range_end, page_size=page_size, **options)
+
     def discovery(self, *, base_path: str = "/services", **options: Any) -> ServiceDiscovery:
         """A ServiceDiscovery with these options."""
         return self._make(self._kinds.ServiceDiscovery, base_path=base_path, **options)

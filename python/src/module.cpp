@@ -2,6 +2,10 @@
 // (python/etcd_recipes/) re-exports it and adds the asyncio twins.
 #include "common.h"
 
+namespace etcd::python {
+void bind_view(py::module_& m);  // KeyspaceView and the streams (bind_view.cpp)
+}  // namespace etcd::python
+
 PYBIND11_MODULE(_core, m) {
   using namespace etcd::python;
   m.doc() = "etcd-recipes' C++ library, bound for Python (use the etcd_recipes package, not this module)";
@@ -21,4 +25,5 @@ PYBIND11_MODULE(_core, m) {
   bind_bytes_recipes(m);
   bind_typed(m);
   bind_testing(m);
+  bind_view(m);
 }

@@ -18,6 +18,7 @@ TWINS = [
     "DistributedPriorityQueue", "DistributedWorkQueue", "WorkItem", "DistributedAtomicLong", "DistributedBarrier",
     "DistributedBarrierWithCount", "DistributedDoubleBarrier", "TransientKeyValue", "PathChildrenCache",
     "NodeCache", "ServiceRegistry", "ServiceCache", "ServiceProvider", "ServiceDiscovery", "Recipes",
+    "KeyspaceView", "EventStream",
 ]
 
 # The C++ classes' public members (include/etcd/recipes/*.h), in Python's
@@ -48,8 +49,11 @@ CPP_METHODS = {
     "TransientKeyValue": {"key", "value", "set_value", "create", "release", "is_held", "lease", "on_lost",
                           "on_restored"},
     "PathChildrenCache": {"wait_initialized", "initialized", "revision", "snapshot", "snapshot_with_revision",
-                          "on_event", "path"},
-    "NodeCache": {"wait_initialized", "initialized", "revision", "current", "exists", "on_change"},
+                          "on_event", "path", "events"},
+    "NodeCache": {"wait_initialized", "initialized", "revision", "current", "exists", "on_change", "events"},
+    "KeyspaceView": {"key", "wait_initialized", "initialized", "revision", "get", "snapshot", "resync", "resyncs",
+                     "on_event", "events"},
+    "EventStream": {"next", "close", "buffered", "overflows"},
     "ServiceRegistry": {"register_instance", "update", "unregister", "registered", "on_lost", "on_restored"},
     "ServiceCache": {"wait_initialized", "initialized", "instances"},
     "ServiceProvider": {"wait_initialized", "pick", "get_instance", "all_instances", "candidates", "note_error",
@@ -164,7 +168,8 @@ def test_an_asyncio_object_refuses_a_blocking_with(name):
             pass
 
 
-@pytest.mark.parametrize("name", ["DistributedQueue", "DistributedPriorityQueue", "DistributedWorkQueue", "Watch"])
+@pytest.mark.parametrize("name", ["DistributedQueue", "DistributedPriorityQueue", "DistributedWorkQueue", "Watch",
+                                  "EventStream"])
 def test_an_asyncio_object_refuses_a_blocking_for(name):
     obj = getattr(aio, name).__new__(getattr(aio, name))
     with pytest.raises(TypeError, match="async for"):
@@ -183,6 +188,7 @@ FAMILIES = {
     "caches": ["PathChildrenCache", "NodeCache", "CachedNode", "ChildEvent", "NodeEvent", "TypedCachedNode",
                "TypedChildEvent", "TypedNodeEvent"],
     "discovery": ["ServiceDiscovery", "ServiceRegistry", "ServiceCache", "ServiceProvider", "ServiceInstance"],
+    "view": ["KeyspaceView", "KeyspaceEvent", "EventStream", "watch_stream"],
 }
 
 

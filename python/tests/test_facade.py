@@ -45,6 +45,7 @@ _KINDS = [
     ("transient", lambda r, n: r.transient(n, "v"), lambda x: x.create(timeout=2)),
     ("node_cache", lambda r, n: r.node_cache(n), lambda x: x.wait_initialized(timeout=2)),
     ("path_children_cache", lambda r, n: r.path_children_cache(n), lambda x: x.wait_initialized(timeout=2)),
+    ("keyspace_view", lambda r, n: r.keyspace_view(n + "/"), lambda x: x.wait_initialized(timeout=2)),
     ("discovery", lambda r, n: r.discovery(base_path=n),
      lambda x: x.register_instance(er.ServiceInstance("api", id="i1", address="10.0.0.1", port=80), timeout=2)),
 ]

@@ -49,7 +49,7 @@ HANDLE_OF = {
     "TransientKeyValue": "transient",
     # Recipes being added on other branches: their C handles land with them.
     # "MultiLock": "multi_lock",
-    # "KeyspaceView": "keyspace_view",
+    "KeyspaceView": "view",
     # "SharedValue": "shared_value",
     # "GroupMember": "group_member",
 }

@@ -21,5 +21,6 @@ void add_cache_commands(Commands& commands);      // cache PREFIX
 void add_discovery_commands(Commands& commands);  // discovery register, list, pick
 void add_inspect_commands(Commands& commands);    // inspect PREFIX
 void add_demo_command(Commands& commands);
+void add_view_commands(Commands& commands);       // view PREFIX, node watch KEY
 
 }  // namespace etcd_cli

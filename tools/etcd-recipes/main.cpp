@@ -23,7 +23,7 @@ constexpr void (*kCommandSets[])(Commands&) = {
     add_kv_commands,    add_lease_commands,     add_status_commands,    add_lock_commands,    add_election_commands,
     add_queue_commands, add_workqueue_commands, add_transient_commands, add_counter_commands, add_barrier_commands,
     add_cache_commands, add_discovery_commands, add_demo_command,
-    add_inspect_commands,
+    add_inspect_commands, add_view_commands,
 };
 
 constexpr const char* kFooter = R"(Environment (a flag beats them; ETCD_* names beat etcdctl's ETCDCTL_* ones):

@@ -177,6 +177,10 @@ class CacheBase : public RecipeHandle {
   bool read_one(std::string_view key, const std::function<void(const RawNode&)>& f) const;
   // PATH + "/" (children), or the key (node).
   const std::string& range() const;
+  // For the Stream forms (etcd/stream.h): the client's executor, and `fn`
+  // run when the cache closes (at once if it is closed).
+  Executor stream_executor() const;
+  Subscription on_closed(std::function<void()> fn) const;
 
  private:
   std::shared_ptr<CacheState> state_;

@@ -78,6 +78,7 @@
 #include "etcd/client.h"
 #include "etcd/recipes/hold.h"
 #include "etcd/recipes/recipe.h"
+#include "etcd/stream.h"
 #include "etcd/txn.h"
 
 namespace etcd::recipes {
@@ -98,6 +99,17 @@ struct LeaderInfo {
   int64_t term = 0;  // create revision of the leader key: the term token
   int64_t lease = 0;
   friend bool operator==(const LeaderInfo&, const LeaderInfo&) = default;
+};
+
+// A LeaderLatch became the leader, or one of its terms ended
+// (LeaderLatch::leadership_stream).
+struct LeadershipChange {
+  bool leader = false;
+  // The term token: of the term that began (leader), or that ended.
+  int64_t term = 0;
+  // A term that ended: why (as on_not_leader: Errc::kHoldLost, OK after
+  // resign(), Errc::kClosed after close()).
+  Status why{};
 };
 
 // The largest proposal (value), in bytes, that a candidate of election
@@ -165,6 +177,10 @@ class LeaderLatch : public RecipeHandle, public Holder {
   // lost (lease gone, key deleted), OK after resign(), Errc::kClosed after
   // close(). (on_lost(), from Holder, hears of losses only.)
   Subscription on_not_leader(std::function<void(const Status&)> listener);
+  // Both, as a Stream (etcd/stream.h): each change from now on, in order;
+  // ends (std::nullopt) when the latch closes. A full buffer keeps the
+  // newest changes (the last one is the state now).
+  Stream<LeadershipChange> leadership_stream(StreamOptions options = {});
 
   // Replaces the leader key's value, only if this object still leads
   // (Errc::kHoldLost otherwise, nothing written). Later campaigns use it.
@@ -320,6 +336,10 @@ class LeaderObserver : public RecipeHandle {
   // added after the first read hears of later changes only (current() has
   // the state).
   Subscription on_change(std::function<void(const std::optional<LeaderInfo>&)> listener);
+  // The same changes as a Stream (etcd/stream.h), from now on; ends
+  // (std::nullopt) when the observer closes. A full buffer keeps the
+  // newest (the last one is the leader now).
+  Stream<std::optional<LeaderInfo>> leader_stream(StreamOptions options = {});
 
   // One read each, without start().
   Call<std::vector<Participant>> participants();

@@ -45,6 +45,7 @@
 #include <utility>
 
 #include "etcd/recipes/cached_node.h"
+#include "etcd/stream.h"
 
 namespace etcd::recipes {
 
@@ -114,6 +115,17 @@ class NodeCache : public detail::CacheBase {
       e.resync = raw.resync;
       listener(e);
     });
+  }
+
+  // The same events as a Stream (etcd/stream.h), from now on (open it
+  // before start() to hear kInitialized); ends (std::nullopt) when the
+  // cache closes. A full buffer fails the stream with kResourceExhausted
+  // (the cache itself goes on: current() has the state; open a new stream).
+  Stream<Event> events(StreamOptions options = {}) {
+    return etcd::detail::listener_stream<Event>(
+        stream_executor(), options, etcd::detail::StreamOverflow::kFail,
+        [this](std::function<void(Event)> push) { return on_change([push](const Event& e) { push(e); }); },
+        [this](std::function<void()> fn) { return on_closed(std::move(fn)); });
   }
 
   const C& codec() const { return *codec_; }

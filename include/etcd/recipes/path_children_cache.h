@@ -76,6 +76,7 @@
 #include <vector>
 
 #include "etcd/recipes/cached_node.h"
+#include "etcd/stream.h"
 
 namespace etcd::recipes {
 
@@ -184,6 +185,17 @@ class TypedPathChildrenCache : public detail::CacheBase {
       if (raw.cause) e.cause = *raw.cause;
       listener(e);
     });
+  }
+
+  // The same events as a Stream (etcd/stream.h), from now on (open it
+  // before start() to hear the first read's); ends (std::nullopt) when the
+  // cache closes. A full buffer fails the stream with kResourceExhausted
+  // (the cache itself goes on: snapshot() has the state; open a new one).
+  Stream<Event> events(StreamOptions options = {}) {
+    return etcd::detail::listener_stream<Event>(
+        stream_executor(), options, etcd::detail::StreamOverflow::kFail,
+        [this](std::function<void(Event)> push) { return on_event([push](const Event& e) { push(e); }); },
+        [this](std::function<void()> fn) { return on_closed(std::move(fn)); });
   }
 
   const C& codec() const { return *codec_; }

@@ -30,6 +30,7 @@
 #include "etcd/recipes/atomic_long.h"
 #include "etcd/recipes/barrier.h"
 #include "etcd/recipes/election.h"
+#include "etcd/recipes/keyspace_view.h"
 #include "etcd/recipes/mutex.h"
 #include "etcd/recipes/node_cache.h"
 #include "etcd/recipes/path_children_cache.h"
@@ -139,6 +140,11 @@ class Recipes {
   ServiceDiscovery discovery(ServiceDiscoveryOptions options) {
     options.recipe = options_;
     return ServiceDiscovery(client_, std::move(options));
+  }
+  KeyspaceView keyspace_view(std::string key) { return keyspace_view(std::move(key), KeyspaceViewOptions()); }
+  KeyspaceView keyspace_view(std::string key, KeyspaceViewOptions options) {
+    options.recipe = options_;
+    return KeyspaceView(client_, std::move(key), std::move(options));
   }
 
  private:

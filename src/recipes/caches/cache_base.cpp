@@ -5,7 +5,9 @@
 // entries); this file turns its batches into the caches' events and
 // reports values that do not decode.
 #include <asio/post.hpp>
+#include <asio/system_executor.hpp>
 
+#include "../core/client_link.h"
 #include "../core/prefix_view.h"
 #include "../core/recipe_core.h"
 #include "client/listener_set.h"
@@ -254,5 +256,12 @@ bool CacheBase::read_one(std::string_view key, const std::function<void(const Ra
 }
 
 const std::string& CacheBase::range() const { return state_->range(); }
+
+Executor CacheBase::stream_executor() const {
+  auto link = state_->core->link();
+  return link ? link->executor() : Executor(asio::system_executor());
+}
+
+Subscription CacheBase::on_closed(std::function<void()> fn) const { return state_->core->on_close(std::move(fn)); }
 
 }  // namespace etcd::recipes::detail

@@ -118,6 +118,7 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
   int64_t revision = 0;
   bool started = false;
   bool initialized = false;
+  Status failed;  // set once the view stopped for good (Options::start_revision)
   uint64_t pages = 0;
   uint64_t resyncs = 0;
 
@@ -372,7 +373,8 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
     watch_.cancel();
     watch_ = Watcher();
     ViewMap().swap(loading_);
-    load_rev_ = 0;
+    // The first read at Options::start_revision (if any), later ones at the newest.
+    load_rev_ = initialized_here_ ? 0 : options.start_revision;
     next_key_ = range.empty() ? std::string(1, '\0') : range;
     if (windowed() && next_key_ >= full_end()) next_key_ = std::max(next_key_, options.window_from);
     page_end_.clear();
@@ -455,6 +457,14 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
 
   void page_failed(uint64_t e, const Status& why) {
     if (why.is(Errc::kClosed)) return;  // the client is closed: nothing more to see
+    if (why.is(Errc::kCompacted) && !initialized_here_ && options.start_revision > 0) {
+      // The revision the owner asked to start from is gone: no silent
+      // fallback to a newer one.
+      return fail(Status(why.code(),
+                         "reading " + range + " at revision " + std::to_string(options.start_revision) +
+                             ": it was compacted (" + why.message() + ")",
+                         Errc::kCompacted));
+    }
     if (why.is(Errc::kCompacted) && load_rev_ != 0) {
       // The revision of the first page was compacted before the last one:
       // start over at the newest revision.
@@ -465,6 +475,20 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
     if (!transient(why) && !why.is(Errc::kUnreachable))
       core->record_error(Status(why.code(), "reading " + range + ": " + why.message(), why.reason()));
     retry_later(e, [self = shared_from_this(), e] { self->read_page(e); });
+  }
+
+  // The view cannot do what it was asked: it stops for good.
+  void fail(Status why) {
+    why = core->named(std::move(why));
+    {
+      std::lock_guard lock(mu);
+      failed = why;
+    }
+    core->record_error(why);
+    auto on_failed = options.on_failed;
+    stop();
+    waiters->fail_all(why);
+    if (on_failed) on_failed(why);
   }
 
   void finish_load(uint64_t e) {
@@ -671,6 +695,12 @@ Call<void> PrefixView::wait_initialized() {
         return done(impl->core->named(Status(StatusCode::kFailedPrecondition, "not started (call start() first)")));
       }
     }
+    Status failed;
+    {
+      std::lock_guard lock(impl->mu);
+      failed = impl->failed;
+    }
+    if (!failed.ok()) return done(failed);
     impl->waiters->add(options, std::move(done), "the first read of " + impl->range);
   });
 }

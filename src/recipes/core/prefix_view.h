@@ -170,6 +170,13 @@ class PrefixView : public std::enable_shared_from_this<PrefixView> {
     std::string window_from{};
     std::string full_end{};
     size_t window_bytes = 8 << 20;
+    // Read the range first at this revision instead of the newest (and
+    // watch from the one after it): the owner hears of every change since.
+    // If etcd compacted it already, the view does not fall back to a newer
+    // one: it stops, its waiters (and later ones) fail with
+    // Errc::kCompacted, and `on_failed` runs on its strand. 0: the newest.
+    int64_t start_revision = 0;
+    std::function<void(const Status&)> on_failed{};
   };
 
   // Does no I/O. `range` is the prefix (or the key in single_key mode).

@@ -7,6 +7,7 @@
 #include "proposal_limit.h"
 
 #include <asio/post.hpp>
+#include <asio/system_executor.hpp>
 
 namespace etcd::recipes {
 
@@ -172,6 +173,28 @@ Subscription LeaderLatch::on_is_leader(std::function<void(int64_t)> listener) {
 
 Subscription LeaderLatch::on_not_leader(std::function<void(const Status&)> listener) {
   return state_->not_leader.add(std::move(listener));
+}
+
+Stream<LeadershipChange> LeaderLatch::leadership_stream(StreamOptions options) {
+  auto link = state_->core->link();
+  return etcd::detail::listener_stream<LeadershipChange>(
+      link ? link->executor() : Executor(asio::system_executor()), options, etcd::detail::StreamOverflow::kKeepNewest,
+      [this](std::function<void(LeadershipChange)> push) {
+        // Both listeners run on the latch's strand, in order: the term that
+        // ends is the last one that began.
+        auto term = std::make_shared<int64_t>(0);
+        auto became = std::make_shared<Subscription>(on_is_leader([push, term](int64_t t) {
+          *term = t;
+          push(LeadershipChange{true, t, Status()});
+        }));
+        auto ended = std::make_shared<Subscription>(
+            on_not_leader([push, term](const Status& why) { push(LeadershipChange{false, *term, why}); }));
+        return Subscription([became, ended] {
+          became->reset();
+          ended->reset();
+        });
+      },
+      [core = state_->core](std::function<void()> fn) { return core->on_close(std::move(fn)); });
 }
 
 Call<void> LeaderLatch::proclaim(std::string value) { return state_->candidate->proclaim(std::move(value)); }

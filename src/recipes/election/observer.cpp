@@ -1,6 +1,9 @@
 // LeaderObserver: the leader of an election (the lowest create revision
 // under NAME/), derived revision by revision from a PrefixView of NAME/
 // (anchored read, watch from the next revision, differences after a gap).
+#include <asio/system_executor.hpp>
+
+#include "../core/client_link.h"
 #include "../core/prefix_view.h"
 #include "../core/recipe_core.h"
 #include "client/listener_set.h"
@@ -130,6 +133,16 @@ std::optional<LeaderInfo> LeaderObserver::current() const {
 
 Subscription LeaderObserver::on_change(std::function<void(const std::optional<LeaderInfo>&)> listener) {
   return state_->listeners.add(std::move(listener));
+}
+
+Stream<std::optional<LeaderInfo>> LeaderObserver::leader_stream(StreamOptions options) {
+  auto link = state_->core->link();
+  return etcd::detail::listener_stream<std::optional<LeaderInfo>>(
+      link ? link->executor() : Executor(asio::system_executor()), options, etcd::detail::StreamOverflow::kKeepNewest,
+      [this](std::function<void(std::optional<LeaderInfo>)> push) {
+        return on_change([push](const std::optional<LeaderInfo>& l) { push(l); });
+      },
+      [core = state_->core](std::function<void()> fn) { return core->on_close(std::move(fn)); });
 }
 
 Call<std::vector<Participant>> LeaderObserver::participants() {
