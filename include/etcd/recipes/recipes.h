@@ -30,6 +30,7 @@
 #include "etcd/recipes/atomic_long.h"
 #include "etcd/recipes/barrier.h"
 #include "etcd/recipes/election.h"
+#include "etcd/recipes/group_member.h"
 #include "etcd/recipes/mutex.h"
 #include "etcd/recipes/node_cache.h"
 #include "etcd/recipes/path_children_cache.h"
@@ -39,6 +40,7 @@
 #include "etcd/recipes/rwlock.h"
 #include "etcd/recipes/semaphore.h"
 #include "etcd/recipes/service_discovery.h"
+#include "etcd/recipes/shared_value.h"
 #include "etcd/recipes/transient.h"
 #include "etcd/recipes/work_queue.h"
 
@@ -139,6 +141,16 @@ class Recipes {
   ServiceDiscovery discovery(ServiceDiscoveryOptions options) {
     options.recipe = options_;
     return ServiceDiscovery(client_, std::move(options));
+  }
+
+  // --- shared value, group membership ----------------------------------------------------------------
+  template <class T = std::string, Codec<T> C = DefaultCodec<T>>
+  SharedValue<T, C> shared_value(std::string key) {
+    return SharedValue<T, C>(client_, std::move(key), options_);
+  }
+  SharedCount shared_count(std::string key) { return SharedCount(client_, std::move(key), options_); }
+  GroupMember group_member(std::string group, std::string id, std::string payload) {
+    return GroupMember(client_, std::move(group), std::move(id), std::move(payload), options_);
   }
 
  private:
