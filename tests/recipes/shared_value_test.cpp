@@ -128,10 +128,10 @@ TEST_F(SharedValueTest, OfTwoConcurrentCompareAndSetsOneWinsAndTheLoserSeesTheWi
   EXPECT_EQ(*seen.value, 10);
   EXPECT_EQ(b.get().mod_revision, seen.mod_revision);
 
-  auto ca = a.compare_and_set(seen.mod_revision, *seen.value + 1);
-  auto cb = b.compare_and_set(seen.mod_revision, *seen.value + 2);
-  const bool won_a = ca.wait().value();
-  const bool won_b = cb.wait().value();
+  auto ca = a.compare_and_set(seen.mod_revision, *seen.value + 1).timeout(10s).future();
+  auto cb = b.compare_and_set(seen.mod_revision, *seen.value + 2).timeout(10s).future();
+  const bool won_a = ca.get().value();
+  const bool won_b = cb.get().value();
   EXPECT_NE(won_a, won_b) << "exactly one wins";
   SharedCount& loser = won_a ? b : a;
   const int64_t stored = won_a ? 11 : 12;
