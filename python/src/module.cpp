@@ -20,5 +20,6 @@ PYBIND11_MODULE(_core, m) {
   bind_recipes(m);
   bind_bytes_recipes(m);
   bind_typed(m);
+  bind_values(m);
   bind_testing(m);
 }

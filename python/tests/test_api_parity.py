@@ -18,6 +18,7 @@ TWINS = [
     "DistributedPriorityQueue", "DistributedWorkQueue", "WorkItem", "DistributedAtomicLong", "DistributedBarrier",
     "DistributedBarrierWithCount", "DistributedDoubleBarrier", "TransientKeyValue", "PathChildrenCache",
     "NodeCache", "ServiceRegistry", "ServiceCache", "ServiceProvider", "ServiceDiscovery", "Recipes",
+    "SharedValue", "GroupMember",
 ]
 
 # The C++ classes' public members (include/etcd/recipes/*.h), in Python's
@@ -56,6 +57,10 @@ CPP_METHODS = {
                         "cache"},
     "ServiceDiscovery": {"register_instance", "update", "unregister", "query_names", "query_instances",
                          "query_instance", "provider", "on_lost", "on_restored"},
+    "SharedValue": {"key", "get", "set", "compare_and_set", "try_set", "on_change", "wait_initialized",
+                    "initialized", "resyncs"},
+    "GroupMember": {"group", "id", "member_key", "join", "set_payload", "payload", "leave", "is_member", "lease",
+                    "members", "revision", "wait_initialized", "resyncs", "on_change", "on_lost", "on_restored"},
 }
 
 
@@ -156,7 +161,7 @@ def test_waits_take_the_timeout_as_a_keyword():
 
 
 @pytest.mark.parametrize("name", ["DistributedMutex", "DistributedSemaphore", "Hold", "WorkItem",
-                                  "DistributedDoubleBarrier", "TransientKeyValue"])
+                                  "DistributedDoubleBarrier", "TransientKeyValue", "GroupMember"])
 def test_an_asyncio_object_refuses_a_blocking_with(name):
     obj = getattr(aio, name).__new__(getattr(aio, name))
     with pytest.raises(TypeError, match="async with"):
@@ -183,6 +188,9 @@ FAMILIES = {
     "caches": ["PathChildrenCache", "NodeCache", "CachedNode", "ChildEvent", "NodeEvent", "TypedCachedNode",
                "TypedChildEvent", "TypedNodeEvent"],
     "discovery": ["ServiceDiscovery", "ServiceRegistry", "ServiceCache", "ServiceProvider", "ServiceInstance"],
+    "shared_value": ["SharedValue", "VersionedValue", "SharedValueEvent", "TypedVersionedValue",
+                     "TypedSharedValueEvent"],
+    "group": ["GroupMember", "GroupEvent"],
 }
 
 
@@ -197,6 +205,6 @@ def test_a_module_per_recipe_family_has_the_packages_classes(family):
 
 def test_every_recipe_class_is_in_a_family():
     recipes = {n for n in etcd_recipes.__all__ if n.startswith(("Distributed", "Leader", "Service", "Path", "Node"))}
-    recipes |= {"TransientKeyValue"}
+    recipes |= {"TransientKeyValue", "SharedValue", "GroupMember"}
     placed = {n for names in FAMILIES.values() for n in names}
     assert recipes <= placed, sorted(recipes - placed)
