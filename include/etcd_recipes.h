@@ -1108,6 +1108,81 @@ ETCDR_API size_t etcdr_view_size(const etcdr_view* view);
 ETCDR_API etcdr_code etcdr_view_get(etcdr_view* view, const char* key, size_t key_len, char** value,
                                     size_t* value_len, etcdr_error* err);
 ETCDR_API void etcdr_view_destroy(etcdr_view* view);
+/* --- Shared value: one key's value, watched and versioned ----------------- */
+
+typedef struct etcdr_shared_value etcdr_shared_value;
+
+/* The value of `key` (the key itself, bytes as stored); starts reading and
+ * watching it in the background. The version compare_and_set compares is
+ * the key's mod revision (0: absent). */
+ETCDR_API etcdr_code etcdr_shared_value_create(etcdr_client* client, const char* key,
+                                               const etcdr_recipe_options* options, etcdr_shared_value** out,
+                                               etcdr_error* err);
+/* The newest value the handle knows (no I/O once the first read is done;
+ * waits for it up to `timeout_ms`): `*bytes` (freed with etcdr_free) and its
+ * mod revision. An absent key is ETCDR_NOT_FOUND. */
+ETCDR_API etcdr_code etcdr_shared_value_get(etcdr_shared_value* value, int64_t timeout_ms, char** bytes, size_t* len,
+                                            int64_t* mod_revision, etcdr_error* err);
+/* Stores the bytes, whatever was there; `mod_revision` (may be NULL) gets
+ * the new version. One Txn. */
+ETCDR_API etcdr_code etcdr_shared_value_set(etcdr_shared_value* value, const char* bytes, size_t len,
+                                            int64_t timeout_ms, int64_t* mod_revision, etcdr_error* err);
+/* Stores the bytes if the key's mod revision is still `expected_revision`
+ * (0: if it is absent): `*swapped` 1 if it did, 0 if someone wrote since
+ * (nothing written). One Txn. */
+ETCDR_API etcdr_code etcdr_shared_value_compare_and_set(etcdr_shared_value* value, int64_t expected_revision,
+                                                        const char* bytes, size_t len, int64_t timeout_ms,
+                                                        int* swapped, etcdr_error* err);
+/* Every change the watch delivers, in order: the value now (NULL and
+ * exists 0 when the key was deleted) and its mod revision. The bytes are
+ * the library's for the duration of the call. One callback per handle;
+ * NULL removes it (as etcdr_mutex_on_lost). */
+typedef void (*etcdr_shared_value_cb)(void* user, const char* bytes, size_t len, int exists, int64_t mod_revision);
+ETCDR_API etcdr_code etcdr_shared_value_on_change(etcdr_shared_value* value, etcdr_shared_value_cb on_change,
+                                                  void* user);
+ETCDR_API void etcdr_shared_value_destroy(etcdr_shared_value* value);
+
+/* --- Group membership: join a group with a payload, list its members ------ */
+
+typedef struct etcdr_group_member etcdr_group_member;
+
+enum { ETCDR_GROUP_JOINED = 0, ETCDR_GROUP_UPDATED = 1, ETCDR_GROUP_LEFT = 2 };
+
+/* Member `id` (one path segment) of `group`, the key GROUP/ID holding the
+ * payload under a presence lease while the handle lives; joins in the
+ * background (only where the id is free; it re-joins after a lease loss)
+ * and follows the member list. */
+ETCDR_API etcdr_code etcdr_group_member_create(etcdr_client* client, const char* group, const char* id,
+                                               const char* payload, size_t payload_len,
+                                               const etcdr_recipe_options* options, etcdr_group_member** out,
+                                               etcdr_error* err);
+/* Joins now: ETCDR_ALREADY_EXISTS (nothing written) if the id is someone
+ * else's. */
+ETCDR_API etcdr_code etcdr_group_member_join(etcdr_group_member* member, int64_t timeout_ms, etcdr_error* err);
+ETCDR_API etcdr_code etcdr_group_member_set_payload(etcdr_group_member* member, const char* payload, size_t len,
+                                                    int64_t timeout_ms, etcdr_error* err);
+/* Leaves (and stops following the group): `was_member` (may be NULL) gets
+ * 1 if the key was still this member's. */
+ETCDR_API etcdr_code etcdr_group_member_leave(etcdr_group_member* member, int64_t timeout_ms, int* was_member,
+                                              etcdr_error* err);
+/* The members' ids, sorted (waits for the first read up to `timeout_ms`):
+ * `*ids` holds `*count` NUL-terminated ids back to back (NULL when none),
+ * freed with etcdr_free. */
+ETCDR_API etcdr_code etcdr_group_member_members(etcdr_group_member* member, int64_t timeout_ms, char** ids,
+                                                size_t* count, etcdr_error* err);
+/* The payload of member `id` as the list shows it (freed with etcdr_free):
+ * ETCDR_NOT_FOUND when it is not a member. No I/O. */
+ETCDR_API etcdr_code etcdr_group_member_payload_of(etcdr_group_member* member, const char* id, char** payload,
+                                                   size_t* len, etcdr_error* err);
+/* Advisory: 1 while this member's key is its own. */
+ETCDR_API int etcdr_group_member_is_member(const etcdr_group_member* member);
+/* Joins, updates and leaves, in order: ETCDR_GROUP_*, the id and the
+ * payload (the last one seen for a leave), the library's for the duration
+ * of the call. One callback per handle; NULL removes it. */
+typedef void (*etcdr_group_cb)(void* user, int event, const char* id, const char* payload, size_t len);
+ETCDR_API etcdr_code etcdr_group_member_on_change(etcdr_group_member* member, etcdr_group_cb on_change, void* user);
+/* Leaves (without waiting) and frees the handle. */
+ETCDR_API void etcdr_group_member_destroy(etcdr_group_member* member);
 
 #ifdef __cplusplus
 }

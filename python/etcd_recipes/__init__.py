@@ -5,7 +5,8 @@ Blocking API here; the asyncio twins (same names, ``await``/``async for``/
 ``async with``) are in :mod:`etcd_recipes.aio`; the test harness (real etcd
 members, fault proxy) in :mod:`etcd_recipes.testing`. A module per recipe family
 names the same classes: :mod:`etcd_recipes.locks`, ``.election``, ``.queues``,
-``.barriers``, ``.counter``, ``.transient``, ``.caches``, ``.discovery``.
+``.barriers``, ``.counter``, ``.transient``, ``.caches``, ``.discovery``,
+``.shared_value``, ``.group``.
 
 Every blocking call releases the GIL while it waits and can be interrupted with
 Ctrl-C (KeyboardInterrupt; the C++ call is cancelled). ``timeout`` arguments are
@@ -45,9 +46,13 @@ from .discovery import ServiceCache, ServiceDiscovery, ServiceInstance, ServiceP
 from .election import LeaderInfo, LeaderLatch, LeaderObserver, LeaderSelector, LeaderTerm, Participant
 from .errors import Closed, DecodeFailed, EtcdError, HoldLost, InvalidArgument, Timeout
 from .facade import Recipes
+from .group import GroupEvent, GroupMember
 from .locks import DistributedMutex, DistributedReadWriteLock, DistributedSemaphore, LockView
 from .queues import DeadLetter, DistributedPriorityQueue, DistributedQueue, DistributedWorkQueue, Enqueued, WorkItem
 from .view import EventStream, KeyspaceEvent, KeyspaceView, watch_stream
+from .shared_value import (
+    SharedValue, SharedValueEvent, TypedSharedValueEvent, TypedVersionedValue, VersionedValue,
+)
 
 __all__ = [
     "EtcdError", "HoldLost", "Timeout", "Closed", "InvalidArgument", "DecodeFailed", "codecs", "Codec",
@@ -63,4 +68,6 @@ __all__ = [
     "DistributedDoubleBarrier", "TransientKeyValue", "PathChildrenCache", "NodeCache", "CachedNode",
     "ChildEvent", "NodeEvent", "ServiceInstance", "ServiceRegistry", "ServiceCache", "ServiceProvider",
     "ServiceDiscovery", "KeyspaceView", "KeyspaceEvent", "EventStream", "watch_stream",
+    "ServiceDiscovery", "SharedValue", "VersionedValue", "SharedValueEvent", "TypedVersionedValue",
+    "TypedSharedValueEvent", "GroupMember", "GroupEvent",
 ]

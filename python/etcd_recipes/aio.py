@@ -41,11 +41,15 @@ from ._aio_election import LeaderLatch, LeaderObserver, LeaderSelector, LeaderTe
 from ._aio_locks import DistributedMutex, DistributedReadWriteLock, DistributedSemaphore, LockView
 from ._aio_queues import DistributedPriorityQueue, DistributedQueue, DistributedWorkQueue, WorkItem
 from ._aio_view import EventStream, KeyspaceView, watch_stream
+from ._aio_values import GroupMember, SharedValue
 from ._base import Bytes  # noqa: F401
 from ._core import (  # noqa: F401  (plain data, shared with the blocking API)
     CachedNode, ChildEvent, Compare, DeadLetter, Enqueued, Event, GetResponse, LeaderInfo, NodeEvent, Op,
     Participant, PrometheusMetrics, PutResponse, DeleteResponse, ServiceInstance, Subscription, Txn, TxnResponse,
     TypedCachedNode, TypedChildEvent, TypedNodeEvent, WatchResponse, KeyspaceEvent,
+)
+from ._core import (  # noqa: F401  (plain data of the shared value and the group)
+    GroupEvent, SharedValueEvent, TypedSharedValueEvent, TypedVersionedValue, VersionedValue,
 )
 from .codecs import Codec  # noqa: F401
 from .errors import Closed, DecodeFailed, Timeout  # noqa: F401
@@ -57,6 +61,7 @@ __all__ = [
     "DistributedBarrierWithCount", "DistributedDoubleBarrier", "TransientKeyValue", "PathChildrenCache",
     "NodeCache", "ServiceRegistry", "ServiceCache", "ServiceDiscovery", "ServiceProvider", "Recipes", "Session",
     "run", "KeyspaceView", "EventStream", "watch_stream",
+    "run", "SharedValue", "GroupMember",
 ]
 
 

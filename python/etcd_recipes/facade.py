@@ -20,10 +20,12 @@ from .coordination import (
     DistributedAtomicLong, DistributedBarrier, DistributedBarrierWithCount, DistributedDoubleBarrier, TransientKeyValue,
 )
 from .discovery import ServiceDiscovery
+from .group import GroupMember
 from .election import LeaderLatch, LeaderObserver, LeaderSelector
 from .errors import Closed
 from .locks import DistributedMutex, DistributedReadWriteLock, DistributedSemaphore
 from .queues import DistributedPriorityQueue, DistributedQueue, DistributedWorkQueue
+from .shared_value import SharedValue
 
 __all__ = ["Recipes"]
 
@@ -193,6 +195,15 @@ class Recipes:
     def discovery(self, *, base_path: str = "/services", **options: Any) -> ServiceDiscovery:
         """A ServiceDiscovery with these options."""
         return self._make(self._kinds.ServiceDiscovery, base_path=base_path, **options)
+
+    # --- shared value, group membership
+    def shared_value(self, key: str, *, codec: Optional[Codec] = None, **options: Any) -> SharedValue:
+        """A SharedValue with these options."""
+        return self._make(self._kinds.SharedValue, key, codec=codec, **options)
+
+    def group_member(self, group: str, id: str, payload: bytes = b"", **options: Any) -> GroupMember:
+        """A GroupMember with these options."""
+        return self._make(self._kinds.GroupMember, group, id, payload, **options)
 
     # --- lifecycle
     def close(self) -> None:

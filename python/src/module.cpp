@@ -24,6 +24,7 @@ PYBIND11_MODULE(_core, m) {
   bind_recipes(m);
   bind_bytes_recipes(m);
   bind_typed(m);
+  bind_values(m);
   bind_testing(m);
   bind_view(m);
 }

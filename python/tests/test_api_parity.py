@@ -19,6 +19,7 @@ TWINS = [
     "DistributedBarrierWithCount", "DistributedDoubleBarrier", "TransientKeyValue", "PathChildrenCache",
     "NodeCache", "ServiceRegistry", "ServiceCache", "ServiceProvider", "ServiceDiscovery", "Recipes",
     "KeyspaceView", "EventStream",
+    "SharedValue", "GroupMember",
 ]
 
 # The C++ classes' public members (include/etcd/recipes/*.h), in Python's
@@ -60,6 +61,10 @@ CPP_METHODS = {
                         "cache"},
     "ServiceDiscovery": {"register_instance", "update", "unregister", "query_names", "query_instances",
                          "query_instance", "provider", "on_lost", "on_restored"},
+    "SharedValue": {"key", "get", "set", "compare_and_set", "try_set", "on_change", "wait_initialized",
+                    "initialized", "resyncs"},
+    "GroupMember": {"group", "id", "member_key", "join", "set_payload", "payload", "leave", "is_member", "lease",
+                    "members", "revision", "wait_initialized", "resyncs", "on_change", "on_lost", "on_restored"},
 }
 
 
@@ -160,7 +165,7 @@ def test_waits_take_the_timeout_as_a_keyword():
 
 
 @pytest.mark.parametrize("name", ["DistributedMutex", "DistributedSemaphore", "Hold", "WorkItem",
-                                  "DistributedDoubleBarrier", "TransientKeyValue"])
+                                  "DistributedDoubleBarrier", "TransientKeyValue", "GroupMember"])
 def test_an_asyncio_object_refuses_a_blocking_with(name):
     obj = getattr(aio, name).__new__(getattr(aio, name))
     with pytest.raises(TypeError, match="async with"):
@@ -189,6 +194,9 @@ FAMILIES = {
                "TypedChildEvent", "TypedNodeEvent"],
     "discovery": ["ServiceDiscovery", "ServiceRegistry", "ServiceCache", "ServiceProvider", "ServiceInstance"],
     "view": ["KeyspaceView", "KeyspaceEvent", "EventStream", "watch_stream"],
+    "shared_value": ["SharedValue", "VersionedValue", "SharedValueEvent", "TypedVersionedValue",
+                     "TypedSharedValueEvent"],
+    "group": ["GroupMember", "GroupEvent"],
 }
 
 
@@ -203,6 +211,6 @@ def test_a_module_per_recipe_family_has_the_packages_classes(family):
 
 def test_every_recipe_class_is_in_a_family():
     recipes = {n for n in etcd_recipes.__all__ if n.startswith(("Distributed", "Leader", "Service", "Path", "Node"))}
-    recipes |= {"TransientKeyValue"}
+    recipes |= {"TransientKeyValue", "SharedValue", "GroupMember"}
     placed = {n for names in FAMILIES.values() for n in names}
     assert recipes <= placed, sorted(recipes - placed)

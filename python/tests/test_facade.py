@@ -48,6 +48,8 @@ _KINDS = [
     ("keyspace_view", lambda r, n: r.keyspace_view(n + "/"), lambda x: x.wait_initialized(timeout=2)),
     ("discovery", lambda r, n: r.discovery(base_path=n),
      lambda x: x.register_instance(er.ServiceInstance("api", id="i1", address="10.0.0.1", port=80), timeout=2)),
+    ("shared_value", lambda r, n: r.shared_value(n), lambda x: x.set(b"v", timeout=2)),
+    ("group_member", lambda r, n: r.group_member(n, "m", b"p"), lambda x: x.join(timeout=2)),
 ]
 
 

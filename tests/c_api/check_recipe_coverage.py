@@ -50,8 +50,8 @@ HANDLE_OF = {
     # Recipes being added on other branches: their C handles land with them.
     # "MultiLock": "multi_lock",
     "KeyspaceView": "view",
-    # "SharedValue": "shared_value",
-    # "GroupMember": "group_member",
+    "SharedValue": "shared_value",
+    "GroupMember": "group_member",
 }
 
 ROOT_BASE = "RecipeHandle"

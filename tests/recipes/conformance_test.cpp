@@ -30,6 +30,7 @@
 #include "etcd/recipes/barrier.h"
 #include "etcd/recipes/election.h"
 #include "etcd/recipes/keyspace_view.h"
+#include "etcd/recipes/group_member.h"
 #include "etcd/recipes/mutex.h"
 #include "etcd/recipes/node_cache.h"
 #include "etcd/recipes/path_children_cache.h"
@@ -38,6 +39,7 @@
 #include "etcd/recipes/rwlock.h"
 #include "etcd/recipes/semaphore.h"
 #include "etcd/recipes/service_discovery.h"
+#include "etcd/recipes/shared_value.h"
 #include "etcd/recipes/transient.h"
 #include "etcd/recipes/work_queue.h"
 #include "support/etcd_fixture.h"
@@ -507,6 +509,32 @@ inline recipes::ServiceInstance conformance_instance() {
 }
 // A registry never parks: a registration is one Txn (another owner's key is
 // refused at once); on_lost is heard when a registration's lease is revoked.
+// A change after the first read (a put by someone else).
+template <class T>
+struct SharedValueAdapterOf : FirstReadAdapterOf<recipes::SharedValue<T>> {
+  using Recipe = recipes::SharedValue<T>;
+  static Recipe make(Client c, std::string name, RecipeOptions o) { return Recipe(c, std::move(name), std::move(o)); }
+  static std::any listen(Recipe& r, std::function<void()> fn, Client& c) {
+    auto sub =
+        std::make_shared<Subscription>(r.on_change([fn](const recipes::SharedValueEvent<T>&) { fn(); }));
+    r.start();
+    r.wait_initialized().wait().value();
+    (void)c.put(r.key(), "5").wait().value();
+    return sub;
+  }
+};
+// kJoined for the member itself, once it joined.
+struct GroupMemberAdapter : FirstReadAdapterOf<recipes::GroupMember> {
+  using Recipe = recipes::GroupMember;
+  static Recipe make(Client c, std::string name, RecipeOptions o) {
+    return Recipe(c, std::move(name), "m", "payload", std::move(o));
+  }
+  static std::any listen(Recipe& r, std::function<void()> fn, Client&) {
+    auto sub = std::make_shared<Subscription>(r.on_change([fn](const recipes::GroupEvent&) { fn(); }));
+    r.start();
+    return sub;
+  }
+};
 struct RegistryAdapter {
   using Recipe = recipes::ServiceRegistry;
   static Recipe make(Client c, std::string name, RecipeOptions o) {
@@ -629,7 +657,8 @@ using Recipes = ::testing::Types<
     WorkQueueAdapter, TypedWorkQueueAdapter, TransientAdapter, TypedTransientAdapter, AtomicLongAdapter, GateAdapter,
     CountBarrierAdapter, DoubleBarrierAdapter, NodeCacheAdapter, TypedNodeCacheAdapter, PathChildrenCacheAdapter,
     TypedPathChildrenCacheAdapter, RegistryAdapter, ServiceCacheAdapter, ServiceProviderAdapter,
-    ServiceDiscoveryAdapter, KeyspaceViewAdapter>;
+    ServiceDiscoveryAdapter, KeyspaceViewAdapter, SharedValueAdapterOf<std::string>, SharedValueAdapterOf<int64_t>,
+    GroupMemberAdapter>;
 class Names {
  public:
   template <class T>
@@ -666,7 +695,10 @@ class Names {
                                   "ServiceCache",
                                   "ServiceProvider",
                                   "ServiceDiscovery",
-                                  "KeyspaceView"};
+                                  "KeyspaceView",
+                                  "SharedValue",
+                                  "SharedCount",
+                                  "GroupMember"};
     return names[i];
   }
 };

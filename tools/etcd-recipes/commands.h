@@ -20,6 +20,8 @@ void add_barrier_commands(Commands& commands);    // barrier set, remove, wait
 void add_cache_commands(Commands& commands);      // cache PREFIX
 void add_discovery_commands(Commands& commands);  // discovery register, list, pick
 void add_inspect_commands(Commands& commands);    // inspect PREFIX
+void add_value_commands(Commands& commands);      // value get, set, cas, watch
+void add_group_commands(Commands& commands);      // group join, list
 void add_demo_command(Commands& commands);
 void add_view_commands(Commands& commands);       // view PREFIX, node watch KEY
 

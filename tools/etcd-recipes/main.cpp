@@ -24,6 +24,7 @@ constexpr void (*kCommandSets[])(Commands&) = {
     add_queue_commands, add_workqueue_commands, add_transient_commands, add_counter_commands, add_barrier_commands,
     add_cache_commands, add_discovery_commands, add_demo_command,
     add_inspect_commands, add_view_commands,
+    add_value_commands, add_group_commands,
 };
 
 constexpr const char* kFooter = R"(Environment (a flag beats them; ETCD_* names beat etcdctl's ETCDCTL_* ones):

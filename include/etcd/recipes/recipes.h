@@ -31,6 +31,7 @@
 #include "etcd/recipes/barrier.h"
 #include "etcd/recipes/election.h"
 #include "etcd/recipes/keyspace_view.h"
+#include "etcd/recipes/group_member.h"
 #include "etcd/recipes/mutex.h"
 #include "etcd/recipes/node_cache.h"
 #include "etcd/recipes/path_children_cache.h"
@@ -40,6 +41,7 @@
 #include "etcd/recipes/rwlock.h"
 #include "etcd/recipes/semaphore.h"
 #include "etcd/recipes/service_discovery.h"
+#include "etcd/recipes/shared_value.h"
 #include "etcd/recipes/transient.h"
 #include "etcd/recipes/work_queue.h"
 
@@ -145,6 +147,16 @@ class Recipes {
   KeyspaceView keyspace_view(std::string key, KeyspaceViewOptions options) {
     options.recipe = options_;
     return KeyspaceView(client_, std::move(key), std::move(options));
+  }
+
+  // --- shared value, group membership ----------------------------------------------------------------
+  template <class T = std::string, Codec<T> C = DefaultCodec<T>>
+  SharedValue<T, C> shared_value(std::string key) {
+    return SharedValue<T, C>(client_, std::move(key), options_);
+  }
+  SharedCount shared_count(std::string key) { return SharedCount(client_, std::move(key), options_); }
+  GroupMember group_member(std::string group, std::string id, std::string payload) {
+    return GroupMember(client_, std::move(group), std::move(id), std::move(payload), options_);
   }
 
  private:
