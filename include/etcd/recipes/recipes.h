@@ -30,6 +30,7 @@
 #include "etcd/recipes/atomic_long.h"
 #include "etcd/recipes/barrier.h"
 #include "etcd/recipes/election.h"
+#include "etcd/recipes/multi_lock.h"
 #include "etcd/recipes/mutex.h"
 #include "etcd/recipes/node_cache.h"
 #include "etcd/recipes/path_children_cache.h"
