@@ -45,7 +45,7 @@ from .discovery import ServiceCache, ServiceDiscovery, ServiceInstance, ServiceP
 from .election import LeaderInfo, LeaderLatch, LeaderObserver, LeaderSelector, LeaderTerm, Participant
 from .errors import Closed, DecodeFailed, EtcdError, HoldLost, InvalidArgument, Timeout
 from .facade import Recipes
-from .locks import DistributedMutex, DistributedReadWriteLock, DistributedSemaphore, LockView
+from .locks import DistributedMutex, DistributedReadWriteLock, DistributedSemaphore, LockView, MultiHold, MultiLock
 from .queues import DeadLetter, DistributedPriorityQueue, DistributedQueue, DistributedWorkQueue, Enqueued, WorkItem
 
 __all__ = [
@@ -56,6 +56,7 @@ __all__ = [
     "LeaseGrantResponse", "LeaseTimeToLiveResponse", "WatchResponse", "Event", "StatusResponse",
     "MemberListResponse", "Member",
     "Hold", "LeaderTerm", "DistributedMutex", "DistributedReadWriteLock", "LockView", "DistributedSemaphore",
+    "MultiLock", "MultiHold",
     "LeaderLatch", "LeaderSelector", "LeaderObserver", "Participant", "LeaderInfo",
     "DistributedQueue", "DistributedPriorityQueue", "Enqueued", "DistributedWorkQueue", "WorkItem",
     "DeadLetter", "DistributedAtomicLong", "DistributedBarrier", "DistributedBarrierWithCount",
