@@ -68,7 +68,9 @@
 // instead, delete the holder's key: that is a loss for the holder.
 // Costs: request_release() is one read and one Txn (one write) — more only
 // if the holder changes in between; the holder hears of it from a watch it
-// already has (within ~50 ms of its acquisition at the earliest).
+// already has (a watch from its acquisition's revision: etcd serves it
+// from its pass over watches that start in the past, every 100 ms, so a
+// request can take that long to be heard).
 //
 // Costs: an uncontended lock+unlock is two etcd writes and two round trips
 // (one Txn that creates the key and reads the owner; one guarded delete).
