@@ -1183,6 +1183,37 @@ typedef void (*etcdr_group_cb)(void* user, int event, const char* id, const char
 ETCDR_API etcdr_code etcdr_group_member_on_change(etcdr_group_member* member, etcdr_group_cb on_change, void* user);
 /* Leaves (without waiting) and frees the handle. */
 ETCDR_API void etcdr_group_member_destroy(etcdr_group_member* member);
+/* --- MultiLock: several mutex names held as one (etcd/recipes/multi_lock.h) ---
+ * The names are sorted and de-duplicated into one global order and taken
+ * one after the other, so multi-locks sharing names never deadlock; when
+ * one name cannot be had, the names already taken are released before the
+ * call returns. Each name is a mutex (it excludes etcdr_mutex and
+ * `etcdctl lock` on that name). */
+
+typedef struct etcdr_multi_lock etcdr_multi_lock;
+
+/* `names`: `count` names (at least one; none a path prefix of another, as
+ * "a" and "a/b"), copied. `options` may be NULL. No I/O: bad names are
+ * ETCDR_INVALID_ARGUMENT here. */
+ETCDR_API etcdr_code etcdr_multi_lock_create(etcdr_client* client, const char* const* names, size_t count,
+                                             const etcdr_recipe_options* options, etcdr_multi_lock** out,
+                                             etcdr_error* err);
+/* Waits until every name is held (ETCDR_DEADLINE_EXCEEDED, holding
+ * nothing, when `timeout_ms` runs out). */
+ETCDR_API etcdr_code etcdr_multi_lock_acquire(etcdr_multi_lock* lock, int64_t timeout_ms, etcdr_error* err);
+/* Takes every name only if each is free now: `acquired` gets 1 or 0. */
+ETCDR_API etcdr_code etcdr_multi_lock_try_acquire(etcdr_multi_lock* lock, int* acquired, etcdr_error* err);
+/* The fencing token of `name` in the current hold; 0 when not held or not
+ * one of the names. */
+ETCDR_API int64_t etcdr_multi_lock_token(const etcdr_multi_lock* lock, const char* name);
+/* Releases every name: ETCDR_OK if all were intact; ETCDR_ABORTED with
+ * reason ETCDR_REASON_HOLD_LOST if one had been lost, and
+ * ETCDR_FAILED_PRECONDITION when nothing was held. */
+ETCDR_API ETCDR_MUST_CHECK etcdr_code etcdr_multi_lock_release(etcdr_multi_lock* lock, etcdr_error* err);
+/* 1 while every name is held and none was seen lost. */
+ETCDR_API int etcdr_multi_lock_is_held(const etcdr_multi_lock* lock);
+/* Releases what it holds (without waiting) and frees the handle. */
+ETCDR_API void etcdr_multi_lock_destroy(etcdr_multi_lock* lock);
 
 #ifdef __cplusplus
 }

@@ -47,7 +47,7 @@ from .election import LeaderInfo, LeaderLatch, LeaderObserver, LeaderSelector, L
 from .errors import Closed, DecodeFailed, EtcdError, HoldLost, InvalidArgument, Timeout
 from .facade import Recipes
 from .group import GroupEvent, GroupMember
-from .locks import DistributedMutex, DistributedReadWriteLock, DistributedSemaphore, LockView
+from .locks import DistributedMutex, DistributedReadWriteLock, DistributedSemaphore, LockView, MultiHold, MultiLock
 from .queues import DeadLetter, DistributedPriorityQueue, DistributedQueue, DistributedWorkQueue, Enqueued, WorkItem
 from .view import EventStream, KeyspaceEvent, KeyspaceView, watch_stream
 from .shared_value import (
@@ -62,6 +62,7 @@ __all__ = [
     "LeaseGrantResponse", "LeaseTimeToLiveResponse", "WatchResponse", "Event", "StatusResponse",
     "MemberListResponse", "Member",
     "Hold", "LeaderTerm", "DistributedMutex", "DistributedReadWriteLock", "LockView", "DistributedSemaphore",
+    "MultiLock", "MultiHold",
     "LeaderLatch", "LeaderSelector", "LeaderObserver", "Participant", "LeaderInfo",
     "DistributedQueue", "DistributedPriorityQueue", "Enqueued", "DistributedWorkQueue", "WorkItem",
     "DeadLetter", "DistributedAtomicLong", "DistributedBarrier", "DistributedBarrierWithCount",

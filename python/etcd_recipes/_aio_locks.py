@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from .client import Txn, TxnResponse
+
 from . import locks as _blocking
 from ._aio_base import Hold, _hold, _use_async_with, run
 from ._base import _home
 
-__all__ = ["DistributedMutex", "LockView", "DistributedReadWriteLock", "DistributedSemaphore"]
+__all__ = ["DistributedMutex", "LockView", "DistributedReadWriteLock", "DistributedSemaphore", "MultiLock", "MultiHold"]
 
 
 class _AsyncLock:
@@ -42,7 +44,8 @@ class _AsyncLock:
 
 
 class DistributedMutex(_AsyncLock, _blocking.DistributedMutex):  # type: ignore[misc]
-    pass
+    async def request_release(self, *, timeout: Optional[float] = None) -> bool:  # type: ignore[override]
+        return await run(self._c.request_release(), timeout)
 
 
 class LockView(_AsyncLock, _blocking.LockView):  # type: ignore[misc]
@@ -77,6 +80,54 @@ class DistributedSemaphore(_blocking.DistributedSemaphore):
 
     async def __aexit__(self, *exc: Any) -> None:
         await self._entered.pop().release()
+
+
+class MultiHold(_blocking.MultiHold):
+    __enter__ = __exit__ = _use_async_with  # type: ignore[assignment]
+
+    @property
+    def holds(self) -> Any:
+        """One aio Hold per name, in ``names`` order."""
+        return [Hold(h) for h in self._c.holds]
+
+    def hold(self, name: str) -> Optional[Hold]:
+        return _hold(self._c.hold(name))
+
+    async def guarded(self, txn: Txn, *, timeout: Optional[float] = None) -> TxnResponse:  # type: ignore[override]
+        return await run(self._c.guarded(txn), timeout)
+
+    async def release(self, *, timeout: Optional[float] = None) -> bool:  # type: ignore[override]
+        return await run(self._c.release(), timeout)
+
+    async def __aenter__(self) -> "MultiHold":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.release()
+
+
+class MultiLock(_blocking.MultiLock):
+    __enter__ = __exit__ = _use_async_with  # type: ignore[assignment]
+    _hold_cls = MultiHold
+
+    async def acquire(self, timeout: Optional[float] = None) -> MultiHold:  # type: ignore[override]
+        return MultiHold(await run(self._c.acquire(), timeout))
+
+    async def try_acquire(self, timeout: Optional[float] = None) -> Optional[MultiHold]:  # type: ignore[override]
+        if timeout is None:
+            core = await run(self._c.try_acquire())
+        else:
+            core = await run(self._c.acquire(), timeout, or_none=True)
+        return MultiHold(core) if core is not None else None
+
+    async def release(self, *, timeout: Optional[float] = None) -> bool:  # type: ignore[override]
+        return await run(self._c.release(), timeout)
+
+    async def __aenter__(self) -> MultiHold:
+        return await self.acquire()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.release()
 
 
 _home("etcd_recipes.aio", globals(), __all__)

@@ -200,6 +200,15 @@ class _HoldBase:
         """Runs ``listener`` with the reason if the hold is lost (not when released)."""
         return _keep(self, self._c.on_lost(listener))
 
+    @property
+    def release_requested(self) -> bool:
+        """True once someone asked the holder to release (DistributedMutex.request_release); the hold goes on."""
+        return self._c.release_requested()
+
+    def on_release_requested(self, listener: Callable[[], None]) -> Subscription:
+        """Runs ``listener`` once someone asks the holder to release."""
+        return _keep(self, self._c.on_release_requested(listener))
+
     def __bool__(self) -> bool:
         return self._c.valid
 

@@ -38,7 +38,7 @@ from ._aio_coordination import (
 )
 from ._aio_discovery import ServiceCache, ServiceDiscovery, ServiceProvider, ServiceRegistry
 from ._aio_election import LeaderLatch, LeaderObserver, LeaderSelector, LeaderTerm
-from ._aio_locks import DistributedMutex, DistributedReadWriteLock, DistributedSemaphore, LockView
+from ._aio_locks import DistributedMutex, DistributedReadWriteLock, DistributedSemaphore, LockView, MultiHold, MultiLock
 from ._aio_queues import DistributedPriorityQueue, DistributedQueue, DistributedWorkQueue, WorkItem
 from ._aio_view import EventStream, KeyspaceView, watch_stream
 from ._aio_values import GroupMember, SharedValue
@@ -56,7 +56,8 @@ from .errors import Closed, DecodeFailed, Timeout  # noqa: F401
 
 __all__ = [
     "Client", "Lease", "Watch", "Hold", "LeaderTerm", "DistributedMutex", "DistributedReadWriteLock", "LockView",
-    "DistributedSemaphore", "LeaderLatch", "LeaderSelector", "LeaderObserver", "DistributedQueue",
+    "DistributedSemaphore", "MultiLock", "MultiHold", "LeaderLatch", "LeaderSelector", "LeaderObserver",
+    "DistributedQueue",
     "DistributedPriorityQueue", "DistributedWorkQueue", "WorkItem", "DistributedAtomicLong", "DistributedBarrier",
     "DistributedBarrierWithCount", "DistributedDoubleBarrier", "TransientKeyValue", "PathChildrenCache",
     "NodeCache", "ServiceRegistry", "ServiceCache", "ServiceDiscovery", "ServiceProvider", "Recipes", "Session",

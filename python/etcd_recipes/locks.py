@@ -7,15 +7,16 @@ The same classes as ``etcd_recipes`` has (one module per recipe family, as
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from . import _core
 from ._base import Hold, _Forward, _Recipe, _home, _hold, _keep, _opts
 from ._core import Subscription
-from .client import Client, Session
+from .client import Client, Session, Txn, TxnResponse
 from .errors import EtcdError
 
-__all__ = ["DistributedMutex", "DistributedReadWriteLock", "LockView", "DistributedSemaphore", "Hold"]
+__all__ = ["DistributedMutex", "DistributedReadWriteLock", "LockView", "DistributedSemaphore", "Hold", "MultiLock",
+           "MultiHold"]
 
 
 class _LockBase(_Recipe):
@@ -71,6 +72,15 @@ class DistributedMutex(_Lock):
         contenders and ``etcdctl lock``).
         """
         self._c = _core.DistributedMutex(client._c, name, **_opts(client_id, session, session_ttl, metrics, layout))
+
+    def request_release(self, *, timeout: Optional[float] = None) -> bool:
+        """Asks the current holder of the name (any process) to release: True if a holder was asked, False if the
+        name is free. The holder hears of it through on_release_requested / Hold.release_requested."""
+        return self._c.request_release().wait(timeout)
+
+    def on_release_requested(self, listener: Callable[[], None]) -> Subscription:
+        """Runs ``listener`` whenever a hold of this object is asked to release."""
+        return _keep(self, self._c.on_release_requested(listener))
 
 
 class LockView(_Lock):
@@ -155,6 +165,101 @@ class DistributedSemaphore(_Recipe):
 
     def __exit__(self, *exc: Any) -> None:
         self._entered.pop().release()
+
+
+class MultiHold:
+    """The hold of a MultiLock: one Hold per name, held and lost together. Falsy when empty."""
+
+    def __init__(self, core: Any) -> None:
+        """Wraps a multi-hold that MultiLock made; not made by you."""
+        self._c = core
+
+    names = _Forward[List[str]]("The names, sorted and de-duplicated (the order they were taken in).")
+    tokens = _Forward[Dict[str, int]]("The fencing token of each name.")
+    is_held = _Forward[bool]("True until the hold ends (released, or any name lost).")
+    ended = _Forward[bool]("True once the hold was lost or released.")
+
+    @property
+    def holds(self) -> List[Hold]:
+        """One Hold per name, in ``names`` order."""
+        return [Hold(h) for h in self._c.holds]
+
+    def hold(self, name: str) -> Optional[Hold]:
+        """The Hold of ``name`` (None if it is not one of the names)."""
+        return _hold(self._c.hold(name))
+
+    def token(self, name: str) -> int:
+        """The fencing token of ``name`` (0 if it is not one of the names)."""
+        return self._c.token(name)
+
+    def on_lost(self, listener: Callable[[EtcdError], None]) -> Subscription:
+        """Runs ``listener`` with the reason once any name is lost."""
+        return _keep(self, self._c.on_lost(listener))
+
+    def guarded(self, txn: Txn, *, timeout: Optional[float] = None) -> TxnResponse:
+        """Runs ``txn`` only while every name is held, atomically (one Txn); HoldLost otherwise."""
+        return self._c.guarded(txn).wait(timeout)
+
+    def release(self, *, timeout: Optional[float] = None) -> bool:
+        """Releases every name: True if all were still intact."""
+        return self._c.release().wait(timeout)
+
+    def __bool__(self) -> bool:
+        return self._c.valid
+
+    def __repr__(self) -> str:
+        return repr(self._c)
+
+
+def _multi_hold(core: Any, cls: Any = MultiHold) -> Any:
+    return cls(core) if core is not None else None
+
+
+class MultiLock(_Recipe):
+    """Several mutex names held as one, deadlock-free in any order: ``with MultiLock(client, [a, b]) as hold:``."""
+
+    _hold_cls: Any = MultiHold
+
+    def __init__(self, client: Client, names: List[str], *, client_id: Optional[str] = None,
+                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None,
+                 layout: str = "go") -> None:
+        """The names (each a DistributedMutex name), taken sorted and de-duplicated. client_id, session,
+        session_ttl, metrics: the options every recipe takes (see the package's docstring). ``layout``: the key
+        layout of every name's mutex, as for DistributedMutex.
+        """
+        self._c = _core.MultiLock(client._c, list(names), **_opts(client_id, session, session_ttl, metrics, layout))
+
+    names = _Forward[List[str]]("The names in the order they are taken (sorted, de-duplicated).")
+    is_held = _Forward[bool]("True while this object holds every name.")
+
+    @property
+    def hold(self) -> Optional[MultiHold]:
+        """The current multi-hold, or None."""
+        return _multi_hold(self._c.hold, self._hold_cls)
+
+    def on_lost(self, listener: Callable[[EtcdError], None]) -> Subscription:
+        """Runs ``listener`` with the reason whenever a multi-hold of this object is lost."""
+        return _keep(self, self._c.on_lost(listener))
+
+    def acquire(self, timeout: Optional[float] = None) -> MultiHold:
+        """Waits until every name is held; Timeout when ``timeout`` ran out (nothing stays held)."""
+        return self._hold_cls(self._c.acquire().wait(timeout))
+
+    def try_acquire(self, timeout: Optional[float] = None) -> Optional[MultiHold]:
+        """The hold if every name can be had now (or within ``timeout``), else None, holding nothing."""
+        if timeout is None:
+            return _multi_hold(self._c.try_acquire().wait(None), self._hold_cls)
+        return _multi_hold(self._c.acquire().wait_or_none(timeout), self._hold_cls)
+
+    def release(self, *, timeout: Optional[float] = None) -> bool:
+        """Releases every name; False if one had been lost (or nothing was held)."""
+        return self._c.release().wait(timeout)
+
+    def __enter__(self) -> MultiHold:
+        return self.acquire()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
 
 
 _home("etcd_recipes", globals(), __all__)

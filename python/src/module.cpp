@@ -22,6 +22,7 @@ PYBIND11_MODULE(_core, m) {
   bind_client(m);
   bind_options(m);
   bind_recipes(m);
+  bind_multi_lock(m);
   bind_bytes_recipes(m);
   bind_typed(m);
   bind_values(m);

@@ -14,7 +14,8 @@ import etcd_recipes.aio as aio
 # Every blocking class that has an asyncio twin of the same name.
 TWINS = [
     "Client", "Lease", "Session", "Watch", "Hold", "LeaderTerm", "DistributedMutex", "DistributedReadWriteLock",
-    "LockView", "DistributedSemaphore", "LeaderLatch", "LeaderSelector", "LeaderObserver", "DistributedQueue",
+    "LockView", "DistributedSemaphore", "MultiLock", "MultiHold", "LeaderLatch", "LeaderSelector", "LeaderObserver",
+    "DistributedQueue",
     "DistributedPriorityQueue", "DistributedWorkQueue", "WorkItem", "DistributedAtomicLong", "DistributedBarrier",
     "DistributedBarrierWithCount", "DistributedDoubleBarrier", "TransientKeyValue", "PathChildrenCache",
     "NodeCache", "ServiceRegistry", "ServiceCache", "ServiceProvider", "ServiceDiscovery", "Recipes",
@@ -30,7 +31,10 @@ TWINS = [
 # operator overloads, the typed forms (Python takes codec= instead),
 # std::stop_token accessors (Python has is_held/lost and on_lost).
 CPP_METHODS = {
-    "DistributedMutex": {"acquire", "try_acquire", "release", "hold", "is_held", "on_lost"},
+    "DistributedMutex": {"acquire", "try_acquire", "release", "hold", "is_held", "on_lost", "request_release",
+                         "on_release_requested"},
+    "MultiLock": {"acquire", "try_acquire", "release", "hold", "is_held", "on_lost", "names"},
+    "MultiHold": {"names", "holds", "hold", "tokens", "token", "is_held", "on_lost", "guarded", "release"},
     "DistributedSemaphore": {"acquire", "try_acquire", "available_permits", "permits"},
     "DistributedReadWriteLock": {"read_lock", "write_lock", "downgrade"},
     "LeaderLatch": {"await_leadership", "is_leader", "hold", "proclaim", "resign", "participants", "leader",
@@ -164,8 +168,8 @@ def test_waits_take_the_timeout_as_a_keyword():
 
 
 
-@pytest.mark.parametrize("name", ["DistributedMutex", "DistributedSemaphore", "Hold", "WorkItem",
-                                  "DistributedDoubleBarrier", "TransientKeyValue", "GroupMember"])
+@pytest.mark.parametrize("name", ["DistributedMutex", "DistributedSemaphore", "Hold", "MultiLock", "MultiHold",
+                                  "WorkItem", "DistributedDoubleBarrier", "TransientKeyValue", "GroupMember"])
 def test_an_asyncio_object_refuses_a_blocking_with(name):
     obj = getattr(aio, name).__new__(getattr(aio, name))
     with pytest.raises(TypeError, match="async with"):
@@ -183,7 +187,8 @@ def test_an_asyncio_object_refuses_a_blocking_for(name):
 
 
 FAMILIES = {
-    "locks": ["DistributedMutex", "DistributedReadWriteLock", "LockView", "DistributedSemaphore", "Hold"],
+    "locks": ["DistributedMutex", "DistributedReadWriteLock", "LockView", "DistributedSemaphore", "Hold", "MultiLock",
+              "MultiHold"],
     "election": ["LeaderLatch", "LeaderSelector", "LeaderTerm", "LeaderObserver", "Participant", "LeaderInfo"],
     "queues": ["DistributedQueue", "DistributedPriorityQueue", "DistributedWorkQueue", "WorkItem", "Enqueued",
                "DeadLetter"],

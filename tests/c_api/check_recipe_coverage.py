@@ -48,7 +48,7 @@ HANDLE_OF = {
     "TypedTransientKeyValue": "transient",
     "TransientKeyValue": "transient",
     # Recipes being added on other branches: their C handles land with them.
-    # "MultiLock": "multi_lock",
+    "MultiLock": "multi_lock",
     "KeyspaceView": "view",
     "SharedValue": "shared_value",
     "GroupMember": "group_member",

@@ -31,6 +31,7 @@
 #include "etcd/recipes/election.h"
 #include "etcd/recipes/keyspace_view.h"
 #include "etcd/recipes/group_member.h"
+#include "etcd/recipes/multi_lock.h"
 #include "etcd/recipes/mutex.h"
 #include "etcd/recipes/node_cache.h"
 #include "etcd/recipes/path_children_cache.h"
@@ -124,6 +125,25 @@ struct OrderedMutexAdapter : MutexAdapter {
     auto other = std::make_shared<Recipe>(c, name, o);
     other->lock();
     return other;
+  }
+};
+
+// A multi-lock of the one name (its name() is then that name).
+struct MultiLockAdapter {
+  using Recipe = recipes::MultiLock;
+  static Recipe make(Client c, std::string name, RecipeOptions o) { return Recipe(c, {std::move(name)}, std::move(o)); }
+  static Call<void> operation(Recipe& r, Client& c) { return as_void(r.acquire(), c.executor()); }
+  static std::any block(Client& c, const std::string& name) {
+    auto other = std::make_shared<DistributedMutex>(c, name);
+    other->lock();
+    return other;
+  }
+  static bool timed_wait(Recipe& r, std::chrono::milliseconds d) { return r.try_lock_for(d); }
+  static std::any listen(Recipe& r, std::function<void()> fn, Client& c) {
+    recipes::MultiHold h = r.acquire().wait().value();
+    auto sub = std::make_shared<Subscription>(r.on_lost([fn](const Status&) { fn(); }));
+    (void)c.lease_revoke(h.holds().at(0).lease()).wait();
+    return sub;
   }
 };
 
@@ -658,7 +678,7 @@ using Recipes = ::testing::Types<
     CountBarrierAdapter, DoubleBarrierAdapter, NodeCacheAdapter, TypedNodeCacheAdapter, PathChildrenCacheAdapter,
     TypedPathChildrenCacheAdapter, RegistryAdapter, ServiceCacheAdapter, ServiceProviderAdapter,
     ServiceDiscoveryAdapter, KeyspaceViewAdapter, SharedValueAdapterOf<std::string>, SharedValueAdapterOf<int64_t>,
-    GroupMemberAdapter>;
+    GroupMemberAdapter, MultiLockAdapter>;
 class Names {
  public:
   template <class T>
@@ -698,7 +718,8 @@ class Names {
                                   "KeyspaceView",
                                   "SharedValue",
                                   "SharedCount",
-                                  "GroupMember"};
+                                  "GroupMember",
+                                  "MultiLock"};
     return names[i];
   }
 };

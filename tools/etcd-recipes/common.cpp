@@ -177,6 +177,26 @@ CLI::Validator name_validator(std::string kind) {
       "NAME");
 }
 
+namespace {
+std::vector<std::string>& raw_command_line() {
+  static std::vector<std::string> words;
+  return words;
+}
+}  // namespace
+
+void set_command_line(int argc, char** argv) { raw_command_line().assign(argv, argv + argc); }
+
+bool command_line_has_dashes() {
+  const auto& w = raw_command_line();
+  return std::find(w.begin(), w.end(), "--") != w.end();
+}
+
+std::size_t words_after_dashes() {
+  const auto& w = raw_command_line();
+  const auto at = std::find(w.begin(), w.end(), "--");
+  return at == w.end() ? 0 : static_cast<std::size_t>(w.end() - at - 1);
+}
+
 std::string read_value(const std::optional<std::string>& arg, const std::string& file, std::string_view what) {
   if (!file.empty() && arg) throw UsageError(cat(what, ": give the value or --file, not both"));
   auto slurp = [&](int fd, const std::string& name) {

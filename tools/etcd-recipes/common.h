@@ -118,6 +118,12 @@ CLI::Validator int_range(int64_t lo, int64_t hi);
 // anything is written; an invalid one is a usage error.
 CLI::Validator name_validator(std::string kind);
 
+// The words after the first "--" of the command line (what a command taking
+// several names before -- CMD needs to tell names from CMD); set by main().
+void set_command_line(int argc, char** argv);
+std::size_t words_after_dashes();
+bool command_line_has_dashes();
+
 // A value argument: "-" reads standard input to its end; with `file` (from
 // --file) non-empty, that file is read instead and `arg` must be absent.
 // Values are arbitrary bytes (NUL included).

@@ -187,18 +187,35 @@ int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Holdable&
     started.deadline(give_up ? std::min(*give_up, by) : by);
     if (auto r = std::move(started).wait(); !r.ok()) return gave_up(std::move(r).status());
   }
-  auto acquired = holdable.acquire(give_up, ctx.stop());
-  if (!acquired.ok()) return gave_up(std::move(acquired).status());
-
-  // --- held
-  etcd::recipes::Hold hold = std::move(acquired).value();
+  // --- held: one hold, or several names held as one (a multi-lock).
+  etcd::recipes::Hold hold;
+  etcd::recipes::MultiHold multi;
+  if (holdable.acquire_multi) {
+    auto acquired = holdable.acquire_multi(give_up, ctx.stop());
+    if (!acquired.ok()) return gave_up(std::move(acquired).status());
+    multi = std::move(acquired).value();
+  } else {
+    auto acquired = holdable.acquire(give_up, ctx.stop());
+    if (!acquired.ok()) return gave_up(std::move(acquired).status());
+    hold = std::move(acquired).value();
+  }
   const int64_t token = hold.token();
   const std::string key = hold.key();
-  const std::stop_token held = hold.stop_token();
+  const std::stop_token held = multi ? multi.stop_token() : hold.stop_token();
+  // The hold ended (lost), or its holder was asked to release and takes
+  // requests (--release-on-request): what stops CMD.
+  std::stop_source stop_cmd;
+  std::stop_callback stop_on_end(held, [&stop_cmd] { stop_cmd.request_stop(); });
+  std::optional<std::stop_callback<std::function<void()>>> stop_on_request;
+  if (a.release_on_request && !multi) {
+    stop_on_request.emplace(hold.release_requested(), std::function<void()>([&stop_cmd] { stop_cmd.request_stop(); }));
+  }
+  const auto asked = [&] { return a.release_on_request && !multi && hold.release_requested().stop_requested(); };
   auto loss = std::make_shared<LossReport>();
-  auto lost_sub = hold.on_lost([loss](const etcd::Status& why) { loss->set(why); });
+  auto on_lost = [loss](const etcd::Status& why) { loss->set(why); };
+  auto lost_sub = multi ? multi.on_lost(on_lost) : hold.on_lost(on_lost);
   auto release = [&]() -> int {
-    auto r = hold.release().wait();
+    auto r = multi ? multi.release().wait() : hold.release().wait();
     if (!r.ok()) {
       // The lease is revoked next, which frees the hold all the same.
       complain(cat("releasing ", kind.noun, ": ", explain(r.status())));
@@ -212,13 +229,27 @@ int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Holdable&
   };
 
   if (a.command.empty()) {
-    if (ctx.json()) {
+    if (multi) {
+      // One key line and one token line per name, in the order taken.
+      for (const auto& h : multi.holds()) {
+        if (ctx.json()) {
+          print_line(dump_json({{"key", base64(h.key())}, {"token", h.token()}}));
+        } else {
+          print_line(simple_field(h.key()));
+          print_line(std::to_string(h.token()));
+        }
+      }
+    } else if (ctx.json()) {
       print_line(dump_json({{"key", base64(key)}, {"token", token}}));
     } else {
       print_line(simple_field(key));
       print_line(std::to_string(token));
     }
-    wait_either(ctx.stop(), held);
+    wait_either(ctx.stop(), stop_cmd.get_token());
+    if (!held.stop_requested() && asked()) {
+      complain(cat("asked to release ", kind.noun, ": released"));
+      return release();
+    }
     if (held.stop_requested()) {
       complain(cat(kind.noun, " was lost: ", loss->describe()));
       return kExitHoldLost;
@@ -235,7 +266,18 @@ int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Holdable&
   const auto kill_after = *parse_duration(a.kill_after);
   const std::string& program = a.command.front();
   CommandGroup cmd;
-  const std::vector<std::string> env = {cat(kind.token_env, "=", token), cat(kind.key_env, "=", key)};
+  std::vector<std::string> env = {cat(kind.token_env, "=", token), cat(kind.key_env, "=", key)};
+  if (multi) {
+    // Every name's token (space-separated) and key (one per line), in the
+    // order the names were taken.
+    std::string tokens, keys, names;
+    for (std::size_t i = 0; i < multi.holds().size(); ++i) {
+      tokens += (i ? " " : "") + std::to_string(multi.holds()[i].token());
+      keys += (i ? "\n" : "") + multi.holds()[i].key();
+      names += (i ? "\n" : "") + multi.names()[i];
+    }
+    env = {cat(kind.token_env, "S=", tokens), cat(kind.key_env, "S=", keys), cat("ETCD_RECIPES_LOCK_NAMES=", names)};
+  }
   if (int err = cmd.start(a.command, env); err != 0) {
     (void)release();
     complain(cat("cannot run ", program, ": ", std::strerror(err)));
@@ -243,15 +285,25 @@ int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Holdable&
   }
   const Supervised run =
       supervise(ctx, cmd,
-                {.lost = held,
+                {.lost = stop_cmd.get_token(),
                  .kill_after = kill_after,
                  .kill_after_text = a.kill_after,
                  .on_lost =
                      [&] {
+                       if (!held.stop_requested() && asked()) {
+                         complain(cat("asked to release ", kind.noun, ": sent SIGTERM to ", program, " (process group ",
+                                      cmd.pid(), ")"));
+                         return;
+                       }
                        complain(cat(kind.noun, " was lost (", loss->describe(), "): sent SIGTERM to ", program,
                                     " (process group ", cmd.pid(), ")"));
                      },
                  .complain = complain});
+  if (!held.stop_requested() && asked()) {
+    // Stopped on request: the lock is still ours to release.
+    const int released = release();
+    return released != kExitOk ? released : run.status;
+  }
   if (run.lost || held.stop_requested()) {
     if (!run.lost) complain(cat(kind.noun, " was lost (", loss->describe(), ") as ", program, " exited"));
     return kExitHoldLost;

@@ -27,6 +27,7 @@
 
 #include "common.h"
 #include "etcd/recipes/hold.h"
+#include "etcd/recipes/multi_lock.h"
 #include "etcd/recipes/recipe.h"
 #include "etcd/session.h"
 #include "process.h"
@@ -49,6 +50,10 @@ struct Holdable {
       acquire;
   // Keeps the recipe object alive while the hold is used.
   std::shared_ptr<void> recipe;
+  // Set instead of `acquire` for several names held as one (`lock A B C`):
+  // CMD gets every name's key and token (hold.cpp).
+  std::function<etcd::Result<etcd::recipes::MultiHold>(std::optional<etcd::Deadline> deadline, std::stop_token stop)>
+      acquire_multi{};
 };
 
 template <class T>
@@ -65,6 +70,11 @@ struct HoldArgs {
   std::string wait_timeout;
   std::string kill_after = "3s";  // --kill-after
   std::vector<std::string> command;
+  // `lock --release-on-request`: a release request (DistributedMutex::
+  // request_release) stops CMD as a loss would (SIGTERM, SIGKILL after
+  // --kill-after), then the lock is released and CMD's status is the exit
+  // status; without CMD the lock is released at once (exit 0).
+  bool release_on_request = false;
 };
 
 // What differs between the commands, for messages and CMD's environment.

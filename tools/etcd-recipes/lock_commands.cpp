@@ -1,10 +1,15 @@
 // lock, semaphore, rwlock: hold a lock (or a permit) while a command runs,
 // in the style of `etcdctl lock NAME [CMD]`, with the contract of hold.h.
 
+#include <algorithm>
+#include <iostream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 #include "common.h"
+#include "etcd/recipes/multi_lock.h"
 #include "etcd/recipes/mutex.h"
 #include "etcd/recipes/rwlock.h"
 #include "etcd/recipes/semaphore.h"
@@ -28,15 +33,84 @@ Holdable holdable(std::shared_ptr<Recipe> recipe, Acquire acquire) {
                   .recipe = std::move(recipe)};
 }
 
+// `lock NAME...`: CLI11 gives every positional word to `names` (CMD's
+// words too): the words after -- are CMD.
+std::vector<std::string> split_lock_names(std::vector<std::string>& names, HoldArgs& a) {
+  const std::size_t cmd_words = std::min(words_after_dashes(), names.size() - 1);
+  a.command.assign(names.end() - static_cast<std::ptrdiff_t>(cmd_words), names.end());
+  names.resize(names.size() - cmd_words);
+  for (const auto& n : names) {
+    if (auto st = etcd::recipes::validate_name("lock", n); !st.ok()) throw UsageError("lock: " + st.message());
+  }
+  if (names.size() > 1 && !command_line_has_dashes()) {
+    // Words after a name without --: CMD's (as for every hold command), or
+    // more names, which -- must end.
+    throw UsageError("lock: put -- before the command: " + std::string(kProgram) +
+                     " lock NAME -- CMD [ARGS...]; several names are held as one when -- ends them: " +
+                     std::string(kProgram) + " lock NAME NAME... -- [CMD [ARGS...]]");
+  }
+  return names;
+}
+
+// `lock --revoke NAME`: asks the holder to release; exit 0 if one was asked,
+// 1 if the lock is free.
+int revoke_lock(Context& ctx, const std::string& name) {
+  etcd::recipes::DistributedMutex mutex(ctx.client(), name);
+  auto asked = mutex.request_release().timeout(ctx.timeout()).stop_token(ctx.stop()).wait();
+  if (!asked.ok()) throw Failure("lock " + name, asked.status());
+  if (!*asked) {
+    std::cerr << kProgram << ": lock " << name << ": nobody holds it" << std::endl;
+    return kExitFailed;
+  }
+  std::cerr << kProgram << ": lock " << name << ": asked the holder to release" << std::endl;
+  return kExitOk;
+}
+
 void add_lock(Commands& commands) {
   auto a = std::make_shared<HoldArgs>();
+  auto names = std::make_shared<std::vector<std::string>>();
+  auto revoke = std::make_shared<bool>(false);
   auto* cmd = commands.root().add_subcommand(
       "lock",
-      "Acquire the distributed lock NAME (compatible with `etcdctl lock NAME`), run CMD while holding it, release it");
-  cmd->add_option("name", a->name, "The lock's name (a key prefix)")->required()->check(name_validator("lock"));
+      "Acquire the distributed lock NAME (compatible with `etcdctl lock NAME`), run CMD while holding it, release it; "
+      "several names (ended by --) are held as one, without deadlock whatever their order");
+  // Checked after the split (CMD's words land here too).
+  cmd->add_option("name", *names, "The lock's name (a key prefix); several: held as one (a multi-lock)")->required();
   add_hold_options(cmd, *a, "the lock");
-  cmd->footer(hold_footer("the lock", kLockKeyEnv));
-  commands.on_run(cmd, [a](Context& ctx) {
+  cmd->add_flag("--release-on-request", a->release_on_request,
+                "When another process asks the holder to release (lock --revoke NAME), stop CMD as a loss would "
+                "(SIGTERM, SIGKILL after --kill-after), then release; exit with CMD's status. One name only");
+  cmd->add_flag("--revoke", *revoke,
+                "Ask the current holder of NAME to release (it hears of it; a holder run with --release-on-request "
+                "stops its CMD and releases) and exit: 0 if a holder was asked, 1 if NAME is free. Takes no CMD");
+  cmd->footer(hold_footer("the lock", kLockKeyEnv) +
+              "\n\nSeveral names (lock A B C -- CMD) are taken in one global order (sorted), so two commands sharing "
+              "names never deadlock; CMD gets ETCD_RECIPES_FENCING_TOKENS (each name's token, space-separated), "
+              "ETCD_RECIPES_LOCK_KEYS and ETCD_RECIPES_LOCK_NAMES (one per line), all in that order. Losing any name "
+              "stops CMD (exit 75).");
+  commands.on_run(cmd, [a, names, revoke](Context& ctx) {
+    auto list = split_lock_names(*names, *a);
+    if (*revoke) {
+      if (list.size() != 1 || !a->command.empty()) throw UsageError("lock --revoke: one NAME and no CMD");
+      return revoke_lock(ctx, list.front());
+    }
+    if (list.size() > 1 && a->release_on_request) throw UsageError("lock --release-on-request: one NAME only");
+    a->name = list.front();
+    if (list.size() > 1) {
+      std::string joined;
+      for (const auto& n : list) joined += (joined.empty() ? "" : " ") + n;
+      return hold_with_session(
+          ctx, *a, {"lock " + joined, "the locks", kLockKeyEnv},
+          [&](etcd::Client client, etcd::recipes::RecipeOptions options) {
+            auto lock = std::make_shared<etcd::recipes::MultiLock>(std::move(client), list, std::move(options));
+            return Holdable{.acquire = nullptr,
+                            .recipe = lock,
+                            .acquire_multi = [l = lock.get()](std::optional<etcd::Deadline> deadline,
+                                                              std::stop_token stop) {
+                              return bounded(l->acquire(), deadline, std::move(stop)).wait();
+                            }};
+          });
+    }
     return hold_with_session(ctx, *a, {"lock " + a->name, "the lock", kLockKeyEnv},
                              [&](etcd::Client client, etcd::recipes::RecipeOptions options) {
                                return holdable(std::make_shared<etcd::recipes::DistributedMutex>(

@@ -139,6 +139,7 @@ void silence_grpc_log() {
 }
 
 int run(int argc, char** argv) {
+  set_command_line(argc, argv);
   CLI::App app{"Coordination recipes on etcd v3: keys, leases, watches and more from the shell.",
                std::string(kProgram)};
   app.set_version_flag("--version", ETCD_RECIPES_VERSION);

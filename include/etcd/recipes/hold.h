@@ -21,6 +21,11 @@
 // - on_lost():    runs (on the client's executor) when the hold is lost: its
 //                 lease expired or was revoked, or its key was deleted by
 //                 someone else. A lost hold is never re-created.
+// - release_requested(): requested when someone asks the holder to let go
+//                 (DistributedMutex::request_release); the hold goes on until
+//                 released — distinct from stop_token(), which means it ended.
+//                 Never requested for holds that take no requests.
+// - on_release_requested(): runs (on the client's executor) once, then.
 // - guarded(txn): runs `txn` only if the hold is still intact, atomically (one
 //                 etcd Txn); fails with Errc::kHoldLost otherwise, with
 //                 nothing written.
@@ -69,6 +74,8 @@ class Hold {
   bool is_held() const;
   std::stop_token stop_token() const;
   Subscription on_lost(std::function<void(const Status&)> listener) const;
+  std::stop_token release_requested() const;
+  Subscription on_release_requested(std::function<void()> listener) const;
   Call<TxnResponse> guarded(Txn txn) const;
   Call<bool> release() const;
 

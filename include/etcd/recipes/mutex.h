@@ -54,12 +54,31 @@
 // one's acquire fails with kFailedPrecondition (give each its own session —
 // the default — or use the ordered layout).
 //
+// Cooperative release: request_release() asks whoever holds the name now
+// (any process, any object on the name) to let go. The asker reads the
+// holder's key (the lowest create revision under NAME/) and re-puts it in
+// one Txn guarded by its create and mod revisions, with its lease, create
+// revision and fencing token unchanged and "\n~release requested" appended
+// to its value. The holder's own watch of its key (which it keeps anyway to
+// notice a loss) sees the put: hold().release_requested() is requested and
+// on_release_requested listeners run; releasing is the holder's choice.
+// The mark is in the holder's key, so it ends with that hold: it is never
+// seen by the next holder. A holder that does not watch for requests (the
+// Go package, `etcdctl lock`) just ignores it. To take a lock by force
+// instead, delete the holder's key: that is a loss for the holder.
+// Costs: request_release() is one read and one Txn (one write) — more only
+// if the holder changes in between; the holder hears of it from a watch it
+// already has (a watch from its acquisition's revision: etcd serves it
+// from its pass over watches that start in the past, every 100 ms, so a
+// request can take that long to be heard).
+//
 // Costs: an uncontended lock+unlock is two etcd writes and two round trips
 // (one Txn that creates the key and reads the owner; one guarded delete).
 // The ordered layout adds one round trip (no write) to a client's first
 // acquisition, and to one whose revision was older than the tail's key.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -94,6 +113,14 @@ class DistributedMutex : public RecipeHandle, public Holder, public Lockable<Dis
   // Releases the current hold: true if it was still intact, false if it
   // had been lost (or nothing was held).
   Call<bool> release();
+
+  // Asks the current holder of the name to release (see "Cooperative
+  // release"): true if a holder was asked (now or before), false if the
+  // name is free. Retries by itself if the holder changes meanwhile.
+  Call<bool> request_release();
+  // Runs (on the client's executor) whenever a hold of this object is asked
+  // to release; the hold's release_requested() token tells the same.
+  Subscription on_release_requested(std::function<void()> listener);
 
   // Lockable / TimedLockable (lock, try_lock, try_lock_for/until, unlock,
   // with_lock) come from Lockable; hold(), is_held(), on_lost() from Holder;

@@ -32,6 +32,7 @@
 #include "etcd/recipes/election.h"
 #include "etcd/recipes/keyspace_view.h"
 #include "etcd/recipes/group_member.h"
+#include "etcd/recipes/multi_lock.h"
 #include "etcd/recipes/mutex.h"
 #include "etcd/recipes/node_cache.h"
 #include "etcd/recipes/path_children_cache.h"

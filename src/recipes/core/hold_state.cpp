@@ -117,25 +117,28 @@ void HoldState::watch_own_key(int64_t from) {
   // a downgrade, a semaphore's nudge, a proclaim — is ours.)
   const int64_t token = spec_.token;
   auto gone = [token](const KeyValue* kv) { return !kv || kv->create_revision != token; };
-  Watcher w =
-      link->client().watch(spec_.key, WatchOptions{.start_revision = from}, [weak, gone](Result<WatchResponse> r) {
+  const bool requests = spec_.release_requests;
+  Watcher w = link->client().watch(
+      spec_.key, WatchOptions{.start_revision = from}, [weak, gone, requests](Result<WatchResponse> r) {
         auto self = weak.lock();
         if (!self) return;
         if (r.ok()) {
           for (const auto& ev : r->events) {
             if (ev.type == Event::Type::kDelete) return self->lose(Status(StatusCode::kAborted, "its key was deleted"));
             if (gone(&ev.kv)) return self->lose(Status(StatusCode::kAborted, "its key was replaced"));
+            if (requests && is_release_request(ev.kv.value)) self->saw_release_request();
           }
           return;
         }
         auto current = self->link();
         if (self->core_->closed() || !current) return;
-        CallAccess::start_inline(current->client().get(self->spec_.key), [weak, gone](Result<GetResponse> g) {
+        CallAccess::start_inline(current->client().get(self->spec_.key), [weak, gone, requests](Result<GetResponse> g) {
           auto s = weak.lock();
           if (!s || !g.ok()) return;  // the session's lease still bounds the hold
           if (gone(g->first())) {
             return s->lose(Status(StatusCode::kAborted, "its key was deleted"));
           }
+          if (requests && is_release_request(g->first()->value)) s->saw_release_request();
           s->watch_own_key(g->header.revision + 1);
         });
       });
@@ -144,6 +147,29 @@ void HoldState::watch_own_key(int64_t from) {
     if (!ended_) std::swap(key_watch_, w);
   }
   w.cancel();
+}
+
+void HoldState::saw_release_request() {
+  {
+    std::lock_guard lock(mu_);
+    if (ended_ || release_request_.stop_requested()) return;
+  }
+  release_request_.request_stop();
+  core_->metrics().add("etcd_recipes_" + spec_.family + "_release_requests_total", spec_.labels, 1);
+  auto sink = [core = core_](Status s) { core->record_error(std::move(s)); };
+  const Executor ex = executor_or_system(link());
+  release_listeners_.notify(ex, sink);
+  if (slot_) slot_->release_request_listeners().notify(ex, sink);
+}
+
+std::stop_token HoldState::release_requested() const { return release_request_.get_token(); }
+
+Subscription HoldState::on_release_requested(std::function<void()> listener) {
+  if (release_request_.stop_requested()) {
+    return etcd::detail::ListenerSet<>::notify_one(
+        executor_or_system(link()), [core = core_](Status s) { core->record_error(s); }, std::move(listener));
+  }
+  return release_listeners_.add(std::move(listener));
 }
 
 bool HoldState::is_held() const {
@@ -236,6 +262,7 @@ void HoldState::lose(const Status& why) {
   const Executor ex = executor_or_system(link());
   listeners_.notify(ex, sink, status);
   listeners_.clear();  // heard once; a listener that captured its Hold must not keep it alive
+  release_listeners_.clear();
   if (slot_) slot_->lost_listeners().notify(ex, sink, status);
 }
 
@@ -253,6 +280,7 @@ bool HoldState::hand_over() {
   key_watch.cancel();
   session_sub.reset();
   listeners_.clear();
+  release_listeners_.clear();
   if (slot_) slot_->ended(this);
   let_go();  // the HoldState that took the key over has its own
   return true;
@@ -322,6 +350,7 @@ void HoldState::release(bool caller_waits, Callback<bool> done) {
   key_watch.cancel();
   session_sub.reset();
   listeners_.clear();  // a released hold is never lost
+  release_listeners_.clear();
   if (!was_lost) {
     core_->metrics().observe("etcd_recipes_" + spec_.family + "_hold_seconds", spec_.labels, seconds_since(since_));
     core_->metrics().add("etcd_recipes_" + spec_.family + "_released_total", spec_.labels, 1);
@@ -474,6 +503,15 @@ std::stop_token Hold::stop_token() const {
   std::stop_source ended;
   ended.request_stop();
   return ended.get_token();
+}
+
+std::stop_token Hold::release_requested() const {
+  return owner_ ? owner_->state->release_requested() : std::stop_token();
+}
+
+Subscription Hold::on_release_requested(std::function<void()> listener) const {
+  if (!owner_) return Subscription();
+  return owner_->state->on_release_requested(std::move(listener));
 }
 
 Subscription Hold::on_lost(std::function<void(const Status&)> listener) const {

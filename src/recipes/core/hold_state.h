@@ -29,6 +29,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "client/listener_set.h"
@@ -77,7 +78,19 @@ struct HoldSpec {
   // The metric family: etcd_recipes_<family>_{lost_total,hold_seconds}.
   std::string family{};
   Labels labels{};
+  // A put of the key that keeps its create revision and carries
+  // kReleaseRequestMark in its value is a release request: the hold's
+  // release_requested() token and listeners fire (needs watch_key).
+  bool release_requests = false;
 };
+
+// What a release request (DistributedMutex::request_release) appends to the
+// holder key's value, re-put with the same create revision and lease: the
+// mark lives and dies with the hold it asks.
+inline constexpr std::string_view kReleaseRequestMark = "\n~release requested";
+inline bool is_release_request(std::string_view value) {
+  return value.find(kReleaseRequestMark) != std::string_view::npos;
+}
 
 using LostListeners = etcd::detail::ListenerSet<const Status&>;
 
@@ -100,6 +113,10 @@ class HoldState : public std::enable_shared_from_this<HoldState> {
   bool lost() const;
   std::stop_token stop_token() const;
   Subscription on_lost(std::function<void(const Status&)> listener);
+  // Requested when someone asks the holder to release (HoldSpec::
+  // release_requests); the hold goes on until released.
+  std::stop_token release_requested() const;
+  Subscription on_release_requested(std::function<void()> listener);
 
   // The compares that hold while this hold is intact.
   std::vector<Compare> guard() const;
@@ -124,6 +141,8 @@ class HoldState : public std::enable_shared_from_this<HoldState> {
   bool end_locked(bool lost);  // requires mu_
   void finished(bool lost);    // outside mu_
   void watch_own_key(int64_t from);
+  // The key was re-put with a release request: tell, once.
+  void saw_release_request();
 
   void drop_claim();
   // Lets go of the link and the session: the hold is over.
@@ -143,6 +162,8 @@ class HoldState : public std::enable_shared_from_this<HoldState> {
   bool lost_ = false;
   bool released_after_loss_ = false;
   std::stop_source stop_;
+  std::stop_source release_request_;
+  etcd::detail::ListenerSet<> release_listeners_;
   Subscription session_sub_;
   Watcher key_watch_;
   // Cancels the timer that delays the key watch: an ended hold must not
@@ -187,6 +208,7 @@ class HolderSlot : public std::enable_shared_from_this<HolderSlot> {
   void release(bool caller_waits, Callback<bool> done);
 
   LostListeners& lost_listeners() { return lost_; }
+  etcd::detail::ListenerSet<>& release_request_listeners() { return release_requests_; }
   const std::shared_ptr<RecipeCore>& core() const { return core_; }
 
  private:
@@ -198,6 +220,7 @@ class HolderSlot : public std::enable_shared_from_this<HolderSlot> {
   Phase phase_ = Phase::kIdle;
   Hold hold_;
   LostListeners lost_;
+  etcd::detail::ListenerSet<> release_requests_;
 };
 
 struct HoldAccess {

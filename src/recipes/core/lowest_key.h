@@ -30,6 +30,9 @@ struct LowestKeySettings {
   // Whether a loss is also recorded in errors() (a lost lock is; a lost
   // term is routine for an election and goes to its listeners).
   bool record_loss = true;
+  // A put of the holder's key with a release request is told to the hold
+  // (HoldSpec::release_requests).
+  bool release_requests = false;
 };
 
 class LowestKeyDriver : public ContenderDriver {
@@ -114,7 +117,8 @@ class LowestKeyDriver : public ContenderDriver {
                     .record_loss = settings_.record_loss,
                     .noun = settings_.noun,
                     .family = settings_.family,
-                    .labels = settings_.labels};
+                    .labels = settings_.labels,
+                    .release_requests = settings_.release_requests};
   }
   const std::string& family() const override { return settings_.family; }
   const Labels& labels() const override { return settings_.labels; }

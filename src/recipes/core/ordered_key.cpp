@@ -301,7 +301,8 @@ HoldSpec OrderedKeyDriver::hold_spec() {
                   .tail_key = own_tail_,
                   .noun = settings_.noun,
                   .family = settings_.family,
-                  .labels = settings_.labels};
+                  .labels = settings_.labels,
+                  .release_requests = settings_.release_requests};
 }
 
 std::vector<std::string> OrderedKeyDriver::predecessor_tails() const {
