@@ -853,41 +853,6 @@ typedef struct etcdr_node {
   const char* name;
   size_t name_len;
   const char* value; /* NUL-terminated for convenience */
-/* ---- KeyspaceView: a gap-free view of a prefix (src/c_api/keyspace_view.cpp) ----
- *
- * Every key under a prefix (or in [key, range_end)), held in memory and kept
- * current by a watch; after a gap in the watch (a compaction while cut off)
- * it reads again and reports exactly the differences as one RESET event
- * (docs/recipes/keyspace_view.md). Events reach `on_event` one at a time, in
- * revision order, on the client's callback threads (never on gRPC's);
- * after etcdr_view_destroy returns it never runs again. The event and the
- * bytes it points to are valid only during the call. */
-typedef struct etcdr_view etcdr_view;
-
-enum {
-  ETCDR_VIEW_ADDED = 0,       /* value: the key now */
-  ETCDR_VIEW_UPDATED = 1,     /* value, prev_value */
-  ETCDR_VIEW_REMOVED = 2,     /* prev_value: the last value the view had */
-  ETCDR_VIEW_INITIALIZED = 3, /* the first read is done */
-  ETCDR_VIEW_RESET = 4        /* after a gap: `changes` are the differences, `cause` why */
-};
-enum { ETCDR_VIEW_START_FROM_NOW = 0, ETCDR_VIEW_START_WITH_SNAPSHOT = 1, ETCDR_VIEW_START_FROM_REVISION = 2 };
-
-typedef struct etcdr_view_options {
-  size_t size; /* set by etcdr_view_options_init */
-  int32_t start; /* ETCDR_VIEW_START_*; 0: from now (the first read fills the view silently) */
-  int64_t start_revision; /* ETCDR_VIEW_START_FROM_REVISION: the first read's revision (a compacted one fails) */
-  const char* range_end;  /* NULL: `key` is a prefix; else the view is [key, range_end) */
-  size_t range_end_len;
-  int64_t page_size; /* keys per Range of a read; 0: 1000 */
-} etcdr_view_options;
-
-typedef struct etcdr_view_event {
-  int32_t type; /* ETCDR_VIEW_* */
-  const char* key;
-  size_t key_len;
-  int has_value; /* ADDED, UPDATED: value and its revisions */
-  const char* value;
   size_t value_len;
   int64_t create_revision;
   int64_t mod_revision;
@@ -1080,6 +1045,47 @@ ETCDR_API etcdr_code etcdr_transient_on_restored(etcdr_transient* transient, voi
 ETCDR_API etcdr_recipe* etcdr_transient_recipe(etcdr_transient* transient);
 /* Deletes the key if ours (without waiting) and frees the handle. */
 ETCDR_API void etcdr_transient_destroy(etcdr_transient* transient);
+
+/* ---- KeyspaceView: a gap-free view of a prefix (src/c_api/keyspace_view.cpp) ----
+ *
+ * Every key under a prefix (or in [key, range_end)), held in memory and kept
+ * current by a watch; after a gap in the watch (a compaction while cut off)
+ * it reads again and reports exactly the differences as one RESET event
+ * (docs/recipes/keyspace_view.md). Events reach `on_event` one at a time, in
+ * revision order, on the client's callback threads (never on gRPC's);
+ * after etcdr_view_destroy returns it never runs again. The event and the
+ * bytes it points to are valid only during the call. */
+typedef struct etcdr_view etcdr_view;
+
+enum {
+  ETCDR_VIEW_ADDED = 0,       /* value: the key now */
+  ETCDR_VIEW_UPDATED = 1,     /* value, prev_value */
+  ETCDR_VIEW_REMOVED = 2,     /* prev_value: the last value the view had */
+  ETCDR_VIEW_INITIALIZED = 3, /* the first read is done */
+  ETCDR_VIEW_RESET = 4        /* after a gap: `changes` are the differences, `cause` why */
+};
+enum { ETCDR_VIEW_START_FROM_NOW = 0, ETCDR_VIEW_START_WITH_SNAPSHOT = 1, ETCDR_VIEW_START_FROM_REVISION = 2 };
+
+typedef struct etcdr_view_options {
+  size_t size; /* set by etcdr_view_options_init */
+  int32_t start; /* ETCDR_VIEW_START_*; 0: from now (the first read fills the view silently) */
+  int64_t start_revision; /* ETCDR_VIEW_START_FROM_REVISION: the first read's revision (a compacted one fails) */
+  const char* range_end;  /* NULL: `key` is a prefix; else the view is [key, range_end) */
+  size_t range_end_len;
+  int64_t page_size; /* keys per Range of a read; 0: 1000 */
+} etcdr_view_options;
+
+typedef struct etcdr_view_event {
+  int32_t type; /* ETCDR_VIEW_* */
+  const char* key;
+  size_t key_len;
+  int has_value; /* ADDED, UPDATED: value and its revisions */
+  const char* value;
+  size_t value_len;
+  int64_t create_revision;
+  int64_t mod_revision;
+  int64_t version;
+  int64_t lease;
   int has_prev_value; /* UPDATED, REMOVED */
   const char* prev_value;
   size_t prev_value_len;
@@ -1108,6 +1114,7 @@ ETCDR_API size_t etcdr_view_size(const etcdr_view* view);
 ETCDR_API etcdr_code etcdr_view_get(etcdr_view* view, const char* key, size_t key_len, char** value,
                                     size_t* value_len, etcdr_error* err);
 ETCDR_API void etcdr_view_destroy(etcdr_view* view);
+
 /* --- Shared value: one key's value, watched and versioned ----------------- */
 
 typedef struct etcdr_shared_value etcdr_shared_value;
@@ -1183,6 +1190,7 @@ typedef void (*etcdr_group_cb)(void* user, int event, const char* id, const char
 ETCDR_API etcdr_code etcdr_group_member_on_change(etcdr_group_member* member, etcdr_group_cb on_change, void* user);
 /* Leaves (without waiting) and frees the handle. */
 ETCDR_API void etcdr_group_member_destroy(etcdr_group_member* member);
+
 /* --- MultiLock: several mutex names held as one (etcd/recipes/multi_lock.h) ---
  * The names are sorted and de-duplicated into one global order and taken
  * one after the other, so multi-locks sharing names never deadlock; when
