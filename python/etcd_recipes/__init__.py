@@ -6,6 +6,10 @@ Blocking API here; the asyncio twins (same names, ``await``/``async for``/
 members, fault proxy) in :mod:`etcd_recipes.testing`. A module per recipe family
 names the same classes: :mod:`etcd_recipes.locks`, ``.election``, ``.queues``,
 ``.barriers``, ``.counter``, ``.transient``, ``.caches``, ``.discovery``.
+What the library does in the background reaches :func:`set_log_sink` or, with
+:func:`log_to_logging`, the :mod:`logging` logger ``etcd_recipes``
+(:mod:`etcd_recipes.log`); it is silent otherwise. :class:`PresenceLease`
+(:mod:`etcd_recipes.presence`) is a lease that heals, with the keys it owns.
 
 Every blocking call releases the GIL while it waits and can be interrupted with
 Ctrl-C (KeyboardInterrupt; the C++ call is cancelled). ``timeout`` arguments are
@@ -45,6 +49,8 @@ from .discovery import ServiceCache, ServiceDiscovery, ServiceInstance, ServiceP
 from .election import LeaderInfo, LeaderLatch, LeaderObserver, LeaderSelector, LeaderTerm, Participant
 from .errors import Closed, DecodeFailed, EtcdError, HoldLost, InvalidArgument, Timeout
 from .facade import Recipes
+from .log import LogRecord, log_to_logging, set_log_sink
+from .presence import PresenceLease
 from .locks import DistributedMutex, DistributedReadWriteLock, DistributedSemaphore, LockView
 from .queues import DeadLetter, DistributedPriorityQueue, DistributedQueue, DistributedWorkQueue, Enqueued, WorkItem
 
@@ -61,5 +67,5 @@ __all__ = [
     "DeadLetter", "DistributedAtomicLong", "DistributedBarrier", "DistributedBarrierWithCount",
     "DistributedDoubleBarrier", "TransientKeyValue", "PathChildrenCache", "NodeCache", "CachedNode",
     "ChildEvent", "NodeEvent", "ServiceInstance", "ServiceRegistry", "ServiceCache", "ServiceProvider",
-    "ServiceDiscovery",
+    "ServiceDiscovery", "LogRecord", "set_log_sink", "log_to_logging", "PresenceLease",
 ]

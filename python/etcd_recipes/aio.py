@@ -39,6 +39,7 @@ from ._aio_coordination import (
 from ._aio_discovery import ServiceCache, ServiceDiscovery, ServiceProvider, ServiceRegistry
 from ._aio_election import LeaderLatch, LeaderObserver, LeaderSelector, LeaderTerm
 from ._aio_locks import DistributedMutex, DistributedReadWriteLock, DistributedSemaphore, LockView
+from ._aio_presence import PresenceLease
 from ._aio_queues import DistributedPriorityQueue, DistributedQueue, DistributedWorkQueue, WorkItem
 from ._base import Bytes  # noqa: F401
 from ._core import (  # noqa: F401  (plain data, shared with the blocking API)
@@ -55,7 +56,7 @@ __all__ = [
     "DistributedPriorityQueue", "DistributedWorkQueue", "WorkItem", "DistributedAtomicLong", "DistributedBarrier",
     "DistributedBarrierWithCount", "DistributedDoubleBarrier", "TransientKeyValue", "PathChildrenCache",
     "NodeCache", "ServiceRegistry", "ServiceCache", "ServiceDiscovery", "ServiceProvider", "Recipes", "Session",
-    "run",
+    "PresenceLease", "run",
 ]
 
 

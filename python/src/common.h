@@ -370,6 +370,8 @@ void bind_recipes(py::module_& m);
 void bind_bytes_recipes(py::module_& m);
 void bind_typed(py::module_& m);
 void bind_testing(py::module_& m);
+void bind_log(py::module_& m);
+void bind_presence(py::module_& m);
 
 }  // namespace etcd::python
 

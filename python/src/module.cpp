@@ -21,4 +21,6 @@ PYBIND11_MODULE(_core, m) {
   bind_bytes_recipes(m);
   bind_typed(m);
   bind_testing(m);
+  bind_log(m);
+  bind_presence(m);
 }

@@ -18,6 +18,7 @@ TWINS = [
     "DistributedPriorityQueue", "DistributedWorkQueue", "WorkItem", "DistributedAtomicLong", "DistributedBarrier",
     "DistributedBarrierWithCount", "DistributedDoubleBarrier", "TransientKeyValue", "PathChildrenCache",
     "NodeCache", "ServiceRegistry", "ServiceCache", "ServiceProvider", "ServiceDiscovery", "Recipes",
+    "PresenceLease",
 ]
 
 # The C++ classes' public members (include/etcd/recipes/*.h), in Python's
@@ -36,10 +37,11 @@ CPP_METHODS = {
     "LeaderSelector": {"interrupt", "requeue", "set_auto_requeue", "terms", "is_leader", "on_term_end",
                        "participants", "leader", "resign"},
     "LeaderObserver": {"wait_initialized", "current", "on_change", "leader"},
-    "DistributedQueue": {"enqueue", "enqueue_all", "dequeue", "try_dequeue", "size", "on_poison"},
-    "DistributedPriorityQueue": {"enqueue", "enqueue_all", "dequeue", "try_dequeue", "size", "on_poison"},
+    "DistributedQueue": {"enqueue", "enqueue_all", "dequeue", "try_dequeue", "size", "remove", "on_poison"},
+    "DistributedPriorityQueue": {"enqueue", "enqueue_all", "dequeue", "try_dequeue", "size", "remove",
+                                 "on_poison"},
     "DistributedWorkQueue": {"enqueue", "enqueue_all", "receive", "try_receive", "size", "dead_letters",
-                             "requeue_dead", "purge_dead"},
+                             "requeue_dead", "purge_dead", "remove"},
     "WorkItem": {"value", "id", "key", "attempt", "ack", "requeue", "lost"},
     "DistributedAtomicLong": {"get", "set", "add", "increment", "decrement", "compare_and_set"},
     "DistributedBarrier": {"set", "remove", "wait", "is_set_by_me"},
@@ -56,6 +58,7 @@ CPP_METHODS = {
                         "cache"},
     "ServiceDiscovery": {"register_instance", "update", "unregister", "query_names", "query_instances",
                          "query_instance", "provider", "on_lost", "on_restored"},
+    "PresenceLease": {"start", "close", "lease_id", "ttl", "alive", "closed", "on_event"},
 }
 
 

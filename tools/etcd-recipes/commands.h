@@ -20,6 +20,7 @@ void add_barrier_commands(Commands& commands);    // barrier set, remove, wait
 void add_cache_commands(Commands& commands);      // cache PREFIX
 void add_discovery_commands(Commands& commands);  // discovery register, list, pick
 void add_inspect_commands(Commands& commands);    // inspect PREFIX
+void add_reap_commands(Commands& commands);       // reap PREFIX
 void add_demo_command(Commands& commands);
 
 }  // namespace etcd_cli
