@@ -19,7 +19,7 @@ def _dead_letter(client, name):
     wq = er.DistributedWorkQueue(client, name, visibility_timeout=5, max_deliveries=1)
     wq.enqueue("job")
     assert wq.receive(timeout=5).requeue()
-    assert wq.try_receive(timeout=0.3) is None  # delivered once already: dead-lettered
+    assert wq.try_receive(timeout=1.5) is None  # delivered once already: dead-lettered
     return wq
 
 

@@ -148,7 +148,7 @@ TEST_F(LogSinkTest, ADeadLetterIsAWarningAndAThrowingSinkIsContained) {
   (void)wq.enqueue("poison-ish").wait().value();
   auto item = wq.receive().timeout(10s).wait().value();
   EXPECT_TRUE(item.requeue().wait().value());
-  EXPECT_FALSE(wq.try_receive().wait().value().has_value()) << "delivered too often: dead-lettered, not delivered";
+  EXPECT_FALSE(wq.receive_for(1500ms).has_value()) << "delivered too often: dead-lettered, not delivered";
   auto seen = collector_.wait_for([&](const LogRecord& r) {
     return r.source.kind == "DistributedWorkQueue" && contains(r.message, "dead letters");
   });
@@ -165,13 +165,13 @@ TEST_F(LogSinkTest, ADeadLetterIsAWarningAndAThrowingSinkIsContained) {
   (void)wq.enqueue("again").wait().value();
   auto second = wq.receive().timeout(10s).wait().value();
   EXPECT_TRUE(second.requeue().wait().value());
-  EXPECT_FALSE(wq.try_receive().wait().value().has_value());
+  EXPECT_FALSE(wq.receive_for(1500ms).has_value());
   ASSERT_TRUE(eventually([&] { return thrown.load() >= 1; }, 10s)) << "the throwing sink never ran";
   set_log_sink(collector_.sink());
   (void)wq.enqueue("third").wait().value();
   auto third = wq.receive().timeout(10s).wait().value();
   EXPECT_TRUE(third.requeue().wait().value());
-  EXPECT_FALSE(wq.try_receive().wait().value().has_value());
+  EXPECT_FALSE(wq.receive_for(1500ms).has_value());
   EXPECT_TRUE(collector_.wait_for([&](const LogRecord& r) { return contains(r.message, third.id()); }).has_value());
   EXPECT_EQ(wq.dead_letters().wait().value().size(), 3u);
 }

@@ -74,9 +74,14 @@ TEST_F(ReaperTest, CrashedProducerAndCounterKeysAreReapedLiveOnesNever) {
       std::this_thread::sleep_for(50ms);
     }
   });
-  ReapReport r = recipes::reap(client(), key("app/"), ReapOptions{.idle = 1500ms}).timeout(30s).wait().value();
+  // Their keys exist before the reaper reads.
+  const bool live_started = eventually([&] { return enqueued > 0 && added > 0; }, 10s);
+  auto reaped = recipes::reap(client(), key("app/"), ReapOptions{.idle = 1500ms}).timeout(30s).wait();
   stop = true;
   live.join();
+  ASSERT_TRUE(live_started);
+  ASSERT_TRUE(reaped.ok()) << reaped.status().to_string();
+  const ReapReport& r = *reaped;
 
   for (const auto& k : {dead_producers[0], dead_receipts[0]}) {
     const ReapedKey* e = find(r, k);
