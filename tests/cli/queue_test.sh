@@ -95,6 +95,11 @@ RC=$?
 OUT=$(cat "$WORK/out")
 ERR=$(cat "$WORK/err")
 check "pop against an unreachable etcd exits 1" eval '((RC == 1))'
+timeout -k 5 60 "$BIN" -v --endpoints 127.0.0.1:1 --timeout 500ms queue size t/q >"$WORK/out" 2>"$WORK/err"
+RC=$?
+ERR=$(cat "$WORK/err")
+check "-v prints the client's retries on stderr, one line each" \
+  eval '((RC == 1)) && [[ $ERR == *" info client[127.0.0.1:1]: Range: attempt 1 failed, retrying in "* ]]'
 
 run queue size t/q
 check "nothing is left in the queue" eval '((RC == 0)) && [[ $OUT == 0 ]]'
