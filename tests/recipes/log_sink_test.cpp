@@ -68,7 +68,9 @@ class LogCollector {
   std::vector<Seen> seen_;
 };
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool log_text_contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 class LogSinkTest : public ProxiedSingleMemberTest {
  protected:
@@ -96,7 +98,7 @@ TEST_F(LogSinkTest, ALostHoldIsAWarningOfItsRecipe) {
     return r.source.kind == "DistributedMutex" && r.source.name == name && r.level == LogLevel::kWarning;
   });
   ASSERT_TRUE(seen.has_value()) << "no record of the loss";
-  EXPECT_TRUE(contains(seen->record.to_string(), "lost")) << seen->record.to_string();
+  EXPECT_TRUE(log_text_contains(seen->record.to_string(), "lost")) << seen->record.to_string();
   EXPECT_EQ(seen->thread.rfind("etcd-callback", 0), 0u) << "ran on " << seen->thread;
   EXPECT_FALSE(hold.is_held());
 }
@@ -112,7 +114,7 @@ TEST_F(LogSinkTest, ACallRetriedAfterTheMemberWasUnreachableIsLoggedByTheClient)
   restore.join();
   ASSERT_TRUE(got.ok()) << got.status().to_string();
   auto seen = collector_.wait_for([&](const LogRecord& r) {
-    return r.source.kind == "client" && r.source.name == proxy_->endpoint() && contains(r.message, "retrying");
+    return r.source.kind == "client" && r.source.name == proxy_->endpoint() && log_text_contains(r.message, "retrying");
   });
   ASSERT_TRUE(seen.has_value()) << "no record of the retry";
   EXPECT_EQ(seen->record.level, LogLevel::kInfo);
@@ -134,12 +136,13 @@ TEST_F(LogSinkTest, AResyncAfterACompactionIsLogged) {
   proxy_->restore();
   auto seen = collector_.wait_for(
       [&](const LogRecord& r) {
-        return r.source.kind == "PathChildrenCache" && r.source.name == path && contains(r.message, "read again");
+        return r.source.kind == "PathChildrenCache" && r.source.name == path &&
+               log_text_contains(r.message, "read again");
       },
       30s);
   ASSERT_TRUE(seen.has_value()) << "no record of the resync";
   EXPECT_EQ(seen->record.level, LogLevel::kInfo);
-  EXPECT_TRUE(contains(seen->record.message, "1 differences")) << seen->record.message;
+  EXPECT_TRUE(log_text_contains(seen->record.message, "1 differences")) << seen->record.message;
 }
 
 TEST_F(LogSinkTest, ADeadLetterIsAWarningAndAThrowingSinkIsContained) {
@@ -150,11 +153,11 @@ TEST_F(LogSinkTest, ADeadLetterIsAWarningAndAThrowingSinkIsContained) {
   EXPECT_TRUE(item.requeue().wait().value());
   EXPECT_FALSE(wq.receive_for(1500ms).has_value()) << "delivered too often: dead-lettered, not delivered";
   auto seen = collector_.wait_for([&](const LogRecord& r) {
-    return r.source.kind == "DistributedWorkQueue" && contains(r.message, "dead letters");
+    return r.source.kind == "DistributedWorkQueue" && log_text_contains(r.message, "dead letters");
   });
   ASSERT_TRUE(seen.has_value()) << "no record of the dead letter";
   EXPECT_EQ(seen->record.level, LogLevel::kWarning);
-  EXPECT_TRUE(contains(seen->record.message, item.id())) << seen->record.message;
+  EXPECT_TRUE(log_text_contains(seen->record.message, item.id())) << seen->record.message;
 
   // A sink that throws: the library goes on, and so do later records.
   std::atomic<int> thrown{0};
@@ -172,7 +175,8 @@ TEST_F(LogSinkTest, ADeadLetterIsAWarningAndAThrowingSinkIsContained) {
   auto third = wq.receive().timeout(10s).wait().value();
   EXPECT_TRUE(third.requeue().wait().value());
   EXPECT_FALSE(wq.receive_for(1500ms).has_value());
-  EXPECT_TRUE(collector_.wait_for([&](const LogRecord& r) { return contains(r.message, third.id()); }).has_value());
+  EXPECT_TRUE(
+      collector_.wait_for([&](const LogRecord& r) { return log_text_contains(r.message, third.id()); }).has_value());
   EXPECT_EQ(wq.dead_letters().wait().value().size(), 3u);
 }
 
@@ -182,7 +186,7 @@ TEST(LogRecordTest, OneLineWithTimeLevelSourceMessageAndStatus) {
               Status(StatusCode::kAborted, "the key was deleted")};
   EXPECT_EQ(r.to_string().rfind("2026-01-02T03:04:05.678Z warning DistributedMutex[/locks/a]: mutex lost: ", 0), 0u)
       << r.to_string();
-  EXPECT_TRUE(contains(r.to_string(), "the key was deleted"));
+  EXPECT_TRUE(log_text_contains(r.to_string(), "the key was deleted"));
   EXPECT_EQ(to_string(LogLevel::kDebug), "debug");
   EXPECT_EQ(to_string(LogLevel::kError), "error");
 }
