@@ -7,6 +7,10 @@ members, fault proxy) in :mod:`etcd_recipes.testing`. A module per recipe family
 names the same classes: :mod:`etcd_recipes.locks`, ``.election``, ``.queues``,
 ``.barriers``, ``.counter``, ``.transient``, ``.caches``, ``.discovery``,
 ``.shared_value``, ``.group``.
+What the library does in the background reaches :func:`set_log_sink` or, with
+:func:`log_to_logging`, the :mod:`logging` logger ``etcd_recipes``
+(:mod:`etcd_recipes.log`); it is silent otherwise. :class:`PresenceLease`
+(:mod:`etcd_recipes.presence`) is a lease that heals, with the keys it owns.
 
 Every blocking call releases the GIL while it waits and can be interrupted with
 Ctrl-C (KeyboardInterrupt; the C++ call is cancelled). ``timeout`` arguments are
@@ -47,6 +51,8 @@ from .election import LeaderInfo, LeaderLatch, LeaderObserver, LeaderSelector, L
 from .errors import Closed, DecodeFailed, EtcdError, HoldLost, InvalidArgument, Timeout
 from .facade import Recipes
 from .group import GroupEvent, GroupMember
+from .log import LogRecord, log_to_logging, set_log_sink
+from .presence import PresenceLease
 from .locks import DistributedMutex, DistributedReadWriteLock, DistributedSemaphore, LockView, MultiHold, MultiLock
 from .queues import DeadLetter, DistributedPriorityQueue, DistributedQueue, DistributedWorkQueue, Enqueued, WorkItem
 from .view import EventStream, KeyspaceEvent, KeyspaceView, watch_stream
@@ -69,6 +75,7 @@ __all__ = [
     "DistributedDoubleBarrier", "TransientKeyValue", "PathChildrenCache", "NodeCache", "CachedNode",
     "ChildEvent", "NodeEvent", "ServiceInstance", "ServiceRegistry", "ServiceCache", "ServiceProvider",
     "ServiceDiscovery", "KeyspaceView", "KeyspaceEvent", "EventStream", "watch_stream",
-    "ServiceDiscovery", "SharedValue", "VersionedValue", "SharedValueEvent", "TypedVersionedValue",
-    "TypedSharedValueEvent", "GroupMember", "GroupEvent",
+    "SharedValue", "VersionedValue", "SharedValueEvent", "TypedVersionedValue",
+    "TypedSharedValueEvent", "GroupMember", "GroupEvent", "LogRecord", "set_log_sink", "log_to_logging",
+    "PresenceLease",
 ]

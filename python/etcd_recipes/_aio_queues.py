@@ -34,6 +34,10 @@ class _AsyncQueue:
         """How many items there are (advisory: others enqueue and take meanwhile)."""
         return await run(self._c.size(), timeout)
 
+    async def remove(self, id: str, *, timeout: Optional[float] = None) -> bool:
+        """Removes item ``id`` without delivering it (see etcd_recipes.DistributedQueue.remove)."""
+        return await run(self._c.remove(id), timeout)
+
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._items()
 
@@ -122,6 +126,9 @@ class DistributedWorkQueue(_blocking.DistributedWorkQueue):
 
     async def purge_dead(self, id: str, *, timeout: Optional[float] = None) -> bool:  # type: ignore[override]
         return await run(self._c.purge_dead(id), timeout)
+
+    async def remove(self, id: str, *, timeout: Optional[float] = None) -> bool:  # type: ignore[override]
+        return await run(self._c.remove(id), timeout)
 
     def __aiter__(self) -> AsyncIterator[WorkItem]:
         return self.items()

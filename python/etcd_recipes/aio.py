@@ -39,6 +39,7 @@ from ._aio_coordination import (
 from ._aio_discovery import ServiceCache, ServiceDiscovery, ServiceProvider, ServiceRegistry
 from ._aio_election import LeaderLatch, LeaderObserver, LeaderSelector, LeaderTerm
 from ._aio_locks import DistributedMutex, DistributedReadWriteLock, DistributedSemaphore, LockView, MultiHold, MultiLock
+from ._aio_presence import PresenceLease
 from ._aio_queues import DistributedPriorityQueue, DistributedQueue, DistributedWorkQueue, WorkItem
 from ._aio_view import EventStream, KeyspaceView, watch_stream
 from ._aio_values import GroupMember, SharedValue
@@ -61,8 +62,7 @@ __all__ = [
     "DistributedPriorityQueue", "DistributedWorkQueue", "WorkItem", "DistributedAtomicLong", "DistributedBarrier",
     "DistributedBarrierWithCount", "DistributedDoubleBarrier", "TransientKeyValue", "PathChildrenCache",
     "NodeCache", "ServiceRegistry", "ServiceCache", "ServiceDiscovery", "ServiceProvider", "Recipes", "Session",
-    "run", "KeyspaceView", "EventStream", "watch_stream",
-    "run", "SharedValue", "GroupMember",
+    "run", "KeyspaceView", "EventStream", "watch_stream", "SharedValue", "GroupMember", "PresenceLease",
 ]
 
 

@@ -7,7 +7,7 @@ The same classes as ``etcd_recipes`` has (one module per recipe family, as
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, Optional, Union
 
 from . import _core
 from ._base import _ForwardCall, _Recipe, _home, _keep, _opts
@@ -80,16 +80,27 @@ class ServiceCache(_CacheBase):
         "Every cached instance that decodes, disabled ones included (no I/O).")
 
 
+# A strategy of your own: given the candidates (enabled, not ejected, sorted by
+# id), the index of the one to use, or None for none.
+ProviderStrategy = Callable[[List[ServiceInstance]], Optional[int]]
+
+
 class ServiceProvider(_Recipe):
-    """Picks an instance of a service (round_robin, random or sticky), ejecting failing ones."""
+    """Picks an instance of a service (round_robin, random, sticky or your own strategy), ejecting
+    failing ones."""
 
     def __init__(self, client: Optional[Client], service: str, *, base_path: str = "/services",
-                 strategy: str = "round_robin", errors_before_ejection: int = 2, ejection_time: float = 30.0,
+                 strategy: Union[str, ProviderStrategy] = "round_robin", errors_before_ejection: int = 2,
+                 ejection_time: float = 30.0,
                  client_id: Optional[str] = None, session: Optional[Session] = None,
                  session_ttl: Optional[float] = None, metrics: Any = None,
                  _core_provider: Any = None) -> None:
         """Picks instances of ``service`` under ``base_path`` by ``strategy`` ("round_robin", "random",
-        "sticky"); ``errors_before_ejection`` errors eject an instance for ``ejection_time`` seconds.
+        "sticky", or a callable given the candidates — a list of ServiceInstance sorted by id, never
+        empty — that returns the index of the one to use, or None for none; it runs inside pick(),
+        under the provider's lock: keep it quick, and do not call this provider from it; what it raises
+        is reported as unraisable and picks none); ``errors_before_ejection`` errors eject an instance
+        for ``ejection_time`` seconds.
         client_id, session, session_ttl, metrics: the options every recipe takes (see the package's docstring).
         """
         if _core_provider is not None:
@@ -163,7 +174,7 @@ class ServiceDiscovery(_Registrations):
         """Instance ``id`` of ``service`` as etcd has it, or None."""
         return self._c.query_instance(service, id).wait(timeout)
 
-    def provider(self, service: str, *, strategy: str = "round_robin") -> ServiceProvider:
+    def provider(self, service: str, *, strategy: Union[str, ProviderStrategy] = "round_robin") -> ServiceProvider:
         """A provider of ``service`` closed with this object (no I/O until used)."""
         return self._provider_type(None, service, _core_provider=self._c.provider(service, strategy=strategy))
 

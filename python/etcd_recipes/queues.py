@@ -24,13 +24,21 @@ class _QueueBase(_Recipe):
         """How many items there are (advisory: others enqueue and take meanwhile)."""
         return self._c.size().wait(timeout)
 
+    def remove(self, id: str, *, timeout: Optional[float] = None) -> bool:
+        """Removes item ``id`` without delivering it: True if this call deleted it, False
+        if it was not there (taken, removed, never enqueued; for a work queue, also
+        while a consumer holds it). ``id`` is a key of ``Enqueued.keys`` or its last
+        segment; anything else raises InvalidArgument, nothing written. Of a remove and
+        the takes of one item exactly one gets it."""
+        return self._c.remove(id).wait(timeout)
+
 
 class _Queue(_QueueBase):
     """Values are bytes, or what the queue's codec decodes.
 
     With a codec, an item whose value does not decode (poison) is never taken:
     the dequeue that meets it raises DecodeFailed naming its key, the item stays
-    in the queue (remove it with ``etcdctl del`` or a queue without the codec),
+    in the queue (remove it with ``remove(key)``),
     this object skips it from then on, and on_poison listeners hear of it.
     """
 

@@ -50,6 +50,53 @@ std::shared_ptr<ProviderStrategy> strategy(const std::string& s) {
   throw_status(InvalidArgument("strategy must be 'round_robin', 'random' or 'sticky' (got '" + s + "')"));
 }
 
+// A ProviderStrategy written in Python: a callable given the candidates (a
+// list of ServiceInstance, sorted by id) that returns an index or None. It
+// runs under the provider's lock, with the GIL (pick() is bound without
+// it, so a thread waiting for that lock never holds the GIL). What it
+// raises, or an index out of range, is reported as unraisable and picks
+// nothing.
+class PythonProviderStrategy : public ProviderStrategy {
+ public:
+  explicit PythonProviderStrategy(py::object f) : f_(std::move(f)) {}
+  std::optional<std::size_t> pick(std::span<const ServiceInstance> candidates) override {
+    if (!python_alive()) return std::nullopt;
+    py::gil_scoped_acquire gil;
+    try {
+      py::list given;
+      for (const auto& c : candidates) given.append(py::cast(c));
+      py::object chosen = f_.get()(given);
+      if (chosen.is_none()) return std::nullopt;
+      const long long i = chosen.cast<long long>();
+      if (i < 0 || static_cast<std::size_t>(i) >= candidates.size()) {
+        PyErr_SetString(PyExc_IndexError, ("a provider strategy returned " + std::to_string(i) + " for " +
+                                           std::to_string(candidates.size()) + " candidates")
+                                              .c_str());
+        throw py::error_already_set();
+      }
+      return static_cast<std::size_t>(i);
+    } catch (py::error_already_set& e) {
+      e.discard_as_unraisable("etcd_recipes: provider strategy");
+    } catch (const py::cast_error& e) {
+      const std::string why = std::string("a provider strategy must return an int or None: ") + e.what();
+      PyErr_SetString(PyExc_TypeError, why.c_str());
+      py::error_already_set err;
+      err.discard_as_unraisable("etcd_recipes: provider strategy");
+    }
+    return std::nullopt;
+  }
+
+ private:
+  SharedPy f_;
+};
+
+// A strategy's name, or a Python callable.
+std::shared_ptr<ProviderStrategy> strategy(const py::object& s) {
+  if (py::isinstance<py::str>(s)) return strategy(s.cast<std::string>());
+  if (PyCallable_Check(s.ptr()) != 0) return std::make_shared<PythonProviderStrategy>(s);
+  throw_status(InvalidArgument("strategy must be 'round_robin', 'random', 'sticky' or a callable"));
+}
+
 // on_lost(listener(instance, error)) and on_restored(listener(instance)) of
 // the registrations of a ServiceRegistry (a ServiceDiscovery's: its own).
 template <class Cls, class Registry>
@@ -103,6 +150,8 @@ void bind_bytes_recipes(py::module_& m) {
       .def("dequeue", [](DistributedQueue& q) { return pending(q.dequeue(), ToBytes()); })
       .def("try_dequeue", [](DistributedQueue& q) { return pending(q.try_dequeue(), ToOptionalBytes()); })
       .def("size", [](DistributedQueue& q) { return pending(q.size()); })
+      .def(
+          "remove", [](DistributedQueue& q, std::string id) { return pending(q.remove(std::move(id))); }, py::arg("id"))
       .def("on_poison", &no_poison, py::arg("listener"));
   def_recipe(queue);
 
@@ -126,6 +175,9 @@ void bind_bytes_recipes(py::module_& m) {
       .def("dequeue", [](DistributedPriorityQueue& q) { return pending(q.dequeue(), ToBytes()); })
       .def("try_dequeue", [](DistributedPriorityQueue& q) { return pending(q.try_dequeue(), ToOptionalBytes()); })
       .def("size", [](DistributedPriorityQueue& q) { return pending(q.size()); })
+      .def(
+          "remove", [](DistributedPriorityQueue& q, std::string id) { return pending(q.remove(std::move(id))); },
+          py::arg("id"))
       .def("on_poison", &no_poison, py::arg("listener"));
   def_recipe(pq);
 
@@ -337,7 +389,7 @@ void bind_bytes_recipes(py::module_& m) {
 
   py::class_<ServiceProvider, std::shared_ptr<ServiceProvider>> provider(m, "ServiceProvider");
   provider
-      .def(py::init([](Client client, std::string service, std::string base_path, const std::string& strat,
+      .def(py::init([](Client client, std::string service, std::string base_path, const py::object& strat,
                        int errors_before_ejection, double ejection_time, const RecipeOptions& options) {
              ServiceProviderOptions o;
              o.base_path = std::move(base_path);
@@ -352,7 +404,7 @@ void bind_bytes_recipes(py::module_& m) {
            py::arg("options") = RecipeOptions())
       .def_property_readonly("service", &ServiceProvider::service)
       .def("wait_initialized", [](ServiceProvider& p) { return pending(p.wait_initialized()); })
-      .def("pick", &ServiceProvider::pick)
+      .def("pick", &ServiceProvider::pick, py::call_guard<py::gil_scoped_release>())
       .def("get_instance", [](ServiceProvider& p) { return pending(p.get_instance()); })
       .def("all_instances", &ServiceProvider::all_instances)
       .def("candidates", &ServiceProvider::candidates)
@@ -399,7 +451,7 @@ void bind_bytes_recipes(py::module_& m) {
           py::arg("service"))
       .def(
           "provider",
-          [](ServiceDiscovery& d, std::string service, const std::string& strat) {
+          [](ServiceDiscovery& d, std::string service, const py::object& strat) {
             ServiceProviderOptions o;
             o.base_path = d.base_path();
             o.strategy = strategy(strat);

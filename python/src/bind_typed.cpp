@@ -91,13 +91,15 @@ std::vector<PyValue> to_values(const std::vector<py::object>& objects) {
   return out;
 }
 
-// dequeue, try_dequeue, size, on_poison (TypedQueue, TypedPriorityQueue).
+// dequeue, try_dequeue, size, remove, on_poison (TypedQueue, TypedPriorityQueue).
 template <class Cls>
 Cls& def_typed_queue(Cls& cls) {
   using Q = typename Cls::type;
   cls.def("dequeue", [](Q& q) { return pending(q.dequeue(), ToObject()); })
       .def("try_dequeue", [](Q& q) { return pending(q.try_dequeue(), ToOptionalObject()); })
       .def("size", [](Q& q) { return pending(q.size()); })
+      .def(
+          "remove", [](Q& q, std::string id) { return pending(q.remove(std::move(id))); }, py::arg("id"))
       .def(
           "on_poison",
           [](Q& q, py::object f) {

@@ -372,6 +372,8 @@ void bind_typed(py::module_& m);
 void bind_testing(py::module_& m);
 void bind_values(py::module_& m);  // SharedValue, GroupMember (bind_values.cpp)
 void bind_multi_lock(py::module_& m);
+void bind_log(py::module_& m);
+void bind_presence(py::module_& m);
 
 }  // namespace etcd::python
 

@@ -28,4 +28,6 @@ PYBIND11_MODULE(_core, m) {
   bind_values(m);
   bind_testing(m);
   bind_view(m);
+  bind_log(m);
+  bind_presence(m);
 }

@@ -47,7 +47,7 @@ Cls& def_work_item(Cls& cls) {
   return cls;
 }
 
-// size, dead_letters, requeue_dead, purge_dead and the recipe surface
+// size, dead_letters, requeue_dead, purge_dead, remove and the recipe surface
 // (DistributedWorkQueue, TypedWorkQueue).
 template <class Cls>
 Cls& def_work_queue(Cls& cls) {
@@ -57,7 +57,9 @@ Cls& def_work_queue(Cls& cls) {
       .def(
           "requeue_dead", [](Q& q, std::string id) { return pending(q.requeue_dead(std::move(id))); }, py::arg("id"))
       .def(
-          "purge_dead", [](Q& q, std::string id) { return pending(q.purge_dead(std::move(id))); }, py::arg("id"));
+          "purge_dead", [](Q& q, std::string id) { return pending(q.purge_dead(std::move(id))); }, py::arg("id"))
+      .def(
+          "remove", [](Q& q, std::string id) { return pending(q.remove(std::move(id))); }, py::arg("id"));
   return def_recipe(cls);
 }
 

@@ -21,6 +21,7 @@ TWINS = [
     "NodeCache", "ServiceRegistry", "ServiceCache", "ServiceProvider", "ServiceDiscovery", "Recipes",
     "KeyspaceView", "EventStream",
     "SharedValue", "GroupMember",
+    "PresenceLease",
 ]
 
 # The C++ classes' public members (include/etcd/recipes/*.h), in Python's
@@ -42,10 +43,11 @@ CPP_METHODS = {
     "LeaderSelector": {"interrupt", "requeue", "set_auto_requeue", "terms", "is_leader", "on_term_end",
                        "participants", "leader", "resign"},
     "LeaderObserver": {"wait_initialized", "current", "on_change", "leader"},
-    "DistributedQueue": {"enqueue", "enqueue_all", "dequeue", "try_dequeue", "size", "on_poison"},
-    "DistributedPriorityQueue": {"enqueue", "enqueue_all", "dequeue", "try_dequeue", "size", "on_poison"},
+    "DistributedQueue": {"enqueue", "enqueue_all", "dequeue", "try_dequeue", "size", "remove", "on_poison"},
+    "DistributedPriorityQueue": {"enqueue", "enqueue_all", "dequeue", "try_dequeue", "size", "remove",
+                                 "on_poison"},
     "DistributedWorkQueue": {"enqueue", "enqueue_all", "receive", "try_receive", "size", "dead_letters",
-                             "requeue_dead", "purge_dead"},
+                             "requeue_dead", "purge_dead", "remove"},
     "WorkItem": {"value", "id", "key", "attempt", "ack", "requeue", "lost"},
     "DistributedAtomicLong": {"get", "set", "add", "increment", "decrement", "compare_and_set"},
     "DistributedBarrier": {"set", "remove", "wait", "is_set_by_me"},
@@ -69,6 +71,7 @@ CPP_METHODS = {
                     "initialized", "resyncs"},
     "GroupMember": {"group", "id", "member_key", "join", "set_payload", "payload", "leave", "is_member", "lease",
                     "members", "revision", "wait_initialized", "resyncs", "on_change", "on_lost", "on_restored"},
+    "PresenceLease": {"start", "close", "lease_id", "ttl", "alive", "closed", "on_event"},
 }
 
 

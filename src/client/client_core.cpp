@@ -74,7 +74,9 @@ ClientCore::ClientCore(ClientOptions options)
       stream_pieces_{options_.retry, io_loop_.context(), endpoints_, auth_, connection_},
       watch_hub_(ns_, stream_pieces_),
       lease_keeper_(stream_pieces_),
-      unary_pieces_{options_, io_loop_.context(), endpoints_, auth_, gate_, connection_, call_watch_, counters_} {
+      unary_pieces_{options_,    io_loop_.context(), endpoints_, auth_,
+                    gate_,       connection_,        call_watch_, counters_,
+                    callback_executor_} {
   pin_grpc_callback_threads();
 }
 

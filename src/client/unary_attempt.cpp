@@ -11,6 +11,7 @@
 #include "client_access.h"
 #include "convert.h"
 #include "grpc_callback_scope.h"
+#include "log_dispatch.h"
 #include "retry_backoff.h"
 
 namespace etcd::detail {
@@ -171,6 +172,13 @@ class UnaryAttempt : public CallWatch::Watched, public std::enable_shared_from_t
         return;
       case AttemptDecision::Next::kRetry:
         p_.counters.retries.fetch_add(1, std::memory_order_relaxed);
+        if (log_wanted(LogLevel::kInfo)) {
+          post_log(p_.callback, LogLevel::kInfo, LogSource{"client", ep->address},
+                   std::string(rpc_.name) + ": attempt " + std::to_string(attempts_) + " failed, retrying in " +
+                       std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d.delay).count()) +
+                       " ms",
+                   from_grpc(status));
+        }
         // The timer lives on the io thread (asio timers are not thread-safe).
         asio::post(p_.io, [self = shared_from_this(), delay = d.delay] {
           self->timer_.expires_after(delay);

@@ -51,6 +51,7 @@ struct UnaryPieces {
   ConnectionMonitor& connection;
   CallWatch& call_watch;
   CallCounters& counters;
+  const Executor& callback;  // where log records go (etcd/log.h)
 };
 
 // Runs one unary RPC, sending `send`'s request, with the client's

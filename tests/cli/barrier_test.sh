@@ -243,5 +243,44 @@ done
 
 check "no gate key is left, nor any party key" eval 'keys_are g/ 0 && [[ $(keys p/ | grep -c /parties/) == 0 ]]'
 
+# --- enter and leave together (the double barrier) ------------------------------------
+
+for args in "barrier enter d" "barrier enter d --parties 0" "barrier enter d/ --parties 2" \
+  "barrier enter d --parties 2 --timeout bogus"; do
+  # shellcheck disable=SC2086  # word splitting intended
+  run $args
+  check "usage error exits 2: etcd-recipes $args" eval '((RC == 2)) && [[ -n $ERR ]]'
+done
+run barrier enter d/one --parties 1
+check "--parties 1 enters and leaves at once, nothing left" eval '((RC == 0)) && keys_are d/one/ 0'
+
+# Three parties: each writes a line in the round, none leaves before all are in.
+pids=()
+for i in 1 2 3; do
+  spawn "e$i" barrier enter d/3 --parties 3 --timeout 60s -- sh -c "echo in-\$ETCD_RECIPES_BARRIER >>'$WORK/round'"
+  pids+=("$PID")
+  if ((i < 3)); then
+    wait_until 15 keys_are d/3/parties/ "$i"
+    check "party $i waits to enter (CMD not run yet)" eval '[[ ! -s $WORK/round ]] && alive ${pids[$((i - 1))]}'
+  fi
+done
+rcs=""
+for i in 1 2 3; do
+  ended_within 20 "${pids[$((i - 1))]}" "e$i"
+  rcs+="$RC "
+done
+check "three parties enter, run CMD and leave: exit 0 each" eval '[[ $rcs == "0 0 0 " ]]'
+check "CMD ran once per party, with ETCD_RECIPES_BARRIER" \
+  eval '[[ $(grep -c "^in-d/3$" "$WORK/round") == 3 ]]'
+check "a finished round leaves no key" keys_are d/3/ 0
+
+run barrier enter d/alone --parties 2 --timeout 500ms -- true
+check "a party alone times out entering: exit 3, its key withdrawn" \
+  eval '((RC == 3)) && [[ $ERR == *"timed out after 500ms"* ]] && keys_are d/alone/ 0'
+run barrier enter d/fails --parties 1 -- sh -c "exit 7"
+check "CMD's exit status is the command's" eval '((RC == 7)) && keys_are d/fails/ 0'
+run barrier enter d/nocmd --parties 1 -- /nonexistent/cmd
+check "a CMD that is not there: exit 127, the party did not enter" eval '((RC == 127)) && keys_are d/nocmd/ 0'
+
 echo "$passed passed, $failed failed"
 ((failed == 0))

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# End-to-end test of `etcd-recipes queue push`, `pop` and `size`.
+# End-to-end test of `etcd-recipes queue push`, `pop`, `size` and `remove`,
+# and of `pqueue` (the priority queue).
 #
 #   bash tests/cli/queue_test.sh PATH/TO/etcd-recipes
 #
@@ -94,6 +95,11 @@ RC=$?
 OUT=$(cat "$WORK/out")
 ERR=$(cat "$WORK/err")
 check "pop against an unreachable etcd exits 1" eval '((RC == 1))'
+timeout -k 5 60 "$BIN" -v --endpoints 127.0.0.1:1 --timeout 500ms queue size t/q >"$WORK/out" 2>"$WORK/err"
+RC=$?
+ERR=$(cat "$WORK/err")
+check "-v prints the client's retries on stderr, one line each" \
+  eval '((RC == 1)) && [[ $ERR == *" info client[127.0.0.1:1]: Range: attempt 1 failed, retrying in "* ]]'
 
 run queue size t/q
 check "nothing is left in the queue" eval '((RC == 0)) && [[ $OUT == 0 ]]'
@@ -102,6 +108,72 @@ check "nothing is left in the queue" eval '((RC == 0)) && [[ $OUT == 0 ]]'
 # close waits for the delete): ten runs leave none behind.
 for i in $(seq 10); do run queue push t/short x; done
 check "10 short-lived pushes leave no producer key" keys_are t/short/producers/ 0
+
+# --- remove -------------------------------------------------------------------------
+
+run queue push t/rm --ids a b c
+check "push --ids prints one id per item" eval '((RC == 0)) && (($(grep -c . <<<"$OUT") == 3)) && [[ $OUT != */* ]]'
+mapfile -t ids <<<"$OUT"
+run queue remove t/rm "${ids[1]}"
+check "remove by id exits 0" eval '((RC == 0))'
+run queue remove t/rm "${ids[1]}"
+check "a second remove of it exits 3" eval '((RC == 3)) && [[ $ERR == *"no such item"* ]]'
+run -w json queue remove t/rm "t/rm/items/${ids[2]}"
+check "remove by the whole key, -w json" eval '((RC == 0)) && [[ $OUT == "{\"removed\":true}" ]]'
+run queue pop t/rm -n 1 --no-wait
+check "only the item not removed is delivered" eval '((RC == 0)) && [[ $OUT == a ]]'
+run queue remove t/rm "${ids[0]}"
+check "a popped item is not removed: exit 3" eval '((RC == 3))'
+for bad in "a/b" "t/other/items/x"; do
+  run queue remove t/rm "$bad"
+  check "remove of '$bad' (no item of t/rm) exits 1" eval '((RC == 1)) && [[ $ERR == *"not an item id"* ]]'
+done
+run queue remove t/rm
+check "remove without ID is a usage error" eval '((RC == 2))'
+
+# Exactly one of a pop and a remove gets each item.
+got_rm=0
+got_pop=0
+for i in $(seq 1 10); do
+  run queue push t/race2 --ids "r$i"
+  id=$OUT
+  spawn "rp$i" queue pop t/race2 --no-wait
+  pp=$PID
+  run queue remove t/race2 "$id"
+  rrc=$RC
+  finish "$pp" "rp$i"
+  if ((rrc == 0)) && ((RC == 3)); then
+    got_rm=$((got_rm + 1))
+  elif ((rrc == 3)) && ((RC == 0)) && [[ $OUT == "r$i" ]]; then
+    got_pop=$((got_pop + 1))
+  fi
+done
+check "10 races of pop and remove: each item to exactly one (removed $got_rm, popped $got_pop)" \
+  eval '((got_rm + got_pop == 10))'
+check "nothing left after the races" keys_are t/race2/items/ 0
+
+# --- pqueue ---------------------------------------------------------------------------
+
+for args in "pqueue push q" "pqueue push q 70000 x" "pqueue push q -1 x" "pqueue push q low x" "pqueue pop"; do
+  # shellcheck disable=SC2086  # word splitting intended
+  run $args
+  check "usage error exits 2: etcd-recipes $args" eval '((RC == 2)) && [[ -n $ERR ]]'
+done
+check "a refused pqueue push writes nothing" keys_are q/ 0
+run pqueue push t/pq 10 low1 low2
+check "pqueue push prints the revision" eval '((RC == 0)) && [[ $OUT =~ ^[1-9][0-9]*$ ]]'
+run pqueue push t/pq 0 urgent
+run pqueue push t/pq --ids 5 mid
+mid_id=$OUT
+run pqueue size t/pq
+check "pqueue size counts every priority" eval '((RC == 0)) && [[ $OUT == 4 ]]'
+run pqueue remove t/pq "$mid_id"
+check "pqueue remove by id" eval '((RC == 0))'
+run pqueue pop t/pq -n 3 --timeout 10s
+check "pqueue pop: the lowest priority first, then oldest first" \
+  eval '((RC == 0)) && [[ $OUT == "urgent"$'"'"'\n'"'"'"low1"$'"'"'\n'"'"'"low2" ]]'
+run pqueue pop t/pq --no-wait
+check "pqueue pop --no-wait on an empty queue exits 3" eval '((RC == 3))'
 
 echo "$passed passed, $failed failed"
 ((failed == 0))

@@ -1,5 +1,7 @@
 // barrier set / remove / wait: a DistributedBarrier (a gate) and, with
-// --parties, a DistributedBarrierWithCount from the shell.
+// --parties, a DistributedBarrierWithCount from the shell; barrier enter
+// --parties N [-- CMD]: a DistributedDoubleBarrier party that enters, runs
+// CMD, and leaves.
 //
 // The gate outlives `barrier set`: its key NAME lives on the setter's lease
 // (revoked when the command exits), but the durable record NAME/set-by keeps
@@ -10,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "commands.h"
 #include "common.h"
@@ -26,6 +29,17 @@ struct WaitArgs {
   int64_t parties = 0;  // 0: the gate; N: N parties meet
   int ttl = 10;
 };
+
+struct EnterArgs {
+  std::string name;
+  std::string wait_timeout;
+  int64_t parties = 0;
+  int ttl = 10;
+  std::string kill_after = "3s";
+  std::vector<std::string> command;
+};
+
+constexpr const char* kDoubleBarrierEnv = "ETCD_RECIPES_BARRIER";
 
 void add_name(CLI::App* cmd, std::string& name) {
   cmd->add_option("name", name, "The barrier's name (a key, and the prefix of its other keys)")
@@ -79,11 +93,11 @@ void add_remove(CLI::App* barrier, Commands& commands) {
 }
 
 // The wait ended without passing the barrier: a signal, --timeout, or a failure.
-int gave_up(Context& ctx, const WaitArgs& a, const std::string& what, const std::string& noun, etcd::Status st,
-            std::optional<etcd::Deadline> give_up) {
+int gave_up(Context& ctx, const std::string& wait_timeout, const std::string& what, const std::string& noun,
+            etcd::Status st, std::optional<etcd::Deadline> give_up) {
   if (ctx.stop().stop_requested()) return kExitSignalBase + stop_signal();
   if (give_up && etcd::Clock::now() >= *give_up && st.code() == etcd::StatusCode::kDeadlineExceeded) {
-    std::cerr << kProgram << ": " << what << ": timed out after " << a.wait_timeout << " waiting for " << noun
+    std::cerr << kProgram << ": " << what << ": timed out after " << wait_timeout << " waiting for " << noun
               << std::endl;
     return kExitTimedOut;
   }
@@ -104,8 +118,9 @@ int wait_gate(Context& ctx, const WaitArgs& a, std::optional<etcd::Deadline> giv
                                          etcd::recipes::GateOptions{.wait_until_set = a.until_set});
   auto r = bounded(gate.wait(), give_up, ctx.stop()).wait();
   if (r.ok()) return kExitOk;
-  return gave_up(ctx, a, what, a.until_set ? "the barrier to be set and removed" : "the barrier to be removed",
-                 std::move(r).status(), give_up);
+  return gave_up(ctx, a.wait_timeout, what,
+                 a.until_set ? "the barrier to be set and removed" : "the barrier to be removed", std::move(r).status(),
+                 give_up);
 }
 
 int wait_parties(Context& ctx, const WaitArgs& a, std::optional<etcd::Deadline> give_up) {
@@ -119,7 +134,7 @@ int wait_parties(Context& ctx, const WaitArgs& a, std::optional<etcd::Deadline> 
   // it no longer counts. Its lease is revoked as the object closes.
   auto r = bounded(rendezvous.wait(), give_up, ctx.stop()).wait();
   if (r.ok()) return kExitOk;
-  return gave_up(ctx, a, what, cat(a.parties, " parties (this one left)"), std::move(r).status(), give_up);
+  return gave_up(ctx, a.wait_timeout, what, cat(a.parties, " parties (this one left)"), std::move(r).status(), give_up);
 }
 
 void add_wait(CLI::App* barrier, Commands& commands) {
@@ -166,14 +181,91 @@ void add_wait(CLI::App* barrier, Commands& commands) {
   });
 }
 
+int enter_and_leave(Context& ctx, const EnterArgs& a) {
+  const std::string what = cat("barrier enter ", a.name, " --parties ", a.parties);
+  auto complain = [&](const std::string& text) { std::cerr << kProgram << ": " << what << ": " << text << std::endl; };
+  if (auto code = refuse_unrunnable(a.command, complain, "this party did not enter")) return *code;
+  const std::optional<etcd::Deadline> give_up = wait_deadline(a.wait_timeout);
+  // An unreachable or refusing etcd is an error to report at once (exit 1).
+  (void)check(ctx.client()
+                  .get(a.name, etcd::GetOptions{.count_only = true})
+                  .timeout(ctx.timeout())
+                  .stop_token(ctx.stop())
+                  .wait(),
+              what);
+  etcd::recipes::RecipeOptions options;
+  options.session_ttl = std::chrono::seconds(a.ttl);
+  etcd::recipes::DistributedDoubleBarrier barrier(ctx.client(), a.name, a.parties, std::move(options));
+  // A party that gives up entering withdraws (its key is deleted).
+  auto entered = bounded(barrier.enter(), give_up, ctx.stop()).wait();
+  if (!entered.ok()) {
+    return gave_up(ctx, a.wait_timeout, what, cat(a.parties, " parties to enter (this one withdrew)"),
+                   std::move(entered).status(), give_up);
+  }
+  // Leaving deletes this party's key whatever happens, then waits for the
+  // others (bounded by --timeout and the signals as the entry was).
+  std::optional<etcd::Status> left_badly;
+  auto leave = [&] {
+    auto left = bounded(barrier.leave(), give_up, ctx.stop()).wait();
+    if (!left.ok()) left_badly = std::move(left).status();
+  };
+  int code = kExitOk;
+  if (a.command.empty()) {
+    leave();
+  } else {
+    code = run_while_present(ctx, a.command, {cat(kDoubleBarrierEnv, "=", a.name)}, a.kill_after, complain, leave);
+  }
+  if (code != kExitOk || !left_badly) return code;
+  return gave_up(ctx, a.wait_timeout, what, "every party to leave (this one left)", std::move(*left_badly), give_up);
+}
+
+void add_enter(CLI::App* barrier, Commands& commands) {
+  auto a = std::make_shared<EnterArgs>();
+  auto* cmd = barrier->add_subcommand(
+      "enter", "Enter the double barrier NAME with N parties, run CMD, then leave together with the others");
+  add_name(cmd, a->name);
+  cmd->add_option("--parties", a->parties, "N: entering waits for N parties, leaving for all of them to leave")
+      ->required()
+      ->check(int_range(1, INT32_MAX));
+  cmd->add_option("--timeout", a->wait_timeout,
+                  "Give up waiting (to enter, or for the others to leave) after this long from the start (exit 3), "
+                  "e.g. 500ms, 30s (the per-call --timeout goes before the command name)")
+      ->check(duration_validator());
+  add_presence_options(cmd, a->ttl, a->kill_after, "party key");
+  cmd->add_option("command", a->command,
+                  "Run CMD [ARGS...] once N parties are in, and leave when it exits (put -- before it); without it, "
+                  "leave as soon as all have entered");
+  cmd->footer(
+      cat("This process is one party: a key under NAME/parties/ on a lease of its own (--ttl). It waits until N "
+          "parties are in (every party must give the same N), runs CMD with ",
+          kDoubleBarrierEnv,
+          "=NAME in its environment (in a process group of its own; SIGINT/SIGTERM/SIGHUP are passed on to it), "
+          "then leaves: its key is deleted and it waits until every party of the round has left. A party that dies "
+          "leaves by its lease (after --ttl). Leaving is this one process's exit from the round: a party is a "
+          "process, so there is no separate `leave` command.\n\n"
+          "Prints nothing.\n\n"
+          "Exit codes:\n"
+          "  (CMD's)   with CMD: CMD's exit status when it is not 0 (128+N if signal N killed it)\n"
+          "  0         entered and left with the others (and CMD, if any, exited 0)\n"
+          "  1         an etcd operation failed\n"
+          "  2         invalid usage\n"
+          "  3         --timeout expired while waiting to enter (this party withdrew) or to leave (it left)\n"
+          "  126, 127  CMD could not be run, was not found (this party did not enter)\n"
+          "  128+N     interrupted by signal N while waiting (this party withdrew or left)"));
+  commands.on_run(cmd, [a](Context& ctx) { return enter_and_leave(ctx, *a); });
+}
+
 }  // namespace
 
 void add_barrier_commands(Commands& commands) {
   auto* barrier = commands.root().add_subcommand(
-      "barrier", "A barrier: a gate that `set` closes and `remove` opens, or N parties that meet: set, remove, wait");
+      "barrier",
+      "A barrier: a gate that `set` closes and `remove` opens, N parties that meet, or N parties that enter and leave "
+      "together: set, remove, wait, enter");
   add_set(barrier, commands);
   add_remove(barrier, commands);
   add_wait(barrier, commands);
+  add_enter(barrier, commands);
 }
 
 }  // namespace etcd_cli

@@ -22,6 +22,7 @@ void add_discovery_commands(Commands& commands);  // discovery register, list, p
 void add_inspect_commands(Commands& commands);    // inspect PREFIX
 void add_value_commands(Commands& commands);      // value get, set, cas, watch
 void add_group_commands(Commands& commands);      // group join, list
+void add_reap_commands(Commands& commands);       // reap PREFIX
 void add_demo_command(Commands& commands);
 void add_view_commands(Commands& commands);       // view PREFIX, node watch KEY
 

@@ -47,6 +47,7 @@ struct GlobalOptions {
   std::string password;  // from the environment, for --user NAME
   std::string namespace_prefix;
   std::string write_out = "simple";  // -w simple|json
+  int verbose = 0;                   // -v: the library's log records (etcd/log.h) on stderr
   // Options whose value came from the environment: flag -> variable name.
   std::map<std::string, std::string> from_env;
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "etcd/log.h"
 #include "common.h"
 
 #ifndef ETCD_RECIPES_VERSION
@@ -23,7 +24,7 @@ constexpr void (*kCommandSets[])(Commands&) = {
     add_kv_commands,    add_lease_commands,     add_status_commands,    add_lock_commands,    add_election_commands,
     add_queue_commands, add_workqueue_commands, add_transient_commands, add_counter_commands, add_barrier_commands,
     add_cache_commands, add_discovery_commands, add_demo_command,
-    add_inspect_commands, add_view_commands,
+    add_inspect_commands, add_view_commands, add_reap_commands,
     add_value_commands, add_group_commands,
 };
 
@@ -73,6 +74,9 @@ void add_global_options(CLI::App& app, GlobalOptions& g) {
                  "Output format: simple (text) or json (one JSON document per result; keys and values base64)")
       ->check(CLI::IsMember({"simple", "json"}))
       ->capture_default_str();
+  app.add_flag("-v,--verbose", g.verbose,
+               "Print what the library does in the background on stderr, one line per event: calls retried, holds "
+               "lost, keys healed, views read again, dead letters (-vv: debug records too)");
 }
 
 // The leaf subcommand the command line chose, for hints on usage errors.
@@ -199,6 +203,9 @@ int run(int argc, char** argv) {
     }
   }
 
+  if (global.verbose > 0) {
+    etcd::set_log_sink(etcd::stderr_log_sink(), global.verbose > 1 ? etcd::LogLevel::kDebug : etcd::LogLevel::kInfo);
+  }
   Context ctx(global, install_stop_signals());
   try {
     return commands.selected()(ctx);

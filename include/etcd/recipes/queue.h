@@ -139,6 +139,18 @@
 //     a refill or widening: one such read.
 //   size(): one count-only read (exact, no item is loaded).
 //
+// Removing an item (remove(id), as Curator's DistributedIdQueue): one
+// delete of NAME/items/<id>, the same operation a take is. Of a remove and
+// any number of takes of one item, etcd tells exactly one that it deleted
+// the key: a removed item is never delivered (a consumer that goes for it
+// finds it gone and takes the next), and a taken item is never removed
+// (remove() answers false). A typed queue's take, guarded by the item's
+// revision, fails the same way once the item is deleted. A remove whose
+// outcome stays unknown (Errc::kOutcomeUnknown) may have deleted the item:
+// it is then either removed or delivered once, never both. remove() works
+// on poison items too, and needs no consumer: a producer-only object (or
+// any object of the queue) can remove.
+//
 // Typed queues (TypedQueue<T, C>, codec.h): each item is encoded with C on
 // enqueue (an encoding failure is Errc::kBadArgument, nothing written) and
 // decoded before it is taken. A value that does not decode (a poison item)
@@ -222,6 +234,14 @@ class QueueBase : public RecipeHandle {
   // Items in the queue now (one count-only read): advisory, since others
   // may enqueue and take at any moment. Includes poison items.
   Call<int64_t> size();
+
+  // Removes the item `id` without delivering it: true if this call deleted
+  // it, false if it was not there (taken, removed, or never enqueued).
+  // `id` is an item key as an enqueue returned it (Enqueued::keys) or its
+  // last segment (the part after NAME/items/); anything else is
+  // Errc::kBadArgument, nothing written. One delete (one round trip, one
+  // etcd write when the item is there). See "Removing an item" at the top.
+  [[nodiscard]] Call<bool> remove(std::string id);
 
  protected:
   // `rank`: none for commit order alone.

@@ -38,6 +38,7 @@
 #include "etcd/recipes/path_children_cache.h"
 #include "etcd/recipes/priority_queue.h"
 #include "etcd/recipes/queue.h"
+#include "etcd/recipes/reaper.h"
 #include "etcd/recipes/recipe.h"
 #include "etcd/recipes/rwlock.h"
 #include "etcd/recipes/semaphore.h"

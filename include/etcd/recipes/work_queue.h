@@ -72,6 +72,15 @@
 // letters at once, with the decode error as the reason. Nothing is ever
 // dropped: only ack() and purge_dead() delete an item.
 //
+// Removing an item (remove(id)): only a pending one, in one Txn:
+//   If create_revision(claims/<id>) == 0 Then Delete(items/<id>)
+// A claim is guarded by the item's mod revision and the claim's absence,
+// so of a remove and a claim of one item exactly one applies: a removed
+// item is never delivered, and an item being worked on is never removed
+// under its consumer (remove() answers false; ack() or requeue() decide
+// its fate). A move to the dead letters is guarded the same way. A remove
+// whose outcome stays unknown (Errc::kOutcomeUnknown) may have applied.
+//
 // Delays: enqueue(value, delay) writes "not before <producer's clock +
 // delay>" (system_clock, milliseconds since the epoch) in the record, and a
 // consumer treats the item as not ready until its own system_clock reaches
@@ -222,6 +231,13 @@ class WorkQueueBase : public RecipeHandle {
   [[nodiscard]] Call<bool> requeue_dead(std::string id);
   // Deletes a dead letter. False if there is no such dead letter.
   [[nodiscard]] Call<bool> purge_dead(std::string id);
+  // Removes a pending item (ready or delayed, not claimed) without
+  // delivering it: true if this call deleted it; false if it is claimed
+  // now, or not there (acked, dead-lettered, removed, never enqueued).
+  // `id` as for DistributedQueue::remove (an item key from Enqueued::keys
+  // or its last segment); anything else is Errc::kBadArgument, nothing
+  // written. One Txn (see "Removing an item" at the top of this file).
+  [[nodiscard]] Call<bool> remove(std::string id);
   // Runs (on the client's executor, in order) each time this object moves
   // an item to the dead letters instead of delivering it (too many
   // deliveries, or poison): the dead letter as written.

@@ -255,7 +255,11 @@ void HoldState::lose(const Status& why) {
   core_->metrics().add("etcd_recipes_" + spec_.family + "_lost_total", spec_.labels, 1);
   core_->metrics().observe("etcd_recipes_" + spec_.family + "_hold_seconds", spec_.labels, seconds_since(since_));
   const Status status = hold_lost_status(*core_, spec_.noun, why.message());
-  if (spec_.record_loss) core_->record_error(status);
+  if (spec_.record_loss) {
+    core_->record_error(status);  // logged there
+  } else {
+    core_->log(LogLevel::kWarning, spec_.noun + " lost", why);
+  }
   auto sink = [core = core_](Status s) { core->record_error(std::move(s)); };
   // Not over yet: the link lasts until a release (which still deletes the
   // key, best effort) or the hold's end.

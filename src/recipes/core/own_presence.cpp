@@ -350,7 +350,10 @@ void PresenceLossReport::on_event(RecipeCore& core, PresenceEvent event, const S
     if (event == PresenceEvent::kRestoreFailed) return;
     reported_ = event == PresenceEvent::kExpired;
   }
-  if (event == PresenceEvent::kRestored) return core.set_state(ConnectionState::kReconnected);
+  if (event == PresenceEvent::kRestored) {
+    core.log(LogLevel::kInfo, std::string(lease) + " healed: a new lease, the keys re-created where free");
+    return core.set_state(ConnectionState::kReconnected);
+  }
   core.record_error(core.named(
       Status(why.code(), std::string(lease) + " was lost: " + why.message() + "; " + std::string(consequence),
              why.is(Errc::kNone) ? Errc::kHoldLost : why.reason())));

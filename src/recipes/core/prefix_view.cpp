@@ -505,6 +505,10 @@ struct PrefixView::Impl : std::enable_shared_from_this<Impl> {
       batch.kind = ViewBatch::Kind::kResynced;
       batch.events = diff_views(map, loading_);
       batch.cause = cause_;
+      core->log(LogLevel::kInfo,
+                "view of " + range + " read again at revision " + std::to_string(load_rev_) + ": " +
+                    std::to_string(batch.events.size()) + " differences reported",
+                cause_);
     }
     {
       std::lock_guard lock(mu);

@@ -1,4 +1,5 @@
 #include "client/client_access.h"
+#include "client/log_dispatch.h"
 #include "etcd/recipes/recipe.h"
 
 #include <unistd.h>
@@ -48,7 +49,8 @@ Status check_input(std::string_view kind, const std::string& name, const RecipeO
 }  // namespace
 
 RecipeCore::RecipeCore(Client client, std::string kind, std::string name, RecipeOptions options, Status input)
-    : name_(std::move(name)),
+    : kind_(kind),
+      name_(std::move(name)),
       identity_(kind + "[" + name_ + "]"),
       options_(std::move(options)),
       metrics_(options_.metrics ? options_.metrics : std::make_shared<NullMetrics>()),
@@ -150,6 +152,7 @@ bool RecipeCore::shared_session_ended() const {
 }
 
 void RecipeCore::record_error(Status status) {
+  log(LogLevel::kWarning, "a background failure (recorded in errors())", status);
   Status named_status = named(std::move(status));
   {
     std::lock_guard lock(mu_);
@@ -161,6 +164,13 @@ void RecipeCore::record_error(Status status) {
   if (auto l = link())
     error_listeners_.notify(
         l->executor(), [](const Status&) {}, named_status);
+}
+
+void RecipeCore::log(LogLevel level, std::string message, Status status) {
+  if (!etcd::detail::log_wanted(level)) return;
+  auto l = link();
+  if (!l) return;
+  etcd::detail::post_log(l->strand(), level, LogSource{kind_, name_}, std::move(message), std::move(status));
 }
 
 ThrowSink RecipeCore::throw_sink() {

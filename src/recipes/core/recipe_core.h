@@ -19,6 +19,7 @@
 #include "client_link.h"
 #include "etcd/client.h"
 #include "etcd/connection.h"
+#include "etcd/log.h"
 #include "etcd/recipes/metrics.h"
 #include "etcd/recipes/recipe.h"
 #include "etcd/session.h"
@@ -81,8 +82,13 @@ class RecipeCore : public std::enable_shared_from_this<RecipeCore> {
   // ended (lost or closed): nothing this recipe does can bring it back.
   bool shared_session_ended() const;
 
-  // Background failures: recorded (bounded) and pushed to listeners.
+  // Background failures: recorded (bounded), pushed to listeners and
+  // logged (a warning).
   void record_error(Status status);
+  // A log record of this recipe (etcd/log.h), posted to its strand (in
+  // order); nothing once the client is gone or when no sink wants `level`.
+  void log(LogLevel level, std::string message) { log(level, std::move(message), Status()); }
+  void log(LogLevel level, std::string message, Status status);
   // Where a throwing listener's exception goes.
   ThrowSink throw_sink();
   std::vector<Status> errors() const;
@@ -116,6 +122,7 @@ class RecipeCore : public std::enable_shared_from_this<RecipeCore> {
   std::shared_ptr<ClientLink> open_link() const;
 
   std::weak_ptr<ClientLink> weak_link_;  // set once, by the constructor
+  std::string kind_;
   std::string name_;
   std::string identity_;
   RecipeOptions options_;

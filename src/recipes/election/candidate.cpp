@@ -114,6 +114,7 @@ void Candidate::on_campaign_done(uint64_t id, Result<std::optional<Hold>> r) {
     }
     return retry_later();
   }
+  core->log(LogLevel::kError, "gave up campaigning", st);
   core->record_error(Status(st.code(), "campaign stopped: " + st.message(), st.reason()));
   if (hooks.failed) hooks.failed(core->named(st));
   wound_down();

@@ -153,6 +153,7 @@ class TransientState : public std::enable_shared_from_this<TransientState> {
       auto self = weak.lock();
       if (!self || r.ok() || r.status().is(Errc::kClosed)) return;
       const bool again = background_retry_heals(*self->core_, r.status());
+      if (!again) self->core_->log(LogLevel::kError, "gave up creating the key", r.status());
       self->core_->record_error(std::move(r).status());
       if (again) self->start_later();
     });

@@ -69,6 +69,27 @@ Call<int64_t> QueueBase::size() {
   });
 }
 
+Call<bool> QueueBase::remove(std::string id) {
+  auto state = state_;
+  return state->core->call<bool>([state, id = std::move(id)](CallOptions options, Callback<bool> done) {
+    auto& core = state->core;
+    if (Status st = core->usable(); !st.ok()) return done(st);
+    const std::string item = QueueKeys(core->name()).item_id(id);
+    if (item.empty()) {
+      return done(core->named(InvalidArgument("remove: '" + id + "' is not an item id or key of this queue")));
+    }
+    auto link = core->link();
+    if (!link) return done(core->closed_status());
+    // The same delete a take is: etcd tells exactly one of them it deleted
+    // the key.
+    CallAccess::start_inherited(link->client().del(state->items + item), options,
+                                [core, done = std::move(done)](Result<DeleteResponse> r) mutable {
+                                  if (!r.ok()) return done(core->named(std::move(r).status()));
+                                  done(r->deleted > 0);
+                                });
+  });
+}
+
 Call<Enqueued> QueueBase::enqueue_encoded(std::vector<std::string> values, std::string key_prefix) {
   auto shared = std::make_shared<std::vector<std::string>>(std::move(values));
   return state_->core->call<Enqueued>([producer = state_->producer, shared, key_prefix = std::move(key_prefix)](

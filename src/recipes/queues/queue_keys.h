@@ -30,6 +30,15 @@ struct QueueKeys {
         producers(dir_under(name, kProducers)) {}
   // The directories, each ending in '/'.
   std::string items, claims, dead, producers;
+
+  // The item id named by `id_or_key`: an id (the part of an item key after
+  // NAME/items/, no '/') or a whole item key, as an enqueue returns it
+  // (Enqueued::keys). Empty when it names no item of this queue.
+  std::string item_id(std::string_view id_or_key) const {
+    if (id_or_key.starts_with(items)) id_or_key.remove_prefix(items.size());
+    if (id_or_key.empty() || id_or_key.find('/') != std::string_view::npos) return {};
+    return std::string(id_or_key);
+  }
 };
 
 }  // namespace etcd::recipes::detail

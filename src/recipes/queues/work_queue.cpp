@@ -230,6 +230,29 @@ Call<bool> WorkQueueBase::purge_dead(std::string id) {
   });
 }
 
+Call<bool> WorkQueueBase::remove(std::string id) {
+  auto state = state_;
+  return state->core->call<bool>([state, id = std::move(id)](CallOptions options, Callback<bool> done) {
+    auto& core = state->core;
+    if (Status st = core->usable(); !st.ok()) return done(st);
+    const std::string item = state->keys.item_id(id);
+    if (item.empty()) {
+      return done(core->named(InvalidArgument("remove: '" + id + "' is not an item id or key of this queue")));
+    }
+    auto link = core->link();
+    if (!link) return done(core->closed_status());
+    // Only while no claim exists: a claim needs the item unchanged and
+    // unclaimed, so exactly one of the two applies.
+    Txn txn;
+    txn.when(Compare::create_revision(state->keys.claims + item) == 0).then(Op::del(state->keys.items + item));
+    CallAccess::start_inherited(link->client().txn(std::move(txn)), options,
+                                [core, done = std::move(done)](Result<TxnResponse> r) mutable {
+                                  if (!r.ok()) return done(core->named(std::move(r).status()));
+                                  done(r->succeeded && r->responses.at(0).del().deleted > 0);
+                                });
+  });
+}
+
 Call<Enqueued> WorkQueueBase::enqueue_payloads(std::vector<std::string> payloads, std::chrono::milliseconds delay) {
   if (delay.count() < 0) return refuse(InvalidArgument("enqueue: the delay must not be negative"));
   const int64_t not_before = delay.count() > 0 ? wall_clock_ms() + delay.count() : 0;

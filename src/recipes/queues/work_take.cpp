@@ -392,6 +392,8 @@ void ClaimTake::send_dead_letter(const std::shared_ptr<Attempt>& a, std::string 
                     return a->done(std::move(out));
                   }
                   self->core_->metrics().add("etcd_recipes_workqueue_dead_lettered_total", self->labels_, 1);
+                  self->core_->log(LogLevel::kWarning, "item " + a->id + " moved to the dead letters after " +
+                                                           std::to_string(a->deliveries) + " deliveries: " + reason);
                   if (!self->dead_listeners_.empty()) {
                     DeadLetter dead{.id = a->id,
                                     .key = self->keys_.dead + a->id,
