@@ -315,6 +315,19 @@ ETCDR_API int etcdr_mutex_is_held(const etcdr_mutex* mutex);
  * callback does not run again (a run in progress on another thread is
  * waited for, unless this is called from that callback). */
 ETCDR_API etcdr_code etcdr_mutex_on_lost(etcdr_mutex* mutex, etcdr_lost_cb on_lost, void* user);
+/* Cooperative release: asks whoever holds the name now (any process, any
+ * handle) to let go, by marking the holder's key; releasing stays the
+ * holder's choice. `asked` (may be NULL) gets 1 if a holder was asked (now
+ * or before), 0 if the name is free. One read and one write. A negative
+ * timeout is the client's default. */
+ETCDR_API etcdr_code etcdr_mutex_request_release(etcdr_mutex* mutex, int64_t timeout_ms, int* asked,
+                                                 etcdr_error* err);
+/* Runs `on_request(user)` on the client's callback threads (never a gRPC
+ * thread) each time a hold of this handle is asked to release. One
+ * callback per handle; NULL removes it (as etcdr_mutex_on_lost). */
+typedef void (*etcdr_release_requested_cb)(void* user);
+ETCDR_API etcdr_code etcdr_mutex_on_release_requested(etcdr_mutex* mutex, etcdr_release_requested_cb on_request,
+                                                      void* user);
 /* Releases a hold (without waiting), fails pending acquires with reason
  * CLOSED and frees the handle. Its on_lost callback never runs after this
  * returns. NULL is allowed. */

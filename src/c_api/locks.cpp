@@ -31,6 +31,9 @@ struct etcdr_mutex {
   std::shared_ptr<std::atomic<bool>> acquired = std::make_shared<std::atomic<bool>>(false);
   std::shared_ptr<CallbackSlot<etcdr_lost_cb>> lost = std::make_shared<CallbackSlot<etcdr_lost_cb>>();
   etcd::Subscription lost_sub;
+  std::shared_ptr<CallbackSlot<etcdr_release_requested_cb>> release_requested =
+      std::make_shared<CallbackSlot<etcdr_release_requested_cb>>();
+  etcd::Subscription release_requested_sub;
 };
 
 struct etcdr_semaphore {
@@ -90,6 +93,9 @@ etcdr_code etcdr_mutex_create(etcdr_client* client, const char* name, const etcd
     handle->mutex->start();
     handle->lost_sub = handle->mutex->on_lost([slot = handle->lost](const etcd::Status& why) {
       slot->run([&](etcdr_lost_cb cb, void* user) { invoke_with_status(cb, user, why); });
+    });
+    handle->release_requested_sub = handle->mutex->on_release_requested([slot = handle->release_requested] {
+      slot->run([](etcdr_release_requested_cb cb, void* user) { cb(user); });
     });
     *out = handle.release();
     return ok(err);
@@ -156,10 +162,29 @@ etcdr_code etcdr_mutex_on_lost(etcdr_mutex* mutex, etcdr_lost_cb on_lost, void* 
   return ETCDR_OK;
 }
 
+etcdr_code etcdr_mutex_request_release(etcdr_mutex* mutex, int64_t timeout_ms, int* asked, etcdr_error* err) {
+  return guarded(err, [&] {
+    if (mutex == nullptr) return invalid(err, "etcdr_mutex_request_release: mutex is NULL");
+    if (asked != nullptr) *asked = 0;
+    auto r = with_timeout(mutex->mutex->request_release(), timeout_ms).wait();
+    if (!r.ok()) return fail(err, r.status());
+    if (asked != nullptr) *asked = *r ? 1 : 0;
+    return ok(err);
+  });
+}
+
+etcdr_code etcdr_mutex_on_release_requested(etcdr_mutex* mutex, etcdr_release_requested_cb on_request, void* user) {
+  if (mutex == nullptr) return ETCDR_INVALID_ARGUMENT;
+  mutex->release_requested->set(on_request, user);
+  return ETCDR_OK;
+}
+
 void etcdr_mutex_destroy(etcdr_mutex* mutex) {
   if (mutex == nullptr) return;
   mutex->lost->set(nullptr, nullptr);
   mutex->lost_sub.reset();
+  mutex->release_requested->set(nullptr, nullptr);
+  mutex->release_requested_sub.reset();
   try {
     mutex->mutex->close();  // releases a hold without waiting, ends pending acquires
   } catch (...) {
