@@ -340,7 +340,7 @@ typedef struct etcdr_permit etcdr_permit;
 
 /* At most `permits` (>= 1) holders of `name` at a time, FIFO. Everyone
  * using one name must ask for the same count (else ETCDR_FAILED_PRECONDITION,
- * reason MISMATCH, at acquire). */
+ * reason MISMATCH, at acquire) until etcdr_semaphore_resize changes it. */
 ETCDR_API etcdr_code etcdr_semaphore_create(etcdr_client* client, const char* name, int32_t permits,
                                             const etcdr_recipe_options* options, etcdr_semaphore** out,
                                             etcdr_error* err);
@@ -356,6 +356,14 @@ ETCDR_API etcdr_code etcdr_semaphore_acquire_async(etcdr_semaphore* sem, int64_t
 /* Permits not taken (or waited for) now; one read, within the client's
  * default timeout. */
 ETCDR_API etcdr_code etcdr_semaphore_available(etcdr_semaphore* sem, int32_t* available, etcdr_error* err);
+/* Changes the permit count for everyone using the semaphore (handles made
+ * with the old count adopt it): growing admits waiters at once; shrinking
+ * takes no permit back but admits nobody until fewer than `permits` are
+ * held. permits < 1 is ETCDR_INVALID_ARGUMENT with nothing written; the
+ * other layout's semaphore is FAILED_PRECONDITION/MISMATCH. One read and
+ * one write; a negative timeout is the client's default. */
+ETCDR_API etcdr_code etcdr_semaphore_resize(etcdr_semaphore* sem, int32_t permits, int64_t timeout_ms,
+                                            etcdr_error* err);
 /* Fails pending acquires (reason CLOSED) and frees the handle; permits
  * already granted stay held until released or destroyed. */
 ETCDR_API void etcdr_semaphore_destroy(etcdr_semaphore* sem);

@@ -260,6 +260,16 @@ etcdr_code etcdr_semaphore_available(etcdr_semaphore* sem, int32_t* available, e
   });
 }
 
+etcdr_code etcdr_semaphore_resize(etcdr_semaphore* sem, int32_t permits, int64_t timeout_ms, etcdr_error* err) {
+  return guarded(err, [&] {
+    if (sem == nullptr) return invalid(err, "etcdr_semaphore_resize: sem is NULL");
+    if (permits < 1) return invalid(err, "etcdr_semaphore_resize: permits must be at least 1");
+    auto r = with_timeout(sem->sem->resize(permits), timeout_ms).wait();
+    if (!r.ok()) return fail(err, r.status());
+    return ok(err);
+  });
+}
+
 void etcdr_semaphore_destroy(etcdr_semaphore* sem) {
   if (sem == nullptr) return;
   try {

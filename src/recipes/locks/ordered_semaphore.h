@@ -46,7 +46,8 @@
 
 namespace etcd::recipes::detail {
 
-std::shared_ptr<ContenderDriver> ordered_semaphore_driver(std::shared_ptr<RecipeCore> core, PermitCount permits);
+std::shared_ptr<ContenderDriver> ordered_semaphore_driver(std::shared_ptr<RecipeCore> core,
+                                                         std::shared_ptr<PermitCount> permits);
 
 // The key of permit slot `i` of the semaphore named `name`.
 std::string semaphore_slot_key(const std::string& name, int i);
