@@ -316,6 +316,19 @@ ETCDR_API int etcdr_mutex_is_held(const etcdr_mutex* mutex);
  * callback does not run again (a run in progress on another thread is
  * waited for, unless this is called from that callback). */
 ETCDR_API etcdr_code etcdr_mutex_on_lost(etcdr_mutex* mutex, etcdr_lost_cb on_lost, void* user);
+/* Cooperative release: asks whoever holds the name now (any process, any
+ * handle) to let go, by marking the holder's key; releasing stays the
+ * holder's choice. `asked` (may be NULL) gets 1 if a holder was asked (now
+ * or before), 0 if the name is free. One read and one write. A negative
+ * timeout is the client's default. */
+ETCDR_API etcdr_code etcdr_mutex_request_release(etcdr_mutex* mutex, int64_t timeout_ms, int* asked,
+                                                 etcdr_error* err);
+/* Runs `on_request(user)` on the client's callback threads (never a gRPC
+ * thread) each time a hold of this handle is asked to release. One
+ * callback per handle; NULL removes it (as etcdr_mutex_on_lost). */
+typedef void (*etcdr_release_requested_cb)(void* user);
+ETCDR_API etcdr_code etcdr_mutex_on_release_requested(etcdr_mutex* mutex, etcdr_release_requested_cb on_request,
+                                                      void* user);
 /* Releases a hold (without waiting), fails pending acquires with reason
  * CLOSED and frees the handle. Its on_lost callback never runs after this
  * returns. NULL is allowed. */
@@ -328,7 +341,7 @@ typedef struct etcdr_permit etcdr_permit;
 
 /* At most `permits` (>= 1) holders of `name` at a time, FIFO. Everyone
  * using one name must ask for the same count (else ETCDR_FAILED_PRECONDITION,
- * reason MISMATCH, at acquire). */
+ * reason MISMATCH, at acquire) until etcdr_semaphore_resize changes it. */
 ETCDR_API etcdr_code etcdr_semaphore_create(etcdr_client* client, const char* name, int32_t permits,
                                             const etcdr_recipe_options* options, etcdr_semaphore** out,
                                             etcdr_error* err);
@@ -344,6 +357,14 @@ ETCDR_API etcdr_code etcdr_semaphore_acquire_async(etcdr_semaphore* sem, int64_t
 /* Permits not taken (or waited for) now; one read, within the client's
  * default timeout. */
 ETCDR_API etcdr_code etcdr_semaphore_available(etcdr_semaphore* sem, int32_t* available, etcdr_error* err);
+/* Changes the permit count for everyone using the semaphore (handles made
+ * with the old count adopt it): growing admits waiters at once; shrinking
+ * takes no permit back but admits nobody until fewer than `permits` are
+ * held. permits < 1 is ETCDR_INVALID_ARGUMENT with nothing written; the
+ * other layout's semaphore is FAILED_PRECONDITION/MISMATCH. One read and
+ * one write; a negative timeout is the client's default. */
+ETCDR_API etcdr_code etcdr_semaphore_resize(etcdr_semaphore* sem, int32_t permits, int64_t timeout_ms,
+                                            etcdr_error* err);
 /* Fails pending acquires (reason CLOSED) and frees the handle; permits
  * already granted stay held until released or destroyed. */
 ETCDR_API void etcdr_semaphore_destroy(etcdr_semaphore* sem);

@@ -73,6 +73,9 @@ class DistributedSemaphore(_blocking.DistributedSemaphore):
     async def available_permits(self, *, timeout: Optional[float] = None) -> int:  # type: ignore[override]
         return await run(self._c.available_permits(), timeout)
 
+    async def resize(self, permits: int, *, timeout: Optional[float] = None) -> None:  # type: ignore[override]
+        await run(self._c.resize(permits), timeout)
+
     async def __aenter__(self) -> Hold:
         permit = await self.acquire()
         self._entered.append(permit)

@@ -158,6 +158,14 @@ class DistributedSemaphore(_Recipe):
         """How many permits are free now (advisory)."""
         return self._c.available_permits().wait(timeout)
 
+    def resize(self, permits: int, *, timeout: Optional[float] = None) -> None:
+        """Changes the number of permits for every user of the semaphore.
+
+        Growing admits waiters at once; shrinking takes no permit back but admits nobody until
+        fewer than ``permits`` are held. ``permits < 1`` raises before anything is written.
+        """
+        self._c.resize(permits).wait(timeout)
+
     def __enter__(self) -> Hold:
         permit = self.acquire()
         self._entered.append(permit)

@@ -225,6 +225,7 @@ void bind_recipes(py::module_& m) {
       .def("acquire", [](DistributedSemaphore& s) { return pending(s.acquire()); })
       .def("try_acquire", [](DistributedSemaphore& s) { return pending(s.try_acquire()); })
       .def("available_permits", [](DistributedSemaphore& s) { return pending(s.available_permits()); })
+      .def("resize", [](DistributedSemaphore& s, int permits) { return pending(s.resize(permits)); }, py::arg("permits"))
       .def_property_readonly("permits", &DistributedSemaphore::permits);
   def_recipe(sem);
 

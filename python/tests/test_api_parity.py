@@ -36,7 +36,7 @@ CPP_METHODS = {
                          "on_release_requested"},
     "MultiLock": {"acquire", "try_acquire", "release", "hold", "is_held", "on_lost", "names"},
     "MultiHold": {"names", "holds", "hold", "tokens", "token", "is_held", "on_lost", "guarded", "release"},
-    "DistributedSemaphore": {"acquire", "try_acquire", "available_permits", "permits"},
+    "DistributedSemaphore": {"acquire", "try_acquire", "available_permits", "permits", "resize"},
     "DistributedReadWriteLock": {"read_lock", "write_lock", "downgrade"},
     "LeaderLatch": {"await_leadership", "is_leader", "hold", "proclaim", "resign", "participants", "leader",
                     "on_is_leader", "on_not_leader", "on_lost"},

@@ -34,6 +34,9 @@ struct etcdr_mutex {
   std::shared_ptr<CallbackSlot<etcdr_lost_cb>> lost = std::make_shared<CallbackSlot<etcdr_lost_cb>>();
   etcd::Subscription lost_sub;
   etcdr_recipe recipe;
+  std::shared_ptr<CallbackSlot<etcdr_release_requested_cb>> release_requested =
+      std::make_shared<CallbackSlot<etcdr_release_requested_cb>>();
+  etcd::Subscription release_requested_sub;
 };
 
 struct etcdr_semaphore {
@@ -100,6 +103,9 @@ etcdr_code etcdr_mutex_create(etcdr_client* client, const char* name, const etcd
     handle->recipe.bind(*handle->mutex);
     handle->lost_sub = handle->mutex->on_lost([slot = handle->lost](const etcd::Status& why) {
       slot->run([&](etcdr_lost_cb cb, void* user) { invoke_with_status(cb, user, why); });
+    });
+    handle->release_requested_sub = handle->mutex->on_release_requested([slot = handle->release_requested] {
+      slot->run([](etcdr_release_requested_cb cb, void* user) { cb(user); });
     });
     *out = handle.release();
     return ok(err);
@@ -171,11 +177,30 @@ etcdr_code etcdr_mutex_on_lost(etcdr_mutex* mutex, etcdr_lost_cb on_lost, void* 
   return ETCDR_OK;
 }
 
+etcdr_code etcdr_mutex_request_release(etcdr_mutex* mutex, int64_t timeout_ms, int* asked, etcdr_error* err) {
+  return guarded(err, [&] {
+    if (mutex == nullptr) return invalid(err, "etcdr_mutex_request_release: mutex is NULL");
+    if (asked != nullptr) *asked = 0;
+    auto r = with_timeout(mutex->mutex->request_release(), timeout_ms).wait();
+    if (!r.ok()) return fail(err, r.status());
+    if (asked != nullptr) *asked = *r ? 1 : 0;
+    return ok(err);
+  });
+}
+
+etcdr_code etcdr_mutex_on_release_requested(etcdr_mutex* mutex, etcdr_release_requested_cb on_request, void* user) {
+  if (mutex == nullptr) return ETCDR_INVALID_ARGUMENT;
+  mutex->release_requested->set(on_request, user);
+  return ETCDR_OK;
+}
+
 void etcdr_mutex_destroy(etcdr_mutex* mutex) {
   if (mutex == nullptr) return;
   mutex->recipe.unbind();
   mutex->lost->set(nullptr, nullptr);
   mutex->lost_sub.reset();
+  mutex->release_requested->set(nullptr, nullptr);
+  mutex->release_requested_sub.reset();
   try {
     mutex->mutex->close();  // releases a hold without waiting, ends pending acquires
   } catch (...) {
@@ -253,6 +278,16 @@ etcdr_code etcdr_semaphore_available(etcdr_semaphore* sem, int32_t* available, e
     auto n = sem->sem->available_permits().wait();
     if (!n.ok()) return fail(err, n.status());
     *available = *n;
+    return ok(err);
+  });
+}
+
+etcdr_code etcdr_semaphore_resize(etcdr_semaphore* sem, int32_t permits, int64_t timeout_ms, etcdr_error* err) {
+  return guarded(err, [&] {
+    if (sem == nullptr) return invalid(err, "etcdr_semaphore_resize: sem is NULL");
+    if (permits < 1) return invalid(err, "etcdr_semaphore_resize: permits must be at least 1");
+    auto r = with_timeout(sem->sem->resize(permits), timeout_ms).wait();
+    if (!r.ok()) return fail(err, r.status());
     return ok(err);
   });
 }

@@ -21,8 +21,8 @@
 //       Stored once, without a lease: created if absent by the same Txn that
 //       creates the first contender's key (a create-if-absent Txn, so it is
 //       retried safely and shares group commits with other recipes). An object asking for another N
-//       fails with Errc::kMismatch naming both numbers (and writes nothing).
-//       To change N, delete NAME/permits while nobody uses the semaphore.
+//       fails with Errc::kMismatch naming both numbers (and writes nothing),
+//       unless a resize wrote it (see "Resizing").
 //   NAME/holders/<lease hex>-<seq>        one key per acquisition (waiting or
 //       holding), bound to the session's lease. <seq> counts the permit
 //       keys made on the session's client, so several permits of one
@@ -86,6 +86,29 @@
 // create revisions (increasing in grant order); the semaphore's ordered
 // keys may share one session (RecipeOptions::session) across objects.
 //
+// Resizing: resize(n) reads NAME/permits and writes "n" (or "n ordered")
+// with one Txn guarded by its mod revision (again if it changed
+// meanwhile): one read and one write, two when NAME/permits was absent (a
+// resized count always has version > 1). A stored count with version > 1
+// is adopted by every object whatever N it was made with (its creation Txn
+// fails the value compare, reads the count and creates again: one more
+// round trip, once per resize); a count stored once and never resized
+// that differs is still Errc::kMismatch. Every anchored read reads
+// NAME/permits with the rest (no extra round trip), and the one waiter
+// that waits for a release (the first waiter; in the ordered layout the
+// first in line) also watches NAME/permits: a second watch, with no event
+// unless the count changes. Growth admits that waiter, whose admission
+// wakes the next (the nudge; the ordered layout's hand-off) and so on.
+// Shrinking revokes nobody: no one is admitted until fewer than the new N
+// hold. In the ordered layout a resized semaphore always queues (two
+// Txns for an uncontended acquisition instead of one: its creation cannot
+// tell whether slots beyond the new N are still held). In the holders
+// layout, a waiter that arrives while more than the new N still hold
+// after a shrink waits for the key just before its own (it cannot tell
+// that key from a waiter's): it is admitted correctly, but possibly only
+// when that holder releases rather than the first one.
+// To start afresh instead, delete NAME/permits while nobody uses it.
+//
 // Fencing: a permit's token is its key's create revision. Tokens of
 // concurrent permits differ, and grants are in token order.
 //
@@ -138,6 +161,11 @@ class DistributedSemaphore : public RecipeHandle {
   Call<std::optional<Hold>> try_acquire();
   // N minus the number of keys (holders and waiters), at least 0.
   Call<int> available_permits();
+  // Changes N for everyone using the semaphore (see "Resizing"): growing
+  // admits waiters at once; shrinking revokes no permit but admits nobody
+  // until fewer than the new N are held. permits < 1 is Errc::kBadArgument
+  // before any write; a semaphore of the other layout is Errc::kMismatch.
+  Call<void> resize(int permits);
 
   // --- Blocking.
   // Throws etcd::Error when no permit can be had (closed, session lost,
@@ -153,7 +181,8 @@ class DistributedSemaphore : public RecipeHandle {
     return try_acquire_until_steady(Clock::now() + std::chrono::duration_cast<Clock::duration>(t - C::now()));
   }
 
-  // The permit count this object asks for.
+  // The permit count as this object knows it: the one it asked for, or
+  // the one it adopted from a resize (updated by its own operations).
   int permits() const;
 
  private:

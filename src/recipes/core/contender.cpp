@@ -419,17 +419,26 @@ class Acquisition : public std::enable_shared_from_this<Acquisition> {
     std::weak_ptr<Acquisition> weak = weak_from_this();
     auto core = core_;
     auto driver = driver_;
-    Watcher watcher = wait_for_change(
-        link_, w.key, std::move(w.options), from, std::move(w.relevant), std::move(w.recheck), [weak, core, driver] {
-          core->metrics().add("etcd_recipes_" + driver->family() + "_wakeups_total", driver->labels(), 1);
-          auto self = weak.lock();
-          if (!self) return;
-          if (injected_defects().contender_skips_recheck.load(std::memory_order_relaxed)) {
-            return self->acquired(Verdict{.holds = true});
-          }
-          self->read();
-        });
+    // One wake-up, whichever of the watches sees its change first.
+    auto woken = std::make_shared<std::atomic<bool>>(false);
+    auto wake = [weak, core, driver, woken] {
+      if (woken->exchange(true)) return;
+      core->metrics().add("etcd_recipes_" + driver->family() + "_wakeups_total", driver->labels(), 1);
+      auto self = weak.lock();
+      if (!self) return;
+      if (injected_defects().contender_skips_recheck.load(std::memory_order_relaxed)) {
+        return self->acquired(Verdict{.holds = true});
+      }
+      self->read();
+    };
+    Watcher also;
+    if (w.also) {
+      also = wait_for_change(link_, w.also->key, WatchOptions{}, from, any_event, std::move(w.also->recheck), wake);
+    }
+    Watcher watcher =
+        wait_for_change(link_, w.key, std::move(w.options), from, std::move(w.relevant), std::move(w.recheck), wake);
     keep(&Registrations::watch, std::move(watcher));
+    keep(&Registrations::also_watch, std::move(also));
   }
 
   // After the failure `why` (recorded: nobody hears of it otherwise), runs

@@ -69,6 +69,14 @@ struct WaitFor {
   // hand-off then tells that nothing is left before ours). Otherwise it
   // reads with ContenderDriver::read.
   bool rereads = false;
+  // A second key whose change also wakes the contender (a semaphore's
+  // permit count: locks/semaphore.h), watched beside `key` from the same
+  // revision; `recheck` as above, for that key. At most one wake-up in all.
+  struct Also {
+    std::string key;
+    Recheck recheck{};
+  };
+  std::optional<Also> also{};
 };
 
 // A hold that lives at another key than the contender's own (the ordered

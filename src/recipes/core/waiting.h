@@ -120,7 +120,8 @@ struct Registrations {
   std::shared_ptr<std::optional<StopCallback>> stop_cb{};
   Subscription close_sub{};
   Subscription session_lost_sub{};
-  Watcher watch{};  // the wait in progress, if any
+  Watcher watch{};       // the wait in progress, if any
+  Watcher also_watch{};  // its second key (WaitFor::also), if any
 
   // Undoes each piece (outside the state's mutex).
   static void drop(Watcher& w, const Executor&) { w.cancel(); }
@@ -134,6 +135,7 @@ struct Registrations {
   }
   void drop_all(const Executor& ex) {
     drop(watch, ex);
+    drop(also_watch, ex);
     drop(close_sub, ex);
     drop(session_lost_sub, ex);
     drop(timer, ex);

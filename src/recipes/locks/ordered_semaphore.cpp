@@ -15,7 +15,7 @@ namespace {
 
 class OrderedSemaphoreDriver : public ContenderDriver {
  public:
-  OrderedSemaphoreDriver(std::shared_ptr<RecipeCore> core, PermitCount permits)
+  OrderedSemaphoreDriver(std::shared_ptr<RecipeCore> core, std::shared_ptr<PermitCount> permits)
       : core_(std::move(core)),
         permits_(std::move(permits)),
         queue_space_(dir_under(core_->name(), semaphore_keys::kQueue)),
@@ -37,9 +37,12 @@ class OrderedSemaphoreDriver : public ContenderDriver {
   std::string batch_scope() const override { return queue_->batch_scope(); }
 
   Txn create(const std::string& key, int64_t lease) override {
-    const std::string slot = hinted_slot(key);
+    const int n = permits_->n();
+    const std::string slot = hinted_slot(key, n);
+    // The permit at once needs a count never resized (version < 2): after
+    // a shrink, slots beyond the new N may still be held.
     Txn queued;
-    queued.when({Compare::absent(tail_), Compare::absent(slot)})
+    queued.when({Compare::absent(tail_), Compare::absent(slot), Compare::version(permits_->key) < 2})
         .then(
             {Op::put(slot, slot_value(key), PutOptions{.lease = lease}), Op::get(slot, GetOptions{.keys_only = true})})
         .otherwise({Op::txn(queue_->create(key, lease)), slots()});
@@ -48,10 +51,12 @@ class OrderedSemaphoreDriver : public ContenderDriver {
         .then(Op::get(slot, GetOptions{.keys_only = true}))
         .otherwise(Op::txn(std::move(queued)));
     Txn checked;
-    checked.when(Compare::value(permits_.key) == permits_.stored).then(Op::txn(body)).otherwise(Op::get(permits_.key));
+    checked.when(Compare::value(permits_->key) == permits_->text(n))
+        .then(Op::txn(body))
+        .otherwise(Op::get(permits_->key));
     Txn txn;
-    txn.when(Compare::absent(permits_.key))
-        .then({Op::put(permits_.key, permits_.stored), Op::txn(std::move(body))})
+    txn.when(Compare::absent(permits_->key))
+        .then({Op::put(permits_->key, permits_->text(n)), Op::txn(std::move(body))})
         .otherwise(Op::txn(std::move(checked)));
     return txn;
   }
@@ -64,7 +69,9 @@ class OrderedSemaphoreDriver : public ContenderDriver {
       const TxnResponse& checked = r.responses.at(0).txn();
       if (!checked.succeeded) {
         const auto* stored = checked.responses.at(0).get().first();
-        return Created{.failure = permits_.mismatch(stored ? stored->value : std::string("nothing"))};
+        // Resized: create again, comparing the count adopted.
+        if (permits_->adopt(stored)) return Created{.retry_at = r.header.revision};
+        return Created{.failure = permits_->mismatch(stored ? stored->value : std::string("nothing"))};
       }
       body = &checked.responses.at(0).txn();
     }
@@ -74,33 +81,38 @@ class OrderedSemaphoreDriver : public ContenderDriver {
     TxnResponse creation = queued.responses.at(0).txn();
     creation.header = r.header;
     Created c = queue_->created(creation);
-    if (c.verdict && c.verdict->holds) c.verdict = take_a_slot(queued.responses.at(1).get(), r.header.revision);
+    if (c.verdict && c.verdict->holds) {
+      c.verdict = take_a_slot(queued.responses.at(1).get(), r.header.revision, permits_->n());
+    }
     return c;
   }
 
   Txn read(const std::string& key, int64_t rev) override {
     Txn txn = queue_->read(key, rev);
-    txn.then(slots());
+    txn.then({slots(), Op::get(permits_->key)});
     return txn;
   }
 
   Txn reread(const std::string& key, int64_t rev, const std::string& waited_for) override {
     if (waited_for == slots_) {
-      // First in line (nothing before us can come back): only the slots.
-      return Txn().then({Op::get(key, GetOptions{.keys_only = true}), slots()});
+      // First in line (nothing before us can come back): only the slots
+      // and the count.
+      return Txn().then({Op::get(key, GetOptions{.keys_only = true}), slots(), Op::get(permits_->key)});
     }
     Txn txn = queue_->reread(key, rev, waited_for);
-    txn.then(slots());
-    txn.otherwise(slots());
+    txn.then({slots(), Op::get(permits_->key)});
+    txn.otherwise({slots(), Op::get(permits_->key)});
     return txn;
   }
 
   Verdict judge(const TxnResponse& r, int64_t rev) override {
+    const int n = permits_->at(r.responses.back().get().first());
     TxnResponse queue = r;
+    queue.responses.pop_back();  // the count
     queue.responses.pop_back();  // the slots
     Verdict v = queue_->judge(queue, rev);
     if (!v.holds) return v;
-    return take_a_slot(r.responses.back().get(), r.header.revision);
+    return take_a_slot(r.responses.at(r.responses.size() - 2).get(), r.header.revision, n);
   }
 
   Admission admission(const std::string& key, int64_t rev, int64_t lease, const std::string& to) override {
@@ -133,7 +145,7 @@ class OrderedSemaphoreDriver : public ContenderDriver {
   }
 
   std::vector<Txn> strays(const std::string& key, int64_t lease) override {
-    const std::string slot = hinted_slot(key);
+    const std::string slot = hinted_slot(key, permits_->n());
     Txn slot_taken;
     slot_taken.when(Compare::value(slot) == slot_value(key)).then(Op::del(slot));
     return {delete_if_leased(key, lease), std::move(slot_taken)};
@@ -151,9 +163,9 @@ class OrderedSemaphoreDriver : public ContenderDriver {
 
   // The slot a creation tries when nobody waits: the queue key's count
   // (its last field) modulo N, the same for every attempt of one key.
-  std::string hinted_slot(const std::string& key) const {
-    const auto n = key.size() >= 16 ? parse_hex16(std::string_view(key).substr(key.size() - 16)) : std::nullopt;
-    return semaphore_slot_key(core_->name(), static_cast<int>(n.value_or(0) % static_cast<uint64_t>(permits_.n)));
+  std::string hinted_slot(const std::string& key, int n) const {
+    const auto seq = key.size() >= 16 ? parse_hex16(std::string_view(key).substr(key.size() - 16)) : std::nullopt;
+    return semaphore_slot_key(core_->name(), static_cast<int>(seq.value_or(0) % static_cast<uint64_t>(n)));
   }
 
   Created at_slot(const GetResponse& slot, int64_t revision) const {
@@ -165,34 +177,40 @@ class OrderedSemaphoreDriver : public ContenderDriver {
   }
 
   // First in line: a free slot to move into, or the wait for a release.
-  Verdict take_a_slot(const GetResponse& taken, int64_t revision) const {
-    std::vector<bool> used(static_cast<size_t>(permits_.n), false);
+  // Slots held beyond N (after a shrink) count as taken: nobody is admitted
+  // until fewer than N are held.
+  Verdict take_a_slot(const GetResponse& taken, int64_t revision, int n) const {
+    std::vector<bool> used(static_cast<size_t>(n), false);
+    int held = 0;
     for (const auto& kv : taken.kvs) {
+      ++held;
       const std::string_view digits = std::string_view(kv.key).substr(slots_.size());
       int i = -1;
       const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), i);
-      if (ec == std::errc() && end == digits.data() + digits.size() && i >= 0 && i < permits_.n) {
+      if (ec == std::errc() && end == digits.data() + digits.size() && i >= 0 && i < n) {
         used[static_cast<size_t>(i)] = true;
       }
     }
-    for (int i = 0; i < permits_.n; ++i) {
+    for (int i = 0; i < n && held < n; ++i) {
       if (!used[static_cast<size_t>(i)]) {
         return Verdict{
             .holds = true, .revision = revision, .admit_to = semaphore_slot_key(core_->name(), i), .first = true};
       }
     }
-    const int n = permits_.n;
+    // A change of the count (a resize) wakes the first in line too.
     return Verdict{.wait = WaitFor{.key = slots_,
                                    .options = WatchOptions{.prefix = true, .filter_puts = true},
                                    .recheck = Recheck{slots_, GetOptions{.prefix = true, .count_only = true},
                                                       [n](const GetResponse& g) { return g.count < n; }},
-                                   .rereads = true},
+                                   .rereads = true,
+                                   .also = WaitFor::Also{permits_->key,
+                                                         key_changed(permits_->key, revision + 1, /*puts=*/true)}},
                    .revision = revision,
                    .first = true};
   }
 
   const std::shared_ptr<RecipeCore> core_;
-  const PermitCount permits_;
+  const std::shared_ptr<PermitCount> permits_;
   const std::string queue_space_;
   const std::string slots_;
   const std::string handoff_;
@@ -208,7 +226,8 @@ std::string semaphore_slot_key(const std::string& name, int i) {
   return dir_under(name, semaphore_keys::kSlots) + std::to_string(i);
 }
 
-std::shared_ptr<ContenderDriver> ordered_semaphore_driver(std::shared_ptr<RecipeCore> core, PermitCount permits) {
+std::shared_ptr<ContenderDriver> ordered_semaphore_driver(std::shared_ptr<RecipeCore> core,
+                                                         std::shared_ptr<PermitCount> permits) {
   return std::make_shared<OrderedSemaphoreDriver>(std::move(core), std::move(permits));
 }
 

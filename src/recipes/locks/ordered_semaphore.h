@@ -23,12 +23,17 @@
 //   create  If(NAME/permits absent) Then Put(NAME/permits) and the body,
 //           Else If(NAME/permits == "N ordered") Then the body. The body:
 //           If(slot h holds our queue key) Then Get(slot h) (an earlier
-//           attempt's: adopted) Else If(tail record absent, slot h absent)
-//           Then Put(slot h), Get(slot h) (nobody waits: the permit at
-//           once) Else the ordered creation of our queue key, Get(slots).
-//           h: our queue key's count modulo N.
-//   read    the ordered layout's read and Get(slots); the first in line,
-//           woken by a release, reads only Get(K) and Get(slots).
+//           attempt's: adopted) Else If(tail record absent, slot h absent,
+//           version(NAME/permits) < 2) Then Put(slot h), Get(slot h)
+//           (nobody waits, never resized: the permit at once) Else the
+//           ordered creation of our queue key, Get(slots).
+//           h: our queue key's count modulo N. A count that differs but
+//           was resized (version > 1) is adopted and the creation sent
+//           again (semaphore.h, "Resizing").
+//   read    the ordered layout's read, Get(slots) and Get(NAME/permits);
+//           the first in line, woken by a release or a resize, reads only
+//           Get(K), Get(slots) and Get(NAME/permits). All slots held count,
+//           those beyond a shrunk N too.
 //   admit   If(create(K) == ours, slot i absent) Then Delete(K),
 //           Put(slot i), Put(NAME~handoff, K), If(tail == K) Delete(tail),
 //           Get(slot i) Else Get(slot i), Get(K).
@@ -46,7 +51,8 @@
 
 namespace etcd::recipes::detail {
 
-std::shared_ptr<ContenderDriver> ordered_semaphore_driver(std::shared_ptr<RecipeCore> core, PermitCount permits);
+std::shared_ptr<ContenderDriver> ordered_semaphore_driver(std::shared_ptr<RecipeCore> core,
+                                                         std::shared_ptr<PermitCount> permits);
 
 // The key of permit slot `i` of the semaphore named `name`.
 std::string semaphore_slot_key(const std::string& name, int i);

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
+#include <set>
 
 #include "../core/calls.h"
 #include "../core/contender.h"
@@ -49,7 +51,7 @@ Status check_permits(int permits) {
 // revision hold.
 class SemaphoreHoldersDriver : public ContenderDriver {
  public:
-  SemaphoreHoldersDriver(std::shared_ptr<RecipeCore> core_in, PermitCount permits)
+  SemaphoreHoldersDriver(std::shared_ptr<RecipeCore> core_in, std::shared_ptr<PermitCount> permits)
       : core(std::move(core_in)),
         count(std::move(permits)),
         scope(core->name() + "/"),
@@ -57,7 +59,7 @@ class SemaphoreHoldersDriver : public ContenderDriver {
         labels_{{"semaphore", core->name()}} {}
 
   const std::shared_ptr<RecipeCore> core;
-  const PermitCount count;
+  const std::shared_ptr<PermitCount> count;
   const std::string scope;
   const std::string holders;
 
@@ -73,13 +75,16 @@ class SemaphoreHoldersDriver : public ContenderDriver {
   // send again after an unknown outcome and to share a group commit.
   Txn create(const std::string& key, int64_t lease) override {
     const Op put_key = Op::put(key, core->client_id(), PutOptions{.lease = lease});
+    // The count this Txn compares and judges by: created() must use the
+    // same one, whatever a concurrent resize made this object adopt.
+    const int n = count->n();
     Txn checked;
-    checked.when({Compare::value(count.key) == count.stored, Compare::absent(key)})
-        .then({put_key, Op::get(holders, newest())})
-        .otherwise({Op::get(count.key), Op::get(key, GetOptions{.keys_only = true})});
+    checked.when({Compare::value(count->key) == count->text(n), Compare::absent(key)})
+        .then({put_key, Op::get(holders, newest()), Op::get(count->key)})
+        .otherwise({Op::get(count->key), Op::get(key, GetOptions{.keys_only = true})});
     Txn txn;
-    txn.when({Compare::absent(count.key), Compare::absent(key)})
-        .then({Op::put(count.key, count.stored), put_key, Op::get(holders, newest())})
+    txn.when({Compare::absent(count->key), Compare::absent(key)})
+        .then({Op::put(count->key, count->text(n)), put_key, Op::get(holders, newest())})
         .otherwise(Op::txn(std::move(checked)));
     return txn;
   }
@@ -87,6 +92,7 @@ class SemaphoreHoldersDriver : public ContenderDriver {
   Created created(const TxnResponse& r) override {
     Created c;
     const GetResponse* newest_keys;
+    int n = count->n();
     if (r.succeeded) {
       newest_keys = &r.responses[2].get();
     } else {
@@ -97,18 +103,27 @@ class SemaphoreHoldersDriver : public ContenderDriver {
           return c;
         }
         const auto* stored = inner.responses[0].get().first();
-        c.failure = count.mismatch(stored ? stored->value : std::string("nothing"));
+        if (count->adopt(stored)) {
+          c.retry_at = r.header.revision;  // resized: create again, comparing the count adopted
+          return c;
+        }
+        c.failure = count->mismatch(stored ? stored->value : std::string("nothing"));
         return c;
       }
       newest_keys = &inner.responses[1].get();
+      // The count compared (read back in the same Txn: this object may
+      // have adopted another one since create()).
+      if (const auto* stored = inner.responses[2].get().first()) {
+        if (auto compared = count->parse(stored->value)) n = *compared;
+      }
     }
     c.rev = r.header.revision;
     // Our key is the newest: it holds iff there are at most N keys.
     const int64_t at = r.header.revision;
-    if (newest_keys->count <= count.n) {
+    if (newest_keys->count <= n) {
       c.verdict = Verdict{.holds = true, .revision = at};
-    } else if (newest_keys->count == count.n + 1) {
-      c.verdict = Verdict{.wait = first_waiter(c.rev), .revision = at};
+    } else if (newest_keys->count == n + 1) {
+      c.verdict = Verdict{.wait = first_waiter(c.rev, at + 1, n), .revision = at};
     } else {
       c.verdict = Verdict{.wait = later_waiter(newest_keys->kvs.at(1).key, at + 1), .revision = at};
     }
@@ -116,10 +131,10 @@ class SemaphoreHoldersDriver : public ContenderDriver {
   }
 
   // At one revision: our key, the first N keys before it, the one just
-  // before it, and whether any key follows it.
+  // before it, whether any key follows it, and the permit count.
   Txn read(const std::string& key, int64_t rev) override {
     const GetOptions first_n{.prefix = true,
-                             .limit = count.n,
+                             .limit = count->n(),
                              .sort_order = SortOrder::kAscend,
                              .sort_target = SortTarget::kCreate,
                              .keys_only = true,
@@ -132,18 +147,33 @@ class SemaphoreHoldersDriver : public ContenderDriver {
                                  .max_create_revision = rev - 1};
     const GetOptions any_after{.prefix = true, .limit = 1, .keys_only = true, .min_create_revision = rev + 1};
     return Txn().then({Op::get(key, GetOptions{.keys_only = true}), Op::get(holders, first_n),
-                       Op::get(holders, last_before), Op::get(holders, any_after)});
+                       Op::get(holders, last_before), Op::get(holders, any_after), Op::get(count->key)});
   }
 
   Verdict judge(const TxnResponse& r, int64_t rev) override {
     const auto& before = r.responses[1].get().kvs;
     const int64_t from = r.header.revision + 1;
-    if (static_cast<int64_t>(before.size()) < count.n) {
+    const int n = count->at(r.responses[4].get().first());
+    const auto* pred = r.responses[2].get().first();
+    // `before` holds every key before ours (its limit, the count when the
+    // read was sent, was not reached), or the first that many.
+    const bool all_before = pred == nullptr || pred->key == before.back().key;
+    const auto seen = static_cast<int64_t>(before.size());
+    if (all_before && seen < n) {
+      forget_first(rev);
       return Verdict{.holds = true, .waiters_behind = !r.responses[3].get().kvs.empty()};
     }
-    const auto* pred = r.responses[2].get().first();
-    if (pred->key == before.back().key) return Verdict{.wait = first_waiter(rev)};
+    // A count grown past the read's limit: read again with it.
+    if (!all_before && seen < n) return Verdict{};
+    // The first waiter stays the first (only holders are before it), also
+    // when a shrink leaves more than N of them.
+    if ((all_before && seen == n) || was_first(rev)) return Verdict{.wait = first_waiter(rev, from, n)};
     return Verdict{.wait = later_waiter(pred->key, from)};
+  }
+
+  Txn leave(const std::string& key, int64_t rev, bool /*first*/) override {
+    forget_first(rev);
+    return delete_if_created_at(key, rev);
   }
 
   HoldSpec hold_spec() override { return HoldSpec{.noun = "permit", .family = family_, .labels = labels_}; }
@@ -151,6 +181,7 @@ class SemaphoreHoldersDriver : public ContenderDriver {
   // An admitted waiter that has waiters behind it tells the one just behind
   // it (which watches our key) that it is now the first waiter.
   void held(const std::shared_ptr<HoldState>& hold, const Verdict& v) override {
+    forget_first(hold->spec().token);
     if (!v.waiters_behind) return;
     core->metrics().add("etcd_recipes_semaphore_nudges_total", labels_, 1);
     if (auto link = hold->link())
@@ -170,11 +201,27 @@ class SemaphoreHoldersDriver : public ContenderDriver {
                       .keys_only = true};
   }
 
+  // The acquisitions (by their key's create revision) that were the first
+  // waiter: only holders are before them, whatever the count says later.
+  bool was_first(int64_t rev) {
+    std::lock_guard lock(first_mu_);
+    return first_waiters_.contains(rev);
+  }
+  void forget_first(int64_t rev) {
+    std::lock_guard lock(first_mu_);
+    first_waiters_.erase(rev);
+  }
+
   // The first waiter (exactly N keys before it): any deletion of a key
   // created before ours admits us; if the store moved between the read and
   // the watch, one read tells whether fewer than N keys before ours are left.
-  WaitFor first_waiter(int64_t rev) const {
-    const GetOptions before{.prefix = true, .limit = count.n, .keys_only = true, .max_create_revision = rev - 1};
+  // A change of the permit count (a resize) wakes it too.
+  WaitFor first_waiter(int64_t rev, int64_t from, int n) {
+    {
+      std::lock_guard lock(first_mu_);
+      first_waiters_.insert(rev);
+    }
+    const GetOptions before{.prefix = true, .limit = n, .keys_only = true, .max_create_revision = rev - 1};
     return WaitFor{.key = holders,
                    .options = WatchOptions{.prefix = true, .prev_kv = true, .filter_puts = true},
                    .relevant =
@@ -185,9 +232,9 @@ class SemaphoreHoldersDriver : public ContenderDriver {
                          }
                          return false;
                        },
-                   .recheck = Recheck{holders, before, [n = count.n](const GetResponse& g) {
-                                        return static_cast<int64_t>(g.kvs.size()) < n;
-                                      }}};
+                   .recheck = Recheck{holders, before,
+                                      [n](const GetResponse& g) { return static_cast<int64_t>(g.kvs.size()) < n; }},
+                   .also = WaitFor::Also{count->key, key_changed(count->key, from, /*puts=*/true)}};
   }
 
   // A later waiter: woken when the key just before ours is deleted (gave
@@ -218,6 +265,8 @@ class SemaphoreHoldersDriver : public ContenderDriver {
 
   const std::string family_ = "semaphore";
   const Labels labels_;
+  std::mutex first_mu_;
+  std::set<int64_t> first_waiters_;
 };
 
 // What the facade keeps: the permit count, the layout's contender driver,
@@ -227,8 +276,7 @@ class SemaphoreDriver {
   SemaphoreDriver(std::shared_ptr<RecipeCore> core_in, int permits)
       : core(std::move(core_in)),
         ordered(core->options().contender_layout == ContenderLayout::kOrdered),
-        count{permits, key_under(core->name(), semaphore_keys::kPermits),
-              std::to_string(permits) + std::string(ordered ? semaphore_keys::kOrderedSuffix : "")},
+        count(std::make_shared<PermitCount>(key_under(core->name(), semaphore_keys::kPermits), ordered, permits)),
         held(dir_under(core->name(), ordered ? semaphore_keys::kSlots : semaphore_keys::kHolders)),
         contender(ordered ? ordered_semaphore_driver(core, count)
                           : std::static_pointer_cast<ContenderDriver>(
@@ -236,12 +284,52 @@ class SemaphoreDriver {
 
   const std::shared_ptr<RecipeCore> core;
   const bool ordered;
-  const PermitCount count;
+  const std::shared_ptr<PermitCount> count;
   // The prefix of the keys that take a permit: holders and waiters (the
   // holders layout), or the permits (the ordered one).
   const std::string held;
   const std::shared_ptr<ContenderDriver> contender;
 };
+
+// One attempt of resize(): read NAME/permits, then write the new count
+// unless it changed meanwhile (then again). An absent count is stored
+// first, then written again: a count with version > 1 is what other
+// objects adopt (semaphore.h, "Resizing").
+void store_permit_count(std::shared_ptr<SemaphoreDriver> d, std::shared_ptr<ClientLink> link, int permits,
+                        CallOptions options, Callback<void> done) {
+  auto read = link->client().get(d->count->key);
+  CallAccess::start_inherited(
+      std::move(read), options,
+      [d, link, permits, options, done = std::move(done)](Result<GetResponse> r) mutable {
+        if (!r.ok()) return done(d->core->named(std::move(r).status()));
+        const KeyValue* stored = r->first();
+        if (stored && !d->count->parse(stored->value)) {
+          return done(d->core->named(d->count->mismatch(stored->value)));  // the other layout's, or not a count
+        }
+        const std::string value = d->count->text(permits);
+        if (stored && stored->version > 1 && stored->value == value) {
+          d->count->adopt(stored);
+          return done(Status());
+        }
+        Txn write;
+        write.when(stored ? Compare::mod_revision(d->count->key) == stored->mod_revision : Compare::absent(d->count->key))
+            .then(Op::put(d->count->key, value));
+        const bool again = !stored;  // a first store has version 1: write it once more
+        CallAccess::start_inherited(
+            link->client().txn(std::move(write)), options,
+            [d, link, permits, options, again, done = std::move(done)](Result<TxnResponse> t) mutable {
+              if (!t.ok()) return done(d->core->named(std::move(t).status()));
+              if (t->succeeded && !again) {
+                d->core->metrics().add("etcd_recipes_semaphore_resizes_total", {{"semaphore", d->core->name()}}, 1);
+                const KeyValue written{.value = d->count->text(permits), .version = 2};
+                d->count->adopt(&written);
+                return done(Status());
+              }
+              // Changed meanwhile, or stored for the first time: look again.
+              store_permit_count(std::move(d), std::move(link), permits, std::move(options), std::move(done));
+            });
+      });
+}
 
 }  // namespace detail
 
@@ -269,13 +357,25 @@ Call<int> DistributedSemaphore::available_permits() {
   if (Status st = core->usable(link); !st.ok()) return core->ready<int>(st);
   auto d = driver_;
   auto call = link->client().txn(
-      Txn().then({Op::get(d->count.key), Op::get(d->held, GetOptions{.prefix = true, .count_only = true})}));
+      Txn().then({Op::get(d->count->key), Op::get(d->held, GetOptions{.prefix = true, .count_only = true})}));
   return detail::then_call<int>(std::move(call), std::move(link), [d](Result<TxnResponse> r) -> Result<int> {
     if (!r.ok()) return d->core->named(std::move(r).status());
     const auto* stored = r->responses[0].get().first();
-    if (stored && stored->value != d->count.stored) return d->core->named(d->count.mismatch(stored->value));
+    if (stored && stored->value != d->count->stored() && !d->count->adopt(stored)) {
+      return d->core->named(d->count->mismatch(stored->value));
+    }
     const int64_t used = r->responses[1].get().count;
-    return static_cast<int>(std::max<int64_t>(0, d->count.n - used));
+    return static_cast<int>(std::max<int64_t>(0, d->count->n() - used));
+  });
+}
+
+Call<void> DistributedSemaphore::resize(int permits) {
+  auto d = driver_;
+  if (Status st = detail::check_permits(permits); !st.ok()) return d->core->ready<void>(d->core->named(std::move(st)));
+  return d->core->call<void>([d, permits](CallOptions options, Callback<void> done) {
+    auto link = d->core->link();
+    if (Status st = d->core->usable(link); !st.ok()) return done(st);
+    detail::store_permit_count(d, std::move(link), permits, std::move(options), std::move(done));
   });
 }
 
@@ -288,6 +388,6 @@ std::optional<Hold> DistributedSemaphore::try_acquire_until_steady(Deadline dead
   throw Error(std::move(r).status());
 }
 
-int DistributedSemaphore::permits() const { return driver_->count.n; }
+int DistributedSemaphore::permits() const { return driver_->count->n(); }
 
 }  // namespace etcd::recipes
