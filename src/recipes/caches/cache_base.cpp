@@ -10,6 +10,7 @@
 #include "../core/client_link.h"
 #include "../core/prefix_view.h"
 #include "../core/recipe_core.h"
+#include "../core/view_lifecycle.h"
 #include "client/listener_set.h"
 #include "etcd/recipes/cached_node.h"
 
@@ -77,33 +78,11 @@ class CacheState : public std::enable_shared_from_this<CacheState> {
   size_t name_offset() const { return config_.single_key ? 0 : range_.size(); }
 
  private:
-  void start() {
-    {
-      std::lock_guard lock(mu_);
-      if (started_) return;
-      started_ = true;
-    }
-    auto link = core->link();
-    if (!link) return;
-    // The cache's connection state is its client's (it holds no lease).
-    std::weak_ptr<RecipeCore> weak = core;
-    auto sub = link->client().on_state_change([weak](ConnectionState state) {
-      if (auto c = weak.lock()) c->set_state(state);
-    });
-    {
-      std::lock_guard lock(mu_);
-      client_state_sub_ = std::move(sub);
-    }
-    view->start();
-  }
+  void start() { lifecycle_.start(core, *view); }
 
   // After the close gate (which wakes wait_initialized() and stops the view).
   void stop() {
-    Subscription sub;
-    {
-      std::lock_guard lock(mu_);
-      sub = std::move(client_state_sub_);
-    }
+    lifecycle_.stop();
     // Listeners may own what owns this cache.
     listeners.clear();
   }
@@ -204,9 +183,7 @@ class CacheState : public std::enable_shared_from_this<CacheState> {
   const CacheCodec codec_;
   const std::string range_;
   const Labels labels_;
-  std::mutex mu_;
-  bool started_ = false;
-  Subscription client_state_sub_;
+  ViewLifecycle lifecycle_;
 };
 
 // --- CacheBase ------------------------------------------------------------------------

@@ -15,6 +15,7 @@
 #include "../core/client_link.h"
 #include "../core/prefix_view.h"
 #include "../core/recipe_core.h"
+#include "../core/view_lifecycle.h"
 #include "client/listener_set.h"
 
 namespace etcd::recipes {
@@ -221,32 +222,10 @@ class KeyspaceViewState : public std::enable_shared_from_this<KeyspaceViewState>
   }
 
  private:
-  void start() {
-    {
-      std::lock_guard lock(mu_);
-      if (started_) return;
-      started_ = true;
-    }
-    auto link = core->link();
-    if (!link) return;
-    // The view's connection state is its client's (it holds no lease).
-    std::weak_ptr<RecipeCore> weak = core;
-    auto sub = link->client().on_state_change([weak](ConnectionState state) {
-      if (auto c = weak.lock()) c->set_state(state);
-    });
-    {
-      std::lock_guard lock(mu_);
-      client_state_sub_ = std::move(sub);
-    }
-    view->start();
-  }
+  void start() { lifecycle_.start(core, *view); }
 
   void stop() {
-    Subscription sub;
-    {
-      std::lock_guard lock(mu_);
-      sub = std::move(client_state_sub_);
-    }
+    lifecycle_.stop();
     end_streams(Status());
     // Listeners may own what owns this view.
     listeners.clear();
@@ -309,11 +288,10 @@ class KeyspaceViewState : public std::enable_shared_from_this<KeyspaceViewState>
   const std::string end_;
   const Labels labels_;
   std::mutex mu_;
-  bool started_ = false;
   bool stopped_ = false;
   Status failed_;
   std::vector<std::weak_ptr<Channel>> streams_;
-  Subscription client_state_sub_;
+  ViewLifecycle lifecycle_;
 };
 
 }  // namespace detail

@@ -10,6 +10,7 @@
 #include "../core/calls.h"
 #include "../core/prefix_view.h"
 #include "../core/recipe_core.h"
+#include "../core/view_lifecycle.h"
 #include "client/listener_set.h"
 #include "etcd/txn.h"
 
@@ -119,33 +120,11 @@ class SharedValueState : public std::enable_shared_from_this<SharedValueState> {
   uint64_t resyncs() const { return view->resyncs(); }
 
  private:
-  void start() {
-    {
-      std::lock_guard lock(mu_);
-      if (started_) return;
-      started_ = true;
-    }
-    auto link = core->link();
-    if (!link) return;
-    // The object's connection state is its client's (it holds no lease).
-    std::weak_ptr<RecipeCore> weak = core;
-    auto sub = link->client().on_state_change([weak](ConnectionState state) {
-      if (auto c = weak.lock()) c->set_state(state);
-    });
-    {
-      std::lock_guard lock(mu_);
-      client_state_sub_ = std::move(sub);
-    }
-    view->start();
-  }
+  void start() { lifecycle_.start(core, *view); }
 
   // After the close gate (which wakes wait_initialized() and stops the view).
   void stop() {
-    Subscription sub;
-    {
-      std::lock_guard lock(mu_);
-      sub = std::move(client_state_sub_);
-    }
+    lifecycle_.stop();
     listeners.clear();  // they may own what owns this object
   }
 
@@ -205,8 +184,7 @@ class SharedValueState : public std::enable_shared_from_this<SharedValueState> {
   const Labels labels_;
 
   mutable std::mutex mu_;
-  bool started_ = false;
-  Subscription client_state_sub_;
+  ViewLifecycle lifecycle_;
   // The newest answer of this object's own Txns (get() prefers it while it
   // is newer than the view).
   std::optional<RawSharedValue> answered_;
