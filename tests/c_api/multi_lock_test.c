@@ -10,34 +10,7 @@
 
 #include "etcd_recipes.h"
 
-static int failures = 0;
-
-#define CHECK(cond, ...)                                           \
-  do {                                                             \
-    if (cond) {                                                    \
-      printf("PASS: ");                                            \
-    } else {                                                       \
-      printf("FAIL (%s:%d, %s): ", __FILE__, __LINE__, #cond);     \
-      ++failures;                                                  \
-    }                                                              \
-    printf(__VA_ARGS__);                                           \
-    printf("\n");                                                  \
-    fflush(stdout);                                                \
-  } while (0)
-
-static etcdr_client* multi_client(const char* endpoint) {
-  etcdr_client_options o;
-  etcdr_client_options_init(&o, sizeof o);
-  o.endpoints = endpoint;
-  etcdr_client* c = NULL;
-  etcdr_error err = ETCDR_ERROR_INIT;
-  if (etcdr_client_create(&o, &c, &err) != ETCDR_OK) {
-    fprintf(stderr, "etcdr_client_create: %s\n", err.message ? err.message : "?");
-    exit(2);
-  }
-  etcdr_error_clear(&err);
-  return c;
-}
+#include "c_test_support.h"
 
 int main(int argc, char** argv) {
   if (argc < 2) {
@@ -53,8 +26,8 @@ int main(int argc, char** argv) {
   snprintf(c, sizeof c, "%s/c", p);
   snprintf(bad, sizeof bad, "%s/a/sub", p);
 
-  etcdr_client* c1 = multi_client(argv[argc - 1]);
-  etcdr_client* c2 = multi_client(argv[argc - 1]);
+  etcdr_client* c1 = make_client(argv[argc - 1]);
+  etcdr_client* c2 = make_client(argv[argc - 1]);
   etcdr_error err = ETCDR_ERROR_INIT;
 
   /* Bad input: no names, a path prefix. */

@@ -13,51 +13,7 @@
 
 #include "etcd_recipes.h"
 
-static int failures = 0;
-
-#define CHECK(cond, ...)                                       \
-  do {                                                         \
-    if (cond) {                                                \
-      printf("PASS: ");                                        \
-    } else {                                                   \
-      printf("FAIL (%s:%d, %s): ", __FILE__, __LINE__, #cond); \
-      ++failures;                                              \
-    }                                                          \
-    printf(__VA_ARGS__);                                       \
-    printf("\n");                                              \
-    fflush(stdout);                                            \
-  } while (0)
-
-static int64_t release_request_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Waits until *flag is set, for at most `ms`: 1 if it was. */
-static int release_request_wait(atomic_int* flag, int64_t ms) {
-  const int64_t end = release_request_now_ms() + ms;
-  while (!atomic_load(flag)) {
-    if (release_request_now_ms() >= end) return 0;
-    struct timespec pause = {0, 5 * 1000 * 1000};
-    nanosleep(&pause, NULL);
-  }
-  return 1;
-}
-
-static etcdr_client* release_request_client(const char* endpoint) {
-  etcdr_client_options o;
-  etcdr_client_options_init(&o, sizeof o);
-  o.endpoints = endpoint;
-  etcdr_client* c = NULL;
-  etcdr_error err = ETCDR_ERROR_INIT;
-  if (etcdr_client_create(&o, &c, &err) != ETCDR_OK) {
-    fprintf(stderr, "etcdr_client_create: %s\n", err.message ? err.message : "?");
-    exit(2);
-  }
-  etcdr_error_clear(&err);
-  return c;
-}
+#include "c_test_support.h"
 
 typedef struct {
   atomic_int fired;
@@ -80,8 +36,8 @@ int main(int argc, char** argv) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   snprintf(name, sizeof name, "/c_api_release_request/%ld-%ld", (long)getpid(), (long)ts.tv_nsec);
 
-  etcdr_client* c1 = release_request_client(argv[argc - 1]);
-  etcdr_client* c2 = release_request_client(argv[argc - 1]);
+  etcdr_client* c1 = make_client(argv[argc - 1]);
+  etcdr_client* c2 = make_client(argv[argc - 1]);
   etcdr_error err = ETCDR_ERROR_INIT;
 
   CHECK(etcdr_mutex_request_release(NULL, -1, NULL, &err) == ETCDR_INVALID_ARGUMENT, "request_release(NULL)");
@@ -107,7 +63,7 @@ int main(int argc, char** argv) {
   asked = -1;
   CHECK(etcdr_mutex_request_release(asker, 5000, &asked, &err) == ETCDR_OK && asked == 1,
         "asking while held: asked 1 (%d)", asked);
-  CHECK(release_request_wait(&seen.fired, 5000), "the holder's callback runs");
+  CHECK(wait_flag(&seen.fired, 5000), "the holder's callback runs");
   CHECK(!pthread_equal(seen.thread, pthread_self()), "  ... on a library thread, not the caller's");
   CHECK(etcdr_mutex_is_held(holder) == 1, "  ... and the holder still holds (releasing is its choice)");
 
@@ -123,7 +79,7 @@ int main(int argc, char** argv) {
   CHECK(etcdr_mutex_on_release_requested(holder, NULL, NULL) == ETCDR_OK, "callback removed");
   CHECK(etcdr_mutex_acquire(holder, 5000, NULL, &err) == ETCDR_OK, "holder acquires again");
   CHECK(etcdr_mutex_request_release(asker, 5000, &asked, &err) == ETCDR_OK && asked == 1, "asked again");
-  CHECK(!release_request_wait(&seen.fired, 500), "  ... the removed callback does not run");
+  CHECK(!wait_flag(&seen.fired, 500), "  ... the removed callback does not run");
   CHECK(etcdr_mutex_release(holder, &err) == ETCDR_OK, "the holder releases");
 
   etcdr_mutex_destroy(holder);

@@ -10,20 +10,7 @@
 
 #include "etcd_recipes.h"
 
-static int failures = 0;
-
-#define CHECK(cond, ...)                                       \
-  do {                                                         \
-    if (cond) {                                                \
-      printf("PASS: ");                                        \
-    } else {                                                   \
-      printf("FAIL (%s:%d, %s): ", __FILE__, __LINE__, #cond); \
-      ++failures;                                              \
-    }                                                          \
-    printf(__VA_ARGS__);                                       \
-    printf("\n");                                              \
-    fflush(stdout);                                            \
-  } while (0)
+#include "c_test_support.h"
 
 int main(int argc, char** argv) {
   if (argc < 2) {

@@ -12,58 +12,12 @@
 
 #include "etcd_recipes.h"
 
-static int failures = 0;
-static char prefix[128];
-
-#define CHECK(cond, ...)                                       \
-  do {                                                         \
-    if (cond) {                                                \
-      printf("PASS: ");                                        \
-    } else {                                                   \
-      printf("FAIL (%s:%d, %s): ", __FILE__, __LINE__, #cond); \
-      ++failures;                                              \
-    }                                                          \
-    printf(__VA_ARGS__);                                       \
-    printf("\n");                                              \
-    fflush(stdout);                                            \
-  } while (0)
-
-#define CHECK_CODE(call, expected, err, what)                                                                  \
-  do {                                                                                                         \
-    etcdr_code got_ = (call);                                                                                  \
-    CHECK(got_ == (expected), "%s: %s (%s%s%s)", what, etcdr_code_name(got_), etcdr_reason_name((err).reason), \
-          (err).message ? ": " : "", (err).message ? (err).message : "");                                      \
-  } while (0)
-
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int64_t ms) {
-  struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
+#include "c_test_support.h"
 
 static int wait_count(atomic_int* n, int at_least, int64_t ms) {
   int64_t end = now_ms() + ms;
   while (atomic_load(n) < at_least && now_ms() < end) sleep_ms(5);
   return atomic_load(n);
-}
-
-static etcdr_client* make_client(const char* endpoint) {
-  etcdr_client_options o;
-  etcdr_client_options_init(&o, sizeof o);
-  o.endpoints = endpoint;
-  etcdr_client* c = NULL;
-  etcdr_error err = ETCDR_ERROR_INIT;
-  if (etcdr_client_create(&o, &c, &err) != ETCDR_OK) {
-    fprintf(stderr, "etcdr_client_create: %s\n", err.message ? err.message : "?");
-    exit(2);
-  }
-  etcdr_error_clear(&err);
-  return c;
 }
 
 static atomic_int value_changes;

@@ -13,20 +13,7 @@
 
 #include "etcd_recipes.h"
 
-static int failures = 0;
-
-#define CHECK(cond, ...)                                         \
-  do {                                                           \
-    if (cond) {                                                  \
-      printf("PASS: ");                                          \
-    } else {                                                     \
-      printf("FAIL (%s:%d, %s): ", __FILE__, __LINE__, #cond); \
-      ++failures;                                                \
-    }                                                            \
-    printf(__VA_ARGS__);                                         \
-    printf("\n");                                                \
-    fflush(stdout);                                              \
-  } while (0)
+#include "c_test_support.h"
 
 /* What the callback saw, under a lock. */
 typedef struct {
@@ -58,21 +45,15 @@ static void on_view_event(void* user, const etcdr_view_event* e) {
   pthread_mutex_unlock(&s->mu);
 }
 
-static int64_t view_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Waits until `*counter` reaches `n` (under the lock) or 10 s passed. */
 static int wait_count(view_seen* s, const int* counter, int n) {
-  int64_t end = view_now_ms() + 10000;
+  int64_t end = now_ms() + 10000;
   for (;;) {
     pthread_mutex_lock(&s->mu);
     int v = *counter;
     pthread_mutex_unlock(&s->mu);
     if (v >= n) return 1;
-    if (view_now_ms() > end) return 0;
+    if (now_ms() > end) return 0;
     struct timespec ts = {0, 5000000L};
     nanosleep(&ts, NULL);
   }
@@ -97,7 +78,7 @@ int main(int argc, char** argv) {
   etcdr_error err = ETCDR_ERROR_INIT;
   if (etcdr_client_create(&co, &c, &err) != ETCDR_OK) return 2;
   char p[128];
-  snprintf(p, sizeof p, "/view_test/%lld/", (long long)view_now_ms());
+  snprintf(p, sizeof p, "/view_test/%lld/", (long long)now_ms());
   char a[160], b[160];
   snprintf(a, sizeof a, "%sa", p);
   snprintf(b, sizeof b, "%sb", p);
