@@ -2,6 +2,7 @@
 // one stream class per event type (the view's, a raw watch's, the caches'),
 // whose next() is a pending call the package consumes blocking or with
 // asyncio (python/etcd_recipes/view.py).
+#include <cctype>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,20 +22,11 @@ using recipes::KeyspaceView;
 using recipes::KeyspaceViewOptions;
 using recipes::RecipeOptions;
 
-const char* keyspace_event_type_name(KeyspaceEvent::Type t) {
-  switch (t) {
-    case KeyspaceEvent::Type::kAdded:
-      return "ADDED";
-    case KeyspaceEvent::Type::kUpdated:
-      return "UPDATED";
-    case KeyspaceEvent::Type::kRemoved:
-      return "REMOVED";
-    case KeyspaceEvent::Type::kInitialized:
-      return "INITIALIZED";
-    case KeyspaceEvent::Type::kReset:
-      return "RESET";
-  }
-  return "UNKNOWN";
+// "ADDED", "UPDATED", ...: the upper-case form of to_string(t).
+std::string keyspace_event_type_name(KeyspaceEvent::Type t) {
+  std::string s(to_string(t));
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
 }
 
 KeyspaceViewOptions::Start keyspace_view_start(const std::string& s) {

@@ -8,6 +8,7 @@
 // is said on stderr (with -w json, as objects of their own in the stream,
 // which a JSON reader dispatches on "type").
 
+#include <cctype>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -34,20 +35,11 @@ nlohmann::json view_kv_json(const etcd::KeyValue& kv) {
   return j;
 }
 
-const char* view_type_name(KeyspaceEvent::Type t) {
-  switch (t) {
-    case KeyspaceEvent::Type::kAdded:
-      return "ADDED";
-    case KeyspaceEvent::Type::kUpdated:
-      return "UPDATED";
-    case KeyspaceEvent::Type::kRemoved:
-      return "REMOVED";
-    case KeyspaceEvent::Type::kInitialized:
-      return "INITIALIZED";
-    case KeyspaceEvent::Type::kReset:
-      return "RESET";
-  }
-  return "?";
+// "ADDED", "UPDATED", ...: the upper-case form of to_string(t).
+std::string view_type_name(KeyspaceEvent::Type t) {
+  std::string s(to_string(t));
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
 }
 
 // One key event (kAdded, kUpdated, kRemoved), as a line.
