@@ -222,3 +222,16 @@ def test_every_recipe_class_is_in_a_family():
     recipes |= {"TransientKeyValue", "SharedValue", "GroupMember"}
     placed = {n for names in FAMILIES.values() for n in names}
     assert recipes <= placed, sorted(recipes - placed)
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_a_recipe_that_takes_a_session_takes_a_session_factory(name):
+    for module in (etcd_recipes, aio):
+        init = getattr(getattr(module, name), "__init__")
+        try:
+            params = inspect.signature(init).parameters
+        except (TypeError, ValueError):
+            continue
+        if "session" in params:
+            assert "session_factory" in params, f"{module.__name__}.{name}"
+            assert params["session_factory"].kind is inspect.Parameter.KEYWORD_ONLY
