@@ -57,6 +57,7 @@ from .group import GroupEvent, GroupMember
 from .log import LogRecord, log_to_logging, set_log_sink
 from .presence import PresenceLease
 from .locks import DistributedMutex, DistributedReadWriteLock, DistributedSemaphore, LockView, MultiHold, MultiLock
+from .reaper import ReapedKey, ReapReport, reap
 from .queues import DeadLetter, DistributedPriorityQueue, DistributedQueue, DistributedWorkQueue, Enqueued, WorkItem
 from .view import EventStream, KeyspaceEvent, KeyspaceView, watch_stream
 from .shared_value import (
@@ -80,5 +81,5 @@ __all__ = [
     "ServiceDiscovery", "KeyspaceView", "KeyspaceEvent", "EventStream", "watch_stream",
     "SharedValue", "VersionedValue", "SharedValueEvent", "TypedVersionedValue",
     "TypedSharedValueEvent", "GroupMember", "GroupEvent", "LogRecord", "set_log_sink", "log_to_logging",
-    "PresenceLease",
+    "PresenceLease", "reap", "ReapReport", "ReapedKey",
 ]

@@ -205,6 +205,7 @@ FAMILIES = {
     "shared_value": ["SharedValue", "VersionedValue", "SharedValueEvent", "TypedVersionedValue",
                      "TypedSharedValueEvent"],
     "group": ["GroupMember", "GroupEvent"],
+    "reaper": ["reap", "ReapReport", "ReapedKey"],
 }
 
 
@@ -222,6 +223,11 @@ def test_every_recipe_class_is_in_a_family():
     recipes |= {"TransientKeyValue", "SharedValue", "GroupMember"}
     placed = {n for names in FAMILIES.values() for n in names}
     assert recipes <= placed, sorted(recipes - placed)
+
+
+def test_reap_takes_the_same_keywords_in_both():
+    assert keywords(etcd_recipes.reap) == keywords(aio.reap)
+    assert inspect.iscoroutinefunction(aio.reap) and inspect.getdoc(etcd_recipes.reap)
 
 
 @pytest.mark.parametrize("name", TWINS)
