@@ -1244,6 +1244,31 @@ ETCDR_API int etcdr_multi_lock_is_held(const etcdr_multi_lock* lock);
 /* Releases what it holds (without waiting) and frees the handle. */
 ETCDR_API void etcdr_multi_lock_destroy(etcdr_multi_lock* lock);
 
+/* --- Queues: an item's id at push time, and removing a pending item ------
+ * An item's id is its key after NAME/items/ (a work item's id, as
+ * etcdr_work_item_id gives it). The _push_id functions push as their
+ * etcdr_*_push counterparts and give back the id of the item written in
+ * `*id` (freed with etcdr_free). The _remove functions delete item `id`
+ * without delivering it, in one request: `removed` (may be NULL) gets 1 if
+ * this call deleted it, 0 if it was not there (taken, removed, never
+ * pushed). A work queue removes only a pending item (ready or delayed):
+ * 0 while a consumer holds it. An id that is not an item id (it has a
+ * '/', say) is ETCDR_INVALID_ARGUMENT, nothing written; a full item key
+ * (NAME/items/<id>) is accepted too. */
+
+ETCDR_API etcdr_code etcdr_queue_push_id(etcdr_queue* queue, const char* value, size_t value_len, int64_t timeout_ms,
+                                         char** id, etcdr_error* err);
+ETCDR_API etcdr_code etcdr_queue_remove(etcdr_queue* queue, const char* id, int64_t timeout_ms, int* removed,
+                                        etcdr_error* err);
+ETCDR_API etcdr_code etcdr_priority_queue_push_id(etcdr_priority_queue* queue, const char* value, size_t value_len,
+                                                  int64_t priority, int64_t timeout_ms, char** id, etcdr_error* err);
+ETCDR_API etcdr_code etcdr_priority_queue_remove(etcdr_priority_queue* queue, const char* id, int64_t timeout_ms,
+                                                 int* removed, etcdr_error* err);
+ETCDR_API etcdr_code etcdr_work_queue_push_id(etcdr_work_queue* queue, const char* value, size_t value_len,
+                                              int64_t delay_ms, int64_t timeout_ms, char** id, etcdr_error* err);
+ETCDR_API etcdr_code etcdr_work_queue_remove(etcdr_work_queue* queue, const char* id, int64_t timeout_ms, int* removed,
+                                             etcdr_error* err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -25,6 +25,11 @@
 // a recipe, its kind ("DistributedMutex", "DistributedWorkQueue", ...) and
 // its name, as in its identity() ("DistributedMutex[/locks/a]").
 //
+// The client's long-lived streams (the watch stream, the lease keep-alive
+// streams) report their heals: a warning when one breaks (the status says
+// why; one record per break, however many reconnections it takes) and an
+// info record when it carries answers again.
+//
 // Levels: kDebug, what is routine (not used by the library today); kInfo, a
 // retry, a heal, a resync — the library coped; kWarning, something a user
 // may have to know of — a hold lost, an item moved to the dead letters, a

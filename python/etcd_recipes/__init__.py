@@ -19,8 +19,11 @@ seconds; ``None`` means the client's default deadline for single calls and
 executor thread, with the GIL.
 
 Every recipe takes the keyword arguments ``client_id``, ``session``,
-``session_ttl`` and ``metrics`` (a :class:`PrometheusMetrics` or any object with
-``add``/``observe``/``set``); :class:`Recipes` states them once for many recipes.
+``session_factory`` (a callable returning a :class:`Session`, called whenever the
+recipe needs a session: at first use and after one was lost; an exception it raises
+fails that operation with an EtcdError that names it), ``session_ttl`` and ``metrics`` (a
+:class:`PrometheusMetrics` or any object with ``add``/``observe``/``set``);
+:class:`Recipes` states them once for many recipes.
 Queues, work queues, transient keys and caches take ``codec=`` for typed values
 (:mod:`etcd_recipes.codecs`).
 """
@@ -54,6 +57,7 @@ from .group import GroupEvent, GroupMember
 from .log import LogRecord, log_to_logging, set_log_sink
 from .presence import PresenceLease
 from .locks import DistributedMutex, DistributedReadWriteLock, DistributedSemaphore, LockView, MultiHold, MultiLock
+from .reaper import ReapedKey, ReapReport, reap
 from .queues import DeadLetter, DistributedPriorityQueue, DistributedQueue, DistributedWorkQueue, Enqueued, WorkItem
 from .view import EventStream, KeyspaceEvent, KeyspaceView, watch_stream
 from .shared_value import (
@@ -77,5 +81,5 @@ __all__ = [
     "ServiceDiscovery", "KeyspaceView", "KeyspaceEvent", "EventStream", "watch_stream",
     "SharedValue", "VersionedValue", "SharedValueEvent", "TypedVersionedValue",
     "TypedSharedValueEvent", "GroupMember", "GroupEvent", "LogRecord", "set_log_sink", "log_to_logging",
-    "PresenceLease",
+    "PresenceLease", "reap", "ReapReport", "ReapedKey",
 ]

@@ -130,13 +130,23 @@ def _keep(owner: Any, sub: Subscription) -> Subscription:
 
 
 def _opts(client_id: Optional[str], session: Any, session_ttl: Optional[float],
-          metrics: Any, contender_layout: str = "go") -> Dict[str, Any]:
+          metrics: Any, contender_layout: str = "go", *, session_factory: Any = None) -> Dict[str, Any]:
     """The options keyword of every recipe of the core (``session``: an etcd_recipes.Session or None; this
-    module sits below the one that defines it)."""
+    module sits below the one that defines it). ``session_factory``: a callable returning an
+    etcd_recipes.Session, called (with no lock of the recipe held) whenever the recipe needs a session."""
+    factory = None
+    if session_factory is not None:
+        if not callable(session_factory):
+            raise InvalidArgument(f"session_factory must be callable, returning a Session (got {session_factory!r})",
+                                  "INVALID_ARGUMENT", 3, "bad_argument")
+
+        def factory() -> Any:
+            made = session_factory()
+            return getattr(made, "_c", made)
     return {"options": _core.RecipeOptions(client_id=client_id,
                                            session=session._c if session is not None else None,
                                            session_ttl=session_ttl, metrics=metrics,
-                                           contender_layout=contender_layout)}
+                                           contender_layout=contender_layout, session_factory=factory)}
 
 
 def _typed(codec: Optional[Codec]) -> Optional[Codec]:

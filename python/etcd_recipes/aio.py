@@ -40,6 +40,7 @@ from ._aio_discovery import ServiceCache, ServiceDiscovery, ServiceProvider, Ser
 from ._aio_election import LeaderLatch, LeaderObserver, LeaderSelector, LeaderTerm
 from ._aio_locks import DistributedMutex, DistributedReadWriteLock, DistributedSemaphore, LockView, MultiHold, MultiLock
 from ._aio_presence import PresenceLease
+from ._aio_reaper import reap
 from ._aio_queues import DistributedPriorityQueue, DistributedQueue, DistributedWorkQueue, WorkItem
 from ._aio_view import EventStream, KeyspaceView, watch_stream
 from ._aio_values import GroupMember, SharedValue
@@ -47,7 +48,7 @@ from ._base import Bytes  # noqa: F401
 from ._core import (  # noqa: F401  (plain data, shared with the blocking API)
     CachedNode, ChildEvent, Compare, DeadLetter, Enqueued, Event, GetResponse, LeaderInfo, NodeEvent, Op,
     Participant, PrometheusMetrics, PutResponse, DeleteResponse, ServiceInstance, Subscription, Txn, TxnResponse,
-    TypedCachedNode, TypedChildEvent, TypedNodeEvent, WatchResponse, KeyspaceEvent,
+    TypedCachedNode, TypedChildEvent, TypedNodeEvent, WatchResponse, KeyspaceEvent, ReapedKey, ReapReport,
 )
 from ._core import (  # noqa: F401  (plain data of the shared value and the group)
     GroupEvent, SharedValueEvent, TypedSharedValueEvent, TypedVersionedValue, VersionedValue,
@@ -62,7 +63,7 @@ __all__ = [
     "DistributedPriorityQueue", "DistributedWorkQueue", "WorkItem", "DistributedAtomicLong", "DistributedBarrier",
     "DistributedBarrierWithCount", "DistributedDoubleBarrier", "TransientKeyValue", "PathChildrenCache",
     "NodeCache", "ServiceRegistry", "ServiceCache", "ServiceDiscovery", "ServiceProvider", "Recipes", "Session",
-    "run", "KeyspaceView", "EventStream", "watch_stream", "SharedValue", "GroupMember", "PresenceLease",
+    "run", "KeyspaceView", "EventStream", "watch_stream", "SharedValue", "GroupMember", "PresenceLease", "reap",
 ]
 
 

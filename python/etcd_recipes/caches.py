@@ -69,14 +69,15 @@ class PathChildrenCache(_CacheBase, Mapping[str, CachedNode]):
 
     def __init__(self, client: Client, path: str, *, start_mode: str = "normal", subtree: bool = False,
                  page_size: int = 1000, codec: Optional[Codec] = None, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None,
+                 session: Optional[Session] = None,
+                 session_factory: Optional[Callable[[], Session]] = None, session_ttl: Optional[float] = None,
                  metrics: Any = None) -> None:
         """A local copy of the children of ``path`` (``subtree``: every key under it), kept current
         by a watch. ``start_mode``: "normal", "build_initial_cache" or "post_initialized_event";
         ``codec`` for typed values.
         client_id, session, session_ttl, metrics: the options every recipe takes (see the package's docstring).
         """
-        opts = _opts(client_id, session, session_ttl, metrics)
+        opts = _opts(client_id, session, session_ttl, metrics, session_factory=session_factory)
         typed = _typed(codec)
         if typed is None:
             self._c = _core.PathChildrenCache(client._c, path, start_mode=start_mode, subtree=subtree,
@@ -120,11 +121,13 @@ class NodeCache(_CacheBase):
     """A local copy of one key (with a codec: decoded, as PathChildrenCache's nodes)."""
 
     def __init__(self, client: Client, key: str, *, codec: Optional[Codec] = None, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+                 session: Optional[Session] = None,
+                 session_factory: Optional[Callable[[], Session]] = None,
+                 session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         """A local copy of ``key``, kept current by a watch; ``codec`` for typed values. client_id, session,
         session_ttl, metrics: the options every recipe takes (see the package's docstring).
         """
-        opts = _opts(client_id, session, session_ttl, metrics)
+        opts = _opts(client_id, session, session_ttl, metrics, session_factory=session_factory)
         typed = _typed(codec)
         if typed is None:
             self._c = _core.NodeCache(client._c, key, **opts)

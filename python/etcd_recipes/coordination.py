@@ -27,11 +27,14 @@ class DistributedAtomicLong(_Recipe):
     """A 64-bit counter in one key; add() returns the value it committed."""
 
     def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+                 session: Optional[Session] = None,
+                 session_factory: Optional[Callable[[], Session]] = None,
+                 session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         """The counter at key ``name`` (decimal text; absent reads as 0). client_id, session, session_ttl, metrics:
         the options every recipe takes (see the package's docstring).
         """
-        self._c = _core.DistributedAtomicLong(client._c, name, **_opts(client_id, session, session_ttl, metrics))
+        self._c = _core.DistributedAtomicLong(client._c, name, **_opts(client_id, session, session_ttl, metrics,
+                                                                       session_factory=session_factory))
 
     def get(self, *, timeout: Optional[float] = None) -> int:
         """The current value (0 when the key is absent)."""
@@ -62,13 +65,16 @@ class DistributedBarrier(_Recipe):
     """A gate: set() closes it, remove() opens it, wait() blocks while it is set."""
 
     def __init__(self, client: Client, name: str, *, wait_until_set: bool = False, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+                 session: Optional[Session] = None,
+                 session_factory: Optional[Callable[[], Session]] = None,
+                 session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         """The gate at key ``name``: closed while the key exists. ``wait_until_set``: wait() also waits
         for the gate to be closed first.
         client_id, session, session_ttl, metrics: the options every recipe takes (see the package's docstring).
         """
         self._c = _core.DistributedBarrier(client._c, name, wait_until_set=wait_until_set,
-                                           **_opts(client_id, session, session_ttl, metrics))
+                                           **_opts(client_id, session, session_ttl, metrics,
+                                                   session_factory=session_factory))
 
     def set(self, *, timeout: Optional[float] = None) -> bool:
         """Closes the gate under this object's lease; False if it was closed already."""
@@ -89,12 +95,15 @@ class DistributedBarrierWithCount(_Recipe):
     """N parties: wait() returns once ``parties`` wait together."""
 
     def __init__(self, client: Client, name: str, parties: int, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+                 session: Optional[Session] = None,
+                 session_factory: Optional[Callable[[], Session]] = None,
+                 session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         """A barrier that releases ``parties`` waiters together, round after round under the one ``name``.
         client_id, session, session_ttl, metrics: the options every recipe takes (see the package's docstring).
         """
         self._c = _core.DistributedBarrierWithCount(client._c, name, parties,
-                                                    **_opts(client_id, session, session_ttl, metrics))
+                                                    **_opts(client_id, session, session_ttl, metrics,
+                                                            session_factory=session_factory))
 
     parties = _Forward[int]("How many parties each round needs.")
 
@@ -111,12 +120,15 @@ class DistributedDoubleBarrier(_Recipe):
     """Enter and leave together: ``with barrier:`` enters, and leaves at the end."""
 
     def __init__(self, client: Client, name: str, parties: int, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+                 session: Optional[Session] = None,
+                 session_factory: Optional[Callable[[], Session]] = None,
+                 session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         """A double barrier: ``parties`` enter together and leave together. client_id, session, session_ttl,
         metrics: the options every recipe takes (see the package's docstring).
         """
         self._c = _core.DistributedDoubleBarrier(client._c, name, parties,
-                                                 **_opts(client_id, session, session_ttl, metrics))
+                                                 **_opts(client_id, session, session_ttl, metrics,
+                                                         session_factory=session_factory))
 
     parties = _Forward[int]("How many parties enter and leave together.")
     entered = _Forward[bool]("True between a successful enter() and leave().")
@@ -146,12 +158,13 @@ class TransientKeyValue(_Recipe):
 
     def __init__(self, client: Client, key: str, value: Any, *, codec: Optional[Codec] = None,
                  client_id: Optional[str] = None, session: Optional[Session] = None,
+                 session_factory: Optional[Callable[[], Session]] = None,
                  session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         """The key ``key`` holding ``value`` while this object lives, under its lease; ``codec`` for typed
         values.
         client_id, session, session_ttl, metrics: the options every recipe takes (see the package's docstring).
         """
-        opts = _opts(client_id, session, session_ttl, metrics)
+        opts = _opts(client_id, session, session_ttl, metrics, session_factory=session_factory)
         typed = _typed(codec)
         if typed is None:
             self._c = _core.TransientKeyValue(client._c, key, value, **opts)

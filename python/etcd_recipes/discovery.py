@@ -37,12 +37,15 @@ class ServiceRegistry(_Registrations):
     """Registrations as transient keys, healed after a lease loss only where free."""
 
     def __init__(self, client: Client, *, base_path: str = "/services", client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+                 session: Optional[Session] = None,
+                 session_factory: Optional[Callable[[], Session]] = None,
+                 session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         """Registrations under ``base_path``, each a transient key of this object's lease. client_id, session,
         session_ttl, metrics: the options every recipe takes (see the package's docstring).
         """
         self._c = _core.ServiceRegistry(client._c, base_path=base_path,
-                                        **_opts(client_id, session, session_ttl, metrics))
+                                        **_opts(client_id, session, session_ttl, metrics,
+                                                session_factory=session_factory))
 
     def register_instance(self, instance: ServiceInstance, *, timeout: Optional[float] = None) -> None:
         """Registers ``instance`` under this object's lease (AlreadyExists: another owner has the id)."""
@@ -62,12 +65,13 @@ class ServiceRegistry(_Registrations):
 class ServiceCache(_CacheBase):
     def __init__(self, client: Client, service: str, *, base_path: str = "/services",
                  client_id: Optional[str] = None, session: Optional[Session] = None,
+                 session_factory: Optional[Callable[[], Session]] = None,
                  session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         """A local copy of the instances of ``service`` under ``base_path``. client_id, session, session_ttl,
         metrics: the options every recipe takes (see the package's docstring).
         """
         self._c = _core.ServiceCache(client._c, service, base_path=base_path,
-                                     **_opts(client_id, session, session_ttl, metrics))
+                                     **_opts(client_id, session, session_ttl, metrics, session_factory=session_factory))
 
     @classmethod
     def _wrap(cls, core: Any, owner: Any) -> "ServiceCache":
@@ -93,6 +97,7 @@ class ServiceProvider(_Recipe):
                  strategy: Union[str, ProviderStrategy] = "round_robin", errors_before_ejection: int = 2,
                  ejection_time: float = 30.0,
                  client_id: Optional[str] = None, session: Optional[Session] = None,
+                 session_factory: Optional[Callable[[], Session]] = None,
                  session_ttl: Optional[float] = None, metrics: Any = None,
                  _core_provider: Any = None) -> None:
         """Picks instances of ``service`` under ``base_path`` by ``strategy`` ("round_robin", "random",
@@ -110,7 +115,8 @@ class ServiceProvider(_Recipe):
             self._c = _core.ServiceProvider(client._c, service, base_path=base_path, strategy=strategy,
                                             errors_before_ejection=errors_before_ejection,
                                             ejection_time=ejection_time,
-                                            **_opts(client_id, session, session_ttl, metrics))
+                                            **_opts(client_id, session, session_ttl, metrics,
+                                                    session_factory=session_factory))
 
     def wait_initialized(self, timeout: Optional[float] = None) -> bool:
         """True once the first read is loaded; False when ``timeout`` ran out."""
@@ -143,12 +149,15 @@ class ServiceDiscovery(_Registrations):
     """The facade: register, query, providers."""
 
     def __init__(self, client: Client, *, base_path: str = "/services", client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+                 session: Optional[Session] = None,
+                 session_factory: Optional[Callable[[], Session]] = None,
+                 session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         """Registration, queries and providers under ``base_path``. client_id, session, session_ttl, metrics: the
         options every recipe takes (see the package's docstring).
         """
         self._c = _core.ServiceDiscovery(client._c, base_path=base_path,
-                                         **_opts(client_id, session, session_ttl, metrics))
+                                         **_opts(client_id, session, session_ttl, metrics,
+                                                 session_factory=session_factory))
 
     def register_instance(self, instance: ServiceInstance, *, timeout: Optional[float] = None) -> None:
         """Registers ``instance`` under this object's lease (AlreadyExists: another owner has the id)."""

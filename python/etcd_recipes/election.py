@@ -34,14 +34,17 @@ class LeaderLatch(_Recipe):
     """Leader election: start() contends in the background; ``with latch:`` starts and closes."""
 
     def __init__(self, client: Client, name: str, value: Bytes = "", *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None,
+                 session: Optional[Session] = None,
+                 session_factory: Optional[Callable[[], Session]] = None,
+                 session_ttl: Optional[float] = None, metrics: Any = None,
                  layout: str = "go") -> None:
         """A candidate for leadership of ``name``, proclaiming ``value`` while it leads. client_id, session,
         session_ttl, metrics: the options every recipe takes (see the package's docstring). ``layout``: ``"go"``
         (that of ``etcdctl elect``) or ``"ordered"`` (the same cost per term at any number of candidates; still one
         election with ``"go"`` candidates and ``etcdctl elect``).
         """
-        self._c = _core.LeaderLatch(client._c, name, value, **_opts(client_id, session, session_ttl, metrics, layout))
+        self._c = _core.LeaderLatch(client._c, name, value, **_opts(client_id, session, session_ttl, metrics, layout,
+                                                                    session_factory=session_factory))
 
     def await_leadership(self, timeout: Optional[float] = None) -> bool:
         """True once this object leads; False when ``timeout`` ran out."""
@@ -119,7 +122,9 @@ class LeaderSelector(_Recipe):
 
     def __init__(self, client: Client, name: str, value: Bytes = "",
                  callback: Optional[Callable[[Any], None]] = None, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None,
+                 session: Optional[Session] = None,
+                 session_factory: Optional[Callable[[], Session]] = None,
+                 session_ttl: Optional[float] = None, metrics: Any = None,
                  layout: str = "go") -> None:
         """Leadership of ``name`` with a callback: ``callback(term)`` runs while this object leads; the term
         ends when it returns. ``value``: what the leader key carries.
@@ -128,7 +133,8 @@ class LeaderSelector(_Recipe):
         """
         wrapped = None if callback is None else (lambda term: callback(LeaderTerm(term)))
         self._c = _core.LeaderSelector(client._c, name, value, wrapped,
-                                       **_opts(client_id, session, session_ttl, metrics, layout))
+                                       **_opts(client_id, session, session_ttl, metrics, layout,
+                                               session_factory=session_factory))
 
     def leadership(self, timeout: Optional[float] = None) -> _Leadership:
         """``with selector.leadership() as term:``: stands, waits up to ``timeout`` for a term, ends it on exit."""
@@ -166,11 +172,14 @@ class LeaderObserver(_Recipe):
     """Follows an election's leader without taking part."""
 
     def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+                 session: Optional[Session] = None,
+                 session_factory: Optional[Callable[[], Session]] = None,
+                 session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         """Follows the leader of election ``name`` without standing. client_id, session, session_ttl, metrics: the
         options every recipe takes (see the package's docstring).
         """
-        self._c = _core.LeaderObserver(client._c, name, **_opts(client_id, session, session_ttl, metrics))
+        self._c = _core.LeaderObserver(client._c, name, **_opts(client_id, session, session_ttl, metrics,
+                                                                session_factory=session_factory))
 
     def wait_initialized(self, timeout: Optional[float] = None) -> bool:
         """True once the first read is loaded; False when ``timeout`` ran out."""

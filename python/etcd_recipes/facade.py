@@ -57,6 +57,7 @@ class Recipes:
     """
 
     def __init__(self, client: Client, *, client_id: Optional[str] = None, session: Optional[Session] = None,
+                 session_factory: Optional[Callable[[], Session]] = None,
                  session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         # Checked now, as any recipe would: a negative session_ttl, a metrics
         # object without add/observe/set (a TTL below 1 s is the recipes' to
@@ -64,10 +65,10 @@ class Recipes:
         """Makes recipes on ``client`` with these options stated once. client_id, session, session_ttl, metrics:
         the options every recipe takes (see the package's docstring).
         """
-        _opts(client_id, session, session_ttl, metrics)
+        _opts(client_id, session, session_ttl, metrics, session_factory=session_factory)
         self._client = client
         self._shared: Dict[str, Any] = {"client_id": client_id, "session": session, "session_ttl": session_ttl,
-                                        "metrics": metrics}
+                                        "metrics": metrics, "session_factory": session_factory}
         self._lock = threading.Lock()
         # id -> weak reference, each dropping itself when its recipe is
         # collected (not a WeakSet: a Mapping recipe, PathChildrenCache, is

@@ -28,12 +28,13 @@ class GroupMember(_Recipe):
 
     def __init__(self, client: Client, group: str, id: str, payload: bytes = b"", *,
                  client_id: Optional[str] = None, session: Optional[Session] = None,
+                 session_factory: Optional[Callable[[], Session]] = None,
                  session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         """Member ``id`` of ``group`` with ``payload``. session_ttl: how long the membership outlives a
         process that died without leaving. client_id, session, metrics: the options every recipe takes.
         """
         self._c = _core.GroupMember(client._c, group, id, payload,
-                                    **_opts(client_id, session, session_ttl, metrics))
+                                    **_opts(client_id, session, session_ttl, metrics, session_factory=session_factory))
 
     group = _Forward[str]("The group (its members are the keys GROUP/ID).")
     id = _Forward[str]("This member's id.")

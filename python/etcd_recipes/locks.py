@@ -63,7 +63,9 @@ class DistributedMutex(_Lock):
     """
 
     def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None,
+                 session: Optional[Session] = None,
+                 session_factory: Optional[Callable[[], Session]] = None,
+                 session_ttl: Optional[float] = None, metrics: Any = None,
                  layout: str = "go") -> None:
         """The mutex named ``name`` (a key prefix). client_id, session, session_ttl, metrics: the options every
         recipe takes (see the package's docstring). ``layout``: ``"go"`` (etcd's Go concurrency layout, that of
@@ -71,7 +73,8 @@ class DistributedMutex(_Lock):
         same cost at any number of waiters, mutexes may share a session; still excludes together with ``"go"``
         contenders and ``etcdctl lock``).
         """
-        self._c = _core.DistributedMutex(client._c, name, **_opts(client_id, session, session_ttl, metrics, layout))
+        self._c = _core.DistributedMutex(client._c, name, **_opts(client_id, session, session_ttl, metrics, layout,
+                                                                  session_factory=session_factory))
 
     def request_release(self, *, timeout: Optional[float] = None) -> bool:
         """Asks the current holder of the name (any process) to release: True if a holder was asked, False if the
@@ -100,13 +103,16 @@ class DistributedReadWriteLock(_Recipe):
     """Many readers or one writer, fair to writers: ``with rw.read_lock:`` / ``with rw.write_lock:``."""
 
     def __init__(self, client: Client, name: str, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None,
+                 session: Optional[Session] = None,
+                 session_factory: Optional[Callable[[], Session]] = None,
+                 session_ttl: Optional[float] = None, metrics: Any = None,
                  layout: str = "go") -> None:
         """The read-write lock named ``name``. client_id, session, session_ttl, metrics: the options every recipe
         takes (see the package's docstring). ``layout``: ``"go"`` or ``"ordered"``, as for DistributedMutex.
         """
         self._c = _core.DistributedReadWriteLock(client._c, name,
-                                                 **_opts(client_id, session, session_ttl, metrics, layout))
+                                                 **_opts(client_id, session, session_ttl, metrics, layout,
+                                                         session_factory=session_factory))
         self._read_lock = self._lock_view(self._c.read_lock, self._c)
         self._write_lock = self._lock_view(self._c.write_lock, self._c)
 
@@ -131,7 +137,9 @@ class DistributedSemaphore(_Recipe):
     """At most ``permits`` holders across processes: ``with sem.acquire() as permit:`` or ``with sem:``."""
 
     def __init__(self, client: Client, name: str, permits: int, *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None,
+                 session: Optional[Session] = None,
+                 session_factory: Optional[Callable[[], Session]] = None,
+                 session_ttl: Optional[float] = None, metrics: Any = None,
                  layout: str = "go") -> None:
         """The semaphore ``name`` with ``permits`` permits (every user must give the same number and layout).
         client_id, session, session_ttl, metrics: the options every recipe takes (see the package's docstring).
@@ -139,7 +147,8 @@ class DistributedSemaphore(_Recipe):
         ``"ordered"`` (a queue in commit order and ``permits`` slot keys: the same cost at any number of waiters).
         """
         self._c = _core.DistributedSemaphore(client._c, name, permits,
-                                             **_opts(client_id, session, session_ttl, metrics, layout))
+                                             **_opts(client_id, session, session_ttl, metrics, layout,
+                                                     session_factory=session_factory))
         self._entered: List[Hold] = []
 
     permits = _Forward[int]("The number of permits.")
@@ -229,13 +238,16 @@ class MultiLock(_Recipe):
     _hold_cls: Any = MultiHold
 
     def __init__(self, client: Client, names: List[str], *, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None,
+                 session: Optional[Session] = None,
+                 session_factory: Optional[Callable[[], Session]] = None,
+                 session_ttl: Optional[float] = None, metrics: Any = None,
                  layout: str = "go") -> None:
         """The names (each a DistributedMutex name), taken sorted and de-duplicated. client_id, session,
         session_ttl, metrics: the options every recipe takes (see the package's docstring). ``layout``: the key
         layout of every name's mutex, as for DistributedMutex.
         """
-        self._c = _core.MultiLock(client._c, list(names), **_opts(client_id, session, session_ttl, metrics, layout))
+        self._c = _core.MultiLock(client._c, list(names), **_opts(client_id, session, session_ttl, metrics, layout,
+                                                                  session_factory=session_factory))
 
     names = _Forward[List[str]]("The names in the order they are taken (sorted, de-duplicated).")
     is_held = _Forward[bool]("True while this object holds every name.")

@@ -74,11 +74,14 @@ class DistributedQueue(_Queue):
     """FIFO by commit order; each item to exactly one consumer."""
 
     def __init__(self, client: Client, name: str, *, codec: Optional[Codec] = None, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+                 session: Optional[Session] = None,
+                 session_factory: Optional[Callable[[], Session]] = None,
+                 session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         """The FIFO queue under ``name``; ``codec`` for typed values. client_id, session, session_ttl, metrics: the
         options every recipe takes (see the package's docstring).
         """
-        self._c = _queue_core(client, name, codec, _opts(client_id, session, session_ttl, metrics))
+        self._c = _queue_core(client, name, codec, _opts(client_id, session, session_ttl, metrics,
+                                                         session_factory=session_factory))
 
     def enqueue(self, value: Any, *, timeout: Optional[float] = None) -> Enqueued:
         """Adds ``value`` at the tail in one Txn."""
@@ -93,11 +96,14 @@ class DistributedPriorityQueue(_Queue):
     """Lowest priority (0..65535) first, FIFO within a priority."""
 
     def __init__(self, client: Client, name: str, *, codec: Optional[Codec] = None, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+                 session: Optional[Session] = None,
+                 session_factory: Optional[Callable[[], Session]] = None,
+                 session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         """The priority queue under ``name``; ``codec`` for typed values. client_id, session, session_ttl, metrics:
         the options every recipe takes (see the package's docstring).
         """
-        self._c = _priority_queue_core(client, name, codec, _opts(client_id, session, session_ttl, metrics))
+        self._c = _priority_queue_core(client, name, codec, _opts(client_id, session, session_ttl, metrics,
+                                                                  session_factory=session_factory))
 
     def enqueue(self, value: Any, priority: int, *, timeout: Optional[float] = None) -> Enqueued:
         """Adds ``value`` at ``priority`` (0..65535, lower first) in one Txn."""
@@ -193,6 +199,7 @@ class DistributedWorkQueue(_WorkQueueBase):
 
     def __init__(self, client: Client, name: str, *, visibility_timeout: float = 30.0, max_deliveries: int = 5,
                  codec: Optional[Codec] = None, client_id: Optional[str] = None, session: Optional[Session] = None,
+                 session_factory: Optional[Callable[[], Session]] = None,
                  session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         """The work queue under ``name``. ``visibility_timeout``: how long a dead consumer's items stay
         hidden (its lease TTL, seconds). ``max_deliveries``: deliveries before an item is dead-lettered.
@@ -200,7 +207,7 @@ class DistributedWorkQueue(_WorkQueueBase):
         client_id, session, session_ttl, metrics: the options every recipe takes (see the package's docstring).
         """
         self._c = _work_queue_core(client, name, codec, visibility_timeout, max_deliveries,
-                                   _opts(client_id, session, session_ttl, metrics))
+                                   _opts(client_id, session, session_ttl, metrics, session_factory=session_factory))
 
     def enqueue(self, value: Any, *, delay: float = 0.0, timeout: Optional[float] = None) -> Enqueued:
         """Adds ``value``, delivered after ``delay`` seconds."""

@@ -31,11 +31,13 @@ class SharedValue(_Recipe):
     """
 
     def __init__(self, client: Client, key: str, *, codec: Optional[Codec] = None, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+                 session: Optional[Session] = None,
+                 session_factory: Optional[Callable[[], Session]] = None,
+                 session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         """The value of ``key``; ``codec`` for typed values (``codecs.INT64`` for Curator's SharedCount).
         client_id, session, session_ttl, metrics: the options every recipe takes (see the package's docstring).
         """
-        opts = _opts(client_id, session, session_ttl, metrics)
+        opts = _opts(client_id, session, session_ttl, metrics, session_factory=session_factory)
         typed = _typed(codec)
         if typed is None:
             self._c = _core.SharedValue(client._c, key, **opts)

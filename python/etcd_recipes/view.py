@@ -83,13 +83,15 @@ class KeyspaceView(_Recipe):
 
     def __init__(self, client: Client, key: str, *, start: str = "from_now", start_revision: int = 0,
                  range_end: str = "", page_size: int = 1000, client_id: Optional[str] = None,
-                 session: Optional[Session] = None, session_ttl: Optional[float] = None, metrics: Any = None) -> None:
+                 session: Optional[Session] = None,
+                 session_factory: Optional[Callable[[], Session]] = None,
+                 session_ttl: Optional[float] = None, metrics: Any = None) -> None:
         """A view of the keys under ``key``. ``start``: "from_now" (the first read fills it silently),
         "with_snapshot" (its keys arrive as ADDED events), "from_revision" (read at ``start_revision``, then
         every change since; a compacted revision fails wait_initialized). ``range_end``: view [key, range_end).
         client_id, session, session_ttl, metrics: the options every recipe takes (see the package's docstring).
         """
-        opts = _opts(client_id, session, session_ttl, metrics)
+        opts = _opts(client_id, session, session_ttl, metrics, session_factory=session_factory)
         self._c = _core.KeyspaceView(client._c, key, start=start, start_revision=start_revision,
                                      range_end=range_end, page_size=page_size, **opts)
 

@@ -3,9 +3,11 @@
 // with add/observe/set (PyMetrics below).
 #include <asio/post.hpp>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -128,6 +130,33 @@ std::shared_ptr<recipes::Metrics> to_metrics(py::object metrics) {
   return std::make_shared<PyMetrics>(std::move(metrics));
 }
 
+// A Python callable as RecipeOptions::session_factory. The recipe calls it
+// without any lock of its own held (on the caller's thread or the client's
+// executor), so taking the GIL here cannot deadlock against a Python thread
+// waiting on the recipe. What it raises becomes a C++ exception that the
+// recipe turns into a FAILED_PRECONDITION error naming it.
+std::function<std::shared_ptr<Session>()> to_session_factory(py::object factory) {
+  if (factory.is_none()) return nullptr;
+  if (!PyCallable_Check(factory.ptr())) {
+    throw_status(InvalidArgument("session_factory must be callable, returning a Session (got " +
+                                 py::repr(factory).cast<std::string>() + ")"));
+  }
+  return [f = SharedPy(std::move(factory))]() -> std::shared_ptr<Session> {
+    if (!python_alive()) throw std::runtime_error("the Python interpreter is shutting down");
+    py::gil_scoped_acquire gil;
+    try {
+      py::object made = f.get()();
+      if (made.is_none()) return nullptr;
+      if (!py::isinstance<Session>(made)) {
+        throw std::runtime_error("it returned " + py::repr(made).cast<std::string>() + ", not a Session");
+      }
+      return made.cast<std::shared_ptr<Session>>();
+    } catch (py::error_already_set& e) {
+      throw std::runtime_error(e.what());
+    }
+  };
+}
+
 }  // namespace
 
 void bind_options(py::module_& m) {
@@ -161,7 +190,8 @@ void bind_options(py::module_& m) {
 
   py::class_<recipes::RecipeOptions>(m, "RecipeOptions")
       .def(py::init([](std::optional<std::string> client_id, std::shared_ptr<Session> session,
-                       std::optional<double> session_ttl, py::object metrics, const std::string& contender_layout) {
+                       std::optional<double> session_ttl, py::object metrics, const std::string& contender_layout,
+                       py::object session_factory) {
              recipes::RecipeOptions o;
              if (contender_layout == "ordered") {
                o.contender_layout = recipes::ContenderLayout::kOrdered;
@@ -178,10 +208,12 @@ void bind_options(py::module_& m) {
                    std::chrono::duration_cast<std::chrono::seconds>(to_duration(*session_ttl, "session_ttl"));
              }
              o.metrics = to_metrics(std::move(metrics));
+             o.session_factory = to_session_factory(std::move(session_factory));
              return o;
            }),
            py::kw_only(), py::arg("client_id") = py::none(), py::arg("session") = py::none(),
-           py::arg("session_ttl") = py::none(), py::arg("metrics") = py::none(), py::arg("contender_layout") = "go")
+           py::arg("session_ttl") = py::none(), py::arg("metrics") = py::none(), py::arg("contender_layout") = "go",
+           py::arg("session_factory") = py::none())
       .def_readonly("client_id", &recipes::RecipeOptions::client_id)
       .def_property_readonly("contender_layout",
                              [](const recipes::RecipeOptions& o) {

@@ -4,6 +4,7 @@
 
 namespace etcd::python {
 void bind_view(py::module_& m);  // KeyspaceView and the streams (bind_view.cpp)
+void bind_reap(py::module_& m);  // reap() of bookkeeping keys (bind_reap.cpp)
 }  // namespace etcd::python
 
 PYBIND11_MODULE(_core, m) {
@@ -30,4 +31,5 @@ PYBIND11_MODULE(_core, m) {
   bind_view(m);
   bind_log(m);
   bind_presence(m);
+  bind_reap(m);
 }

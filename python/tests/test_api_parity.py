@@ -205,6 +205,7 @@ FAMILIES = {
     "shared_value": ["SharedValue", "VersionedValue", "SharedValueEvent", "TypedVersionedValue",
                      "TypedSharedValueEvent"],
     "group": ["GroupMember", "GroupEvent"],
+    "reaper": ["reap", "ReapReport", "ReapedKey"],
 }
 
 
@@ -222,3 +223,21 @@ def test_every_recipe_class_is_in_a_family():
     recipes |= {"TransientKeyValue", "SharedValue", "GroupMember"}
     placed = {n for names in FAMILIES.values() for n in names}
     assert recipes <= placed, sorted(recipes - placed)
+
+
+def test_reap_takes_the_same_keywords_in_both():
+    assert keywords(etcd_recipes.reap) == keywords(aio.reap)
+    assert inspect.iscoroutinefunction(aio.reap) and inspect.getdoc(etcd_recipes.reap)
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_a_recipe_that_takes_a_session_takes_a_session_factory(name):
+    for module in (etcd_recipes, aio):
+        init = getattr(getattr(module, name), "__init__")
+        try:
+            params = inspect.signature(init).parameters
+        except (TypeError, ValueError):
+            continue
+        if "session" in params:
+            assert "session_factory" in params, f"{module.__name__}.{name}"
+            assert params["session_factory"].kind is inspect.Parameter.KEYWORD_ONLY

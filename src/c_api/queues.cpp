@@ -557,4 +557,100 @@ void etcdr_priority_queue_destroy(etcdr_priority_queue* queue) {
   delete queue;
 }
 
+// --- Removing an item by id (pending items only for the work queue)
+
+namespace {
+
+// The id of the first item an enqueue wrote (its key after NAME/items/),
+// copied out for the caller.
+etcdr_code queue_pushed_id_out(etcd::Result<r::Enqueued> e, char** id, etcdr_error* err) {
+  if (!e.ok()) return fail(err, e.status());
+  if (e->keys.empty()) return fail(err, etcd::Status(etcd::StatusCode::kInternal, "the enqueue wrote no item"));
+  const std::string& key = e->keys.front();
+  const auto at = key.rfind("/items/");
+  *id = etcdr_impl::copy_out(at == std::string::npos ? key : key.substr(at + 7));
+  return ok(err);
+}
+
+// A remove's answer into `removed`.
+etcdr_code queue_removed_out(etcd::Result<bool> done, int* removed, etcdr_error* err) {
+  if (!done.ok()) return fail(err, done.status());
+  if (removed != nullptr) *removed = *done ? 1 : 0;
+  return ok(err);
+}
+
+}  // namespace
+
+etcdr_code etcdr_queue_push_id(etcdr_queue* queue, const char* value, size_t value_len, int64_t timeout_ms, char** id,
+                               etcdr_error* err) {
+  return guarded(err, [&] {
+    if (queue == nullptr || id == nullptr || (value == nullptr && value_len != 0)) {
+      return invalid(err, "etcdr_queue_push_id: queue and id are required, and value is NULL only with length 0");
+    }
+    *id = nullptr;
+    return queue_pushed_id_out(with_timeout(queue->queue->enqueue(bytes(value, value_len)), timeout_ms).wait(), id,
+                               err);
+  });
+}
+
+etcdr_code etcdr_queue_remove(etcdr_queue* queue, const char* id, int64_t timeout_ms, int* removed, etcdr_error* err) {
+  return guarded(err, [&] {
+    if (removed != nullptr) *removed = 0;
+    if (queue == nullptr || etcdr_impl::bad_name(id)) {
+      return invalid(err, "etcdr_queue_remove: queue and a non-empty id are required");
+    }
+    return queue_removed_out(with_timeout(queue->queue->remove(id), timeout_ms).wait(), removed, err);
+  });
+}
+
+etcdr_code etcdr_priority_queue_push_id(etcdr_priority_queue* queue, const char* value, size_t value_len,
+                                        int64_t priority, int64_t timeout_ms, char** id, etcdr_error* err) {
+  return guarded(err, [&] {
+    if (queue == nullptr || id == nullptr || (value == nullptr && value_len != 0)) {
+      return invalid(err,
+                     "etcdr_priority_queue_push_id: queue and id are required, and value is NULL only with length 0");
+    }
+    *id = nullptr;
+    return queue_pushed_id_out(
+        with_timeout(queue->queue->enqueue(bytes(value, value_len), priority), timeout_ms).wait(), id, err);
+  });
+}
+
+etcdr_code etcdr_priority_queue_remove(etcdr_priority_queue* queue, const char* id, int64_t timeout_ms, int* removed,
+                                       etcdr_error* err) {
+  return guarded(err, [&] {
+    if (removed != nullptr) *removed = 0;
+    if (queue == nullptr || etcdr_impl::bad_name(id)) {
+      return invalid(err, "etcdr_priority_queue_remove: queue and a non-empty id are required");
+    }
+    return queue_removed_out(with_timeout(queue->queue->remove(id), timeout_ms).wait(), removed, err);
+  });
+}
+
+etcdr_code etcdr_work_queue_push_id(etcdr_work_queue* queue, const char* value, size_t value_len, int64_t delay_ms,
+                                    int64_t timeout_ms, char** id, etcdr_error* err) {
+  return guarded(err, [&] {
+    if (queue == nullptr || id == nullptr || (value == nullptr && value_len != 0)) {
+      return invalid(err, "etcdr_work_queue_push_id: queue and id are required, and value is NULL only with length 0");
+    }
+    if (delay_ms < 0) return invalid(err, "etcdr_work_queue_push_id: delay_ms is negative");
+    *id = nullptr;
+    return queue_pushed_id_out(
+        with_timeout(queue->queue->enqueue(bytes(value, value_len), std::chrono::milliseconds(delay_ms)), timeout_ms)
+            .wait(),
+        id, err);
+  });
+}
+
+etcdr_code etcdr_work_queue_remove(etcdr_work_queue* queue, const char* id, int64_t timeout_ms, int* removed,
+                                   etcdr_error* err) {
+  return guarded(err, [&] {
+    if (removed != nullptr) *removed = 0;
+    if (queue == nullptr || etcdr_impl::bad_name(id)) {
+      return invalid(err, "etcdr_work_queue_remove: queue and a non-empty id are required");
+    }
+    return queue_removed_out(with_timeout(queue->queue->remove(id), timeout_ms).wait(), removed, err);
+  });
+}
+
 }  // extern "C"

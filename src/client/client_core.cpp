@@ -71,7 +71,7 @@ ClientCore::ClientCore(ClientOptions options)
       connection_(callback_executor_),
       auth_(options_, endpoints_, gate_, io_loop_.context()),
       call_watch_(options_.retry, io_loop_.context(), endpoints_, auth_, gate_, connection_),
-      stream_pieces_{options_.retry, io_loop_.context(), endpoints_, auth_, connection_},
+      stream_pieces_{options_.retry, io_loop_.context(), endpoints_, auth_, connection_, callback_executor_},
       watch_hub_(ns_, stream_pieces_),
       lease_keeper_(stream_pieces_),
       unary_pieces_{options_,    io_loop_.context(), endpoints_, auth_,

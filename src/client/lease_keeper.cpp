@@ -257,6 +257,11 @@ void LeaseKeeper::tick() {
           ++stream_restarts_;
           streams_.endpoints.report_stall(ep);
           streams_.connection.note_connection_failure();
+          if (!slot.broken) {
+            streams_.log_broken("lease keep-alive", ep,
+                                Status(StatusCode::kUnavailable, "no answer on the keep-alive stream in time"));
+          }
+          slot.broken = true;
           slot.reconnect_not_before = now + streams_.reconnect_delay(slot.reconnect_attempt);
           ++slot.reconnect_attempt;
           continue;  // its due leases go out on the successor, from the next tick
@@ -320,6 +325,10 @@ void LeaseKeeper::on_response(KeepAliveStream* stream, const etcdserverpb::Lease
     Slot& slot = slots_[i];
     slot.last_heard = Clock::now();
     slot.reconnect_attempt = 0;
+    if (slot.broken) {
+      slot.broken = false;
+      streams_.log_back("lease keep-alive", slot.endpoint);
+    }
     bool answered_all = true;
     if (auto sit = slot.sent_at.find(r.id()); sit != slot.sent_at.end()) {
       if (!sit->second.empty()) {
@@ -376,6 +385,8 @@ void LeaseKeeper::on_stream_done(KeepAliveStream* stream, const grpc::Status& s)
       if (!shutdown_) {
         ++stream_restarts_;
         streams_.ended(s, stream->token(), ep, /*cancel_fails=*/true);
+        if (slot.leases > 0 && !slot.broken) streams_.log_broken("lease keep-alive", ep, from_grpc(s));
+        if (slot.leases > 0) slot.broken = true;
         slot.reconnect_not_before = now + streams_.reconnect_delay(slot.reconnect_attempt);
         ++slot.reconnect_attempt;
         if (slot.leases > 0) arm_tick_locked();

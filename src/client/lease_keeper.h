@@ -80,6 +80,8 @@ class LeaseKeeper {
     Deadline last_heard{};  // the last message on `stream`, or when it opened
     int reconnect_attempt = 0;
     Deadline reconnect_not_before{};
+    // The stream broke and the log sink was told; it hears when it is back.
+    bool broken = false;
   };
   void ensure_stream_locked(std::size_t slot);
   // False when the slot has no stream up.

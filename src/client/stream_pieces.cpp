@@ -1,6 +1,7 @@
 #include "stream_pieces.h"
 
 #include "convert.h"
+#include "log_dispatch.h"
 #include "retry_backoff.h"
 
 namespace etcd::detail {
@@ -18,6 +19,18 @@ void StreamPieces::ended(const grpc::Status& s, const std::string& token, const 
 
 Clock::duration StreamPieces::reconnect_delay(int attempt) const {
   return attempt == 0 ? Clock::duration{} : Clock::duration(retry_backoff(retry).delay(attempt));
+}
+
+void StreamPieces::log_broken(const char* what, const std::shared_ptr<Endpoint>& ep, Status why) const {
+  if (!log_wanted(LogLevel::kWarning)) return;
+  post_log(callback, LogLevel::kWarning, LogSource{"client", ep ? ep->address : std::string()},
+           std::string("the ") + what + " stream broke; reconnecting", std::move(why));
+}
+
+void StreamPieces::log_back(const char* what, const std::shared_ptr<Endpoint>& ep) const {
+  if (!log_wanted(LogLevel::kInfo)) return;
+  post_log(callback, LogLevel::kInfo, LogSource{"client", ep ? ep->address : std::string()},
+           std::string("the ") + what + " stream is back", Status());
 }
 
 }  // namespace etcd::detail

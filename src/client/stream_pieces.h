@@ -27,6 +27,9 @@ struct StreamPieces {
   EndpointSet& endpoints;
   Auth& auth;
   ConnectionMonitor& connection;
+  // Where the log records of the streams go (the client's callback
+  // executor, as for the unary calls' records).
+  Executor callback;
 
   // Starts `stream` (a BidiStream) on `ep` from the io thread, once a token
   // is at hand; `bind` binds the call to it. When there is no token,
@@ -54,6 +57,12 @@ struct StreamPieces {
   // The wait before the `attempt`-th reconnection in a row (none before
   // the first).
   Clock::duration reconnect_delay(int attempt) const;
+  // The log sink's records of a stream's heal: `what` ("watch", "lease
+  // keep-alive") on `ep` broke with `why` and is being reconnected
+  // (warning), then is back (info). Posted, never inline: the callers hold
+  // their locks.
+  void log_broken(const char* what, const std::shared_ptr<Endpoint>& ep, Status why) const;
+  void log_back(const char* what, const std::shared_ptr<Endpoint>& ep) const;
 };
 
 }  // namespace etcd::detail

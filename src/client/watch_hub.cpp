@@ -169,6 +169,10 @@ void WatchHub::on_response(WatchStream* stream, const etcdserverpb::WatchRespons
     pending_creates_.pop_front();
     create_in_flight_ = false;
     reconnect_attempt_ = 0;
+    if (stream_broken_ && !r.canceled()) {
+      stream_broken_ = false;
+      streams_.log_back("watch", stream_endpoint_);
+    }
     if (r.canceled() && streams_.auth.enabled() && r.cancel_reason().find("invalid auth token") != std::string::npos) {
       // The stream's token expired: every watch is re-created on a new
       // stream with a fresh token (on_stream_done queues them all again).
@@ -275,7 +279,11 @@ void WatchHub::on_stream_done(WatchStream* stream, const grpc::Status& s) {
         pending_creates_.push_back(e);
       }
       streams_.ended(s, stream->token(), stream_endpoint_, /*cancel_fails=*/false);
-      if (!entries_.empty()) schedule_reconnect_locked();
+      if (!entries_.empty()) {
+        if (!stream_broken_) streams_.log_broken("watch", stream_endpoint_, from_grpc(s));
+        stream_broken_ = true;
+        schedule_reconnect_locked();
+      }
     }
   }
   stopped_cv_.notify_all();

@@ -118,6 +118,8 @@ class WatchHub {
   Deadline last_heard_{};
   bool reconnect_scheduled_ = false;
   int reconnect_attempt_ = 0;
+  // The stream broke and the log sink was told; it hears when it is back.
+  bool stream_broken_ = false;
   bool shutdown_ = false;
   int live_streams_ = 0;
   std::atomic<uint64_t> restarts_{0};

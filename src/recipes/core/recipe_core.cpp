@@ -4,6 +4,9 @@
 
 #include <unistd.h>
 
+#include <exception>
+#include <string>
+
 #include <asio/post.hpp>
 
 #include "calls.h"
@@ -89,42 +92,83 @@ Call<std::shared_ptr<Session>> RecipeCore::session(std::shared_ptr<ClientLink> l
   return Call<std::shared_ptr<Session>>(
       [self, link](CallOptions options, Callback<std::shared_ptr<Session>> done) {
         std::shared_ptr<Session> session;
-        {
-          std::unique_lock lock(self->mu_);
-          // Closed: the sessions were let go of, and must not come back.
-          if (self->closed_) {
-            lock.unlock();
-            return done(self->closed_status());
-          }
-          // A session this recipe made (itself or through the factory) that
-          // was lost is replaced for the next acquisition (the lost hold
-          // itself is never re-created); a fixed shared session stays the
-          // user's to replace.
-          if (self->session_ && !self->shared_session_ && self->session_->state() == ConnectionState::kLost) {
-            self->session_.reset();
-          }
-          if (!self->session_) {
-            if (self->options_.session) {
-              self->session_ = self->options_.session;
-            } else if (self->options_.session_factory) {
-              self->session_ = self->options_.session_factory();
-            } else {
-              // A borrowed handle: the session must never be what closes the
-              // client (the link keeps it open for as long as work needs it).
-              self->session_ = Session::create(etcd::detail::ClientAccess::borrow(link->client()),
-                                               SessionOptions{.ttl = self->options_.session_ttl});
-            }
-            if (!self->session_) {
+        for (;;) {
+          // The factory runs outside mu_: it is user code (it may take a lock
+          // of its own, or Python's GIL, that another thread holds while
+          // waiting for this recipe's lock).
+          std::function<std::shared_ptr<Session>()> factory;
+          {
+            std::unique_lock lock(self->mu_);
+            // Closed: the sessions were let go of, and must not come back.
+            if (self->closed_) {
               lock.unlock();
+              return done(self->closed_status());
+            }
+            // A session this recipe made (itself or through the factory) that
+            // was lost is replaced for the next acquisition (the lost hold
+            // itself is never re-created); a fixed shared session stays the
+            // user's to replace.
+            if (self->session_ && !self->shared_session_ && self->session_->state() == ConnectionState::kLost) {
+              self->session_.reset();
+            }
+            if (!self->session_ && !self->options_.session && self->options_.session_factory) {
+              factory = self->options_.session_factory;
+            }
+          }
+          std::shared_ptr<Session> made;
+          if (factory) {
+            try {
+              made = factory();
+            } catch (const std::exception& e) {
+              return done(self->named(
+                  Status(StatusCode::kFailedPrecondition, std::string("the session factory failed: ") + e.what())));
+            } catch (...) {
+              return done(self->named(Status(StatusCode::kFailedPrecondition, "the session factory failed")));
+            }
+            factory = nullptr;
+            if (!made) {
               return done(self->named(Status(StatusCode::kFailedPrecondition, "the session factory gave no session")));
             }
-            // The recipe's connection state follows its session's.
-            std::weak_ptr<RecipeCore> weak = self;
-            self->session_state_sub_ = self->session_->on_state_change([weak](ConnectionState s) {
-              if (auto core = weak.lock()) core->set_state(s);
-            });
           }
-          session = self->session_;
+          {
+            std::unique_lock lock(self->mu_);
+            if (self->closed_) {
+              lock.unlock();
+              made.reset();
+              return done(self->closed_status());
+            }
+            // Another call may have installed a session while the factory ran:
+            // the first one in is the recipe's (`made`, if unused, is dropped
+            // after the lock).
+            if (!self->session_ && !self->options_.session && !made && self->options_.session_factory) {
+              continue;  // dropped while unlocked: the factory makes the next one
+            }
+            if (!self->session_) {
+              if (self->options_.session) {
+                self->session_ = self->options_.session;
+              } else if (made) {
+                self->session_ = made;
+              } else {
+                // A borrowed handle: the session must never be what closes the
+                // client (the link keeps it open for as long as work needs it).
+                self->session_ = Session::create(etcd::detail::ClientAccess::borrow(link->client()),
+                                                 SessionOptions{.ttl = self->options_.session_ttl});
+              }
+              if (!self->session_) {
+                lock.unlock();
+                return done(
+                    self->named(Status(StatusCode::kFailedPrecondition, "the session factory gave no session")));
+              }
+              // The recipe's connection state follows its session's.
+              std::weak_ptr<RecipeCore> weak = self;
+              self->session_state_sub_ = self->session_->on_state_change([weak](ConnectionState s) {
+                if (auto core = weak.lock()) core->set_state(s);
+              });
+            }
+            session = self->session_;
+          }
+          made.reset();
+          break;
         }
         CallAccess::start_inherited(session->start(), options, [session, done = std::move(done)](Result<void> r) {
           if (!r.ok()) return done(std::move(r).status());

@@ -71,18 +71,26 @@ class MultiLockSessions {
 
   std::shared_ptr<Session> get() {
     if (options_.session) return options_.session;
+    if (options_.session_factory) {
+      {
+        std::lock_guard lock(mu_);
+        if (current_ && current_->state() != ConnectionState::kLost) return current_;
+      }
+      // The user's factory runs outside mu_ (it may need a lock, or Python's
+      // GIL, that a thread waiting for mu_ holds); the first session in wins.
+      auto made = options_.session_factory();
+      std::lock_guard lock(mu_);
+      if (!current_ || current_->state() == ConnectionState::kLost) current_ = std::move(made);
+      return current_;
+    }
     std::lock_guard lock(mu_);
     if (!current_ || current_->state() == ConnectionState::kLost) {
-      if (options_.session_factory) {
-        current_ = options_.session_factory();
-      } else {
-        auto core = core_.lock();
-        auto link = core ? core->link() : nullptr;
-        if (!link || core->closed()) return nullptr;
-        // A borrowed handle: a session must never be what closes the client.
-        current_ = Session::create(etcd::detail::ClientAccess::borrow(link->client()),
-                                   SessionOptions{.ttl = options_.session_ttl});
-      }
+      auto core = core_.lock();
+      auto link = core ? core->link() : nullptr;
+      if (!link || core->closed()) return nullptr;
+      // A borrowed handle: a session must never be what closes the client.
+      current_ = Session::create(etcd::detail::ClientAccess::borrow(link->client()),
+                                 SessionOptions{.ttl = options_.session_ttl});
     }
     return current_;
   }
