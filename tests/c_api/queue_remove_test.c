@@ -10,34 +10,7 @@
 
 #include "etcd_recipes.h"
 
-static int failures = 0;
-
-#define CHECK(cond, ...)                                           \
-  do {                                                             \
-    if (cond) {                                                    \
-      printf("PASS: ");                                            \
-    } else {                                                       \
-      printf("FAIL (%s:%d, %s): ", __FILE__, __LINE__, #cond);     \
-      ++failures;                                                  \
-    }                                                              \
-    printf(__VA_ARGS__);                                           \
-    printf("\n");                                                  \
-    fflush(stdout);                                                \
-  } while (0)
-
-static etcdr_client* remove_test_client(const char* endpoint) {
-  etcdr_client_options o;
-  etcdr_client_options_init(&o, sizeof o);
-  o.endpoints = endpoint;
-  etcdr_client* c = NULL;
-  etcdr_error err = ETCDR_ERROR_INIT;
-  if (etcdr_client_create(&o, &c, &err) != ETCDR_OK) {
-    fprintf(stderr, "etcdr_client_create: %s\n", err.message ? err.message : "?");
-    exit(2);
-  }
-  etcdr_error_clear(&err);
-  return c;
-}
+#include "c_test_support.h"
 
 /* 1 if `value` (of `len` bytes, freed here) is `want`. */
 static int remove_test_is(char* value, size_t len, const char* want) {
@@ -182,7 +155,7 @@ int main(int argc, char** argv) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   snprintf(prefix, sizeof prefix, "/c_api_queue_remove/%ld-%ld", (long)getpid(), (long)ts.tv_nsec);
-  etcdr_client* c = remove_test_client(argv[argc - 1]);
+  etcdr_client* c = make_client(argv[argc - 1]);
   check_plain_queue(c, prefix);
   check_priority_queue(c, prefix);
   check_work_queue(c, prefix);
