@@ -81,7 +81,9 @@ class StreamChannel : public std::enable_shared_from_this<StreamChannel<T>> {
   // into fewer events that say the same; runs under the channel's lock.
   using Collapse = std::function<void(std::deque<T>&)>;
 
-  StreamChannel(Executor executor, StreamOptions options, StreamOverflow overflow, Collapse collapse = Collapse())
+  StreamChannel(Executor executor, StreamOptions options, StreamOverflow overflow)
+      : StreamChannel(std::move(executor), options, overflow, Collapse()) {}
+  StreamChannel(Executor executor, StreamOptions options, StreamOverflow overflow, Collapse collapse)
       : executor_(std::move(executor)),
         capacity_(options.capacity == 0 ? 1 : options.capacity),
         overflow_(overflow),
@@ -349,12 +351,16 @@ class Stream {
 // (kResourceExhausted) and cancels the watch: the consumer has a gap to
 // close by reading again (a KeyspaceView does that for you). Closing (or
 // dropping) the stream cancels the watch.
-Stream<WatchResponse> watch_stream(Client& client, std::string key, WatchOptions options, StreamOptions stream = {});
+Stream<WatchResponse> watch_stream(Client& client, std::string key, WatchOptions options, StreamOptions stream);
+inline Stream<WatchResponse> watch_stream(Client& client, std::string key, WatchOptions options) {
+  return watch_stream(client, std::move(key), std::move(options), StreamOptions());
+}
 
 // The client's connection state changes from now on (Client::
 // on_state_change) as a Stream; a full buffer keeps the newest states.
 // Closing (or dropping) the stream unsubscribes.
-Stream<ConnectionState> state_stream(Client& client, StreamOptions stream = {});
+Stream<ConnectionState> state_stream(Client& client, StreamOptions stream);
+inline Stream<ConnectionState> state_stream(Client& client) { return state_stream(client, StreamOptions()); }
 
 namespace detail {
 
@@ -367,7 +373,7 @@ namespace detail {
 template <class E>
 Stream<E> listener_stream(Executor executor, StreamOptions options, StreamOverflow overflow,
                           const std::function<Subscription(std::function<void(E)>)>& subscribe,
-                          const std::function<Subscription(std::function<void()>)>& on_close = {}) {
+                          const std::function<Subscription(std::function<void()>)>& on_close) {
   auto channel = std::make_shared<StreamChannel<E>>(std::move(executor), options, overflow);
   std::weak_ptr<StreamChannel<E>> weak = channel;
   auto sub = std::make_shared<Subscription>(subscribe([weak](E e) {
@@ -384,6 +390,12 @@ Stream<E> listener_stream(Executor executor, StreamOptions options, StreamOverfl
     closed->reset();
   });
   return Stream<E>(std::move(channel));
+}
+template <class E>
+Stream<E> listener_stream(Executor executor, StreamOptions options, StreamOverflow overflow,
+                          const std::function<Subscription(std::function<void(E)>)>& subscribe) {
+  return listener_stream<E>(std::move(executor), options, overflow, subscribe,
+                            std::function<Subscription(std::function<void()>)>());
 }
 
 }  // namespace detail

@@ -31,6 +31,8 @@ def test_shared_value_set_compare_and_set_try_set(client, name):
                            (b"theirs", b"mine", False)]
         client.delete(name)
         assert eventually(lambda: not v.get().exists)
+        # get() shows the delete before the listener that hears it has run.
+        assert eventually(lambda: len(changes) == 5)
         assert changes[-1][1] is None
 
 

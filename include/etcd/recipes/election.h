@@ -180,7 +180,8 @@ class LeaderLatch : public RecipeHandle, public Holder {
   // Both, as a Stream (etcd/stream.h): each change from now on, in order;
   // ends (std::nullopt) when the latch closes. A full buffer keeps the
   // newest changes (the last one is the state now).
-  Stream<LeadershipChange> leadership_stream(StreamOptions options = {});
+  Stream<LeadershipChange> leadership_stream(StreamOptions options);
+  Stream<LeadershipChange> leadership_stream() { return leadership_stream(StreamOptions()); }
 
   // Replaces the leader key's value, only if this object still leads
   // (Errc::kHoldLost otherwise, nothing written). Later campaigns use it.
@@ -339,7 +340,8 @@ class LeaderObserver : public RecipeHandle {
   // The same changes as a Stream (etcd/stream.h), from now on; ends
   // (std::nullopt) when the observer closes. A full buffer keeps the
   // newest (the last one is the leader now).
-  Stream<std::optional<LeaderInfo>> leader_stream(StreamOptions options = {});
+  Stream<std::optional<LeaderInfo>> leader_stream(StreamOptions options);
+  Stream<std::optional<LeaderInfo>> leader_stream() { return leader_stream(StreamOptions()); }
 
   // One read each, without start().
   Call<std::vector<Participant>> participants();

@@ -188,7 +188,8 @@ class KeyspaceView : public RecipeHandle {
   // The events from now on, to pull (etcd/stream.h); a full buffer folds
   // into one kReset. Ends (std::nullopt) when the view is closed, or with
   // the view's failure (kFromRevision: kCompacted).
-  Stream<KeyspaceEvent> events(StreamOptions options = {});
+  Stream<KeyspaceEvent> events(StreamOptions options);
+  Stream<KeyspaceEvent> events() { return events(StreamOptions()); }
 
  private:
   std::shared_ptr<detail::KeyspaceViewState> state_;

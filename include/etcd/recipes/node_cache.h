@@ -121,7 +121,8 @@ class NodeCache : public detail::CacheBase {
   // before start() to hear kInitialized); ends (std::nullopt) when the
   // cache closes. A full buffer fails the stream with kResourceExhausted
   // (the cache itself goes on: current() has the state; open a new stream).
-  Stream<Event> events(StreamOptions options = {}) {
+  Stream<Event> events() { return events(StreamOptions()); }
+  Stream<Event> events(StreamOptions options) {
     return etcd::detail::listener_stream<Event>(
         stream_executor(), options, etcd::detail::StreamOverflow::kFail,
         [this](std::function<void(Event)> push) { return on_change([push](const Event& e) { push(e); }); },

@@ -191,7 +191,8 @@ class TypedPathChildrenCache : public detail::CacheBase {
   // before start() to hear the first read's); ends (std::nullopt) when the
   // cache closes. A full buffer fails the stream with kResourceExhausted
   // (the cache itself goes on: snapshot() has the state; open a new one).
-  Stream<Event> events(StreamOptions options = {}) {
+  Stream<Event> events() { return events(StreamOptions()); }
+  Stream<Event> events(StreamOptions options) {
     return etcd::detail::listener_stream<Event>(
         stream_executor(), options, etcd::detail::StreamOverflow::kFail,
         [this](std::function<void(Event)> push) { return on_event([push](const Event& e) { push(e); }); },
