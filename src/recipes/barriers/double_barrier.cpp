@@ -141,6 +141,7 @@ class DoubleBarrierState : public std::enable_shared_from_this<DoubleBarrierStat
     const Look l = look();
     if (!l.initialized) return;
     std::shared_ptr<WaiterSet> done;
+    std::shared_ptr<WaiterSet> ended;  // ready once the round is cleared
     bool arrive = false;
     bool complete = false;
     bool clear_round = false;
@@ -167,10 +168,16 @@ class DoubleBarrierState : public std::enable_shared_from_this<DoubleBarrierStat
           break;
         case Phase::kLeaving:
           if (l.ready != round_ || l.count == 0) {
-            done = op_;
             phase_ = Phase::kOut;
             clear_round = l.ready == round_ && l.count == 0;
             round = round_;
+            // The last parties out end the round before their leave returns,
+            // so that a process that exits right after it leaves no key.
+            if (clear_round) {
+              ended = op_;
+            } else {
+              done = op_;
+            }
           }
           break;
         case Phase::kOut:
@@ -181,7 +188,7 @@ class DoubleBarrierState : public std::enable_shared_from_this<DoubleBarrierStat
     if (done) done->set_ready(true);
     if (arrive) send_arrival(link);
     if (complete) send_completion(link);
-    if (clear_round) send_clear(link, round);
+    if (clear_round) send_clear(link, round, std::move(ended));
   }
 
   // If create_revision(NAME/ready) == 0 && create_revision(key) == 0 Then Put(key, id, lease):
@@ -250,11 +257,14 @@ class DoubleBarrierState : public std::enable_shared_from_this<DoubleBarrierStat
 
   // The last party out ends the round, so that the next one can begin:
   // If create_revision(NAME/ready) == round && no key under NAME/parties/ Then Delete(NAME/ready).
-  void send_clear(const std::shared_ptr<ClientLink>& link, int64_t round) {
+  // A leave waiting on it (`ended`) completes once the answer is in, either way.
+  void send_clear(const std::shared_ptr<ClientLink>& link, int64_t round, std::shared_ptr<WaiterSet> ended) {
     Txn txn;
     txn.when(Compare::create_revision(ready_) == round, Compare::create_revision(parties_prefix_).with_prefix() == 0)
         .then(Op::del(ready_));
-    CallAccess::start_inline(link->client().txn(std::move(txn)), [self = shared_from_this()](Result<TxnResponse> r) {
+    CallAccess::start_inline(link->client().txn(std::move(txn)), [self = shared_from_this(), ended = std::move(ended)](
+                                                                     Result<TxnResponse> r) {
+      if (ended) ended->set_ready(true);
       if (!r.ok()) {
         self->core_->record_error(self->core_->named(
             Status(r.status().code(), "ending the round failed (the next party out will): " + r.status().message(),
