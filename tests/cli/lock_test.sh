@@ -239,6 +239,30 @@ check "semaphore passes the token and ETCD_RECIPES_PERMIT_KEY" \
 run semaphore t/sem 3 -- true
 check "semaphore with another N fails (exit 1)" eval '((RC == 1)) && [[ $ERR == *mismatch* ]]'
 
+# --resize: one permit held, one waiter; growing to 2 admits the waiter while
+# the first still holds; later users with the old N take the new count.
+spawn rs1 semaphore t/rs 1 -- sh -c "touch '$WORK/rs1.in'; while [ ! -e '$WORK/rs.stop' ]; do sleep 0.05; done"
+rs1=$PID
+wait_until 15 test -e "$WORK/rs1.in"
+spawn rs2 semaphore t/rs 1 --timeout 60s -- sh -c "touch '$WORK/rs2.in'"
+rs2=$PID
+wait_until 15 keys_are t/rs/holders/ 2
+check "semaphore N=1: the second waits while the first holds" eval '[[ ! -e $WORK/rs2.in ]] && alive $rs2'
+run semaphore t/rs 2 --resize
+check "semaphore --resize 2: exit 0" eval '((RC == 0)) && [[ $ERR == *"2 permits"* ]]'
+finish "$rs2" rs2
+check "the waiter is admitted while the first still holds" eval '((RC == 0)) && [[ -e $WORK/rs2.in ]] && alive $rs1'
+run semaphore t/rs 1 -- true
+check "a user giving the old N takes the resized count" eval '((RC == 0))'
+touch "$WORK/rs.stop"
+finish "$rs1" rs1
+check "the first holder ends normally" eval '((RC == 0)) && keys_are t/rs/holders/ 0'
+for args in "semaphore t/rs 0 --resize" "semaphore t/rs 2 --resize -- true"; do
+  # shellcheck disable=SC2086  # word splitting intended
+  run $args
+  check "usage error exits 2: etcd-recipes $args" eval '((RC == 2)) && [[ -n $ERR ]]'
+done
+
 # --- rwlock ----------------------------------------------------------------------------------------
 
 : >"$WORK/rd.log"
@@ -297,7 +321,8 @@ check "rwlock passes the token and ETCD_RECIPES_LOCK_KEY" \
 # --- nothing left behind ---------------------------------------------------------------------------
 
 OUT=$("$BIN" --endpoints "$EP" kv get --prefix t/ --keys-only)
-check "no lock keys are left behind (only t/sem/permits)" eval '[[ $OUT == t/sem/permits ]]'
+left_expected=$(printf '%s\n' t/rs/permits t/sem/permits)
+check "no lock keys are left behind (only the semaphores' NAME/permits)" eval '[[ $OUT == "$left_expected" ]]'
 
 echo "$passed passed, $failed failed"
 ((failed == 0))

@@ -486,7 +486,11 @@ TEST_F(PathChildrenCacheRestartTest, ConvergesAfterItsMemberRestarts) {
 // --- a large prefix -----------------------------------------------------------------------------
 
 // 100k children of 40-byte keys and 100-byte values: loaded in pages within
-// 5 s, at most 3 x (key + value) bytes of heap per key.
+// 5 s, at most 3 x (key + value) bytes of heap per key. On a machine so
+// loaded that a plain paged read of the same keys (1,000 per Range, at one
+// revision, in this run) takes over a second, the time bar is 5 x that
+// read instead: the cache may cost a few times the bytes' transfer, never
+// more.
 TEST_F(PathChildrenCacheTest, HundredThousandChildrenLoadInSecondsAndCostCloseToTheirBytes) {
   constexpr int kKeys = 100'000;
   constexpr int kPerTxn = 100;
@@ -516,6 +520,25 @@ TEST_F(PathChildrenCacheTest, HundredThousandChildrenLoadInSecondsAndCostCloseTo
     }
   }
 
+  // The yardstick: the same keys read in pages, as a user would by hand.
+  const auto read_started = std::chrono::steady_clock::now();
+  {
+    std::string from = path + "/";
+    const std::string end = path + "0";  // the prefix's range end ('/' + 1)
+    int64_t at = 0;
+    size_t read = 0;
+    for (;;) {
+      auto page = client().get(from, {.range_end = end, .limit = 1000, .revision = at}).timeout(30s).wait();
+      ASSERT_TRUE(page.ok()) << page.status().to_string();
+      at = page->header.revision;
+      read += page->kvs.size();
+      if (!page->more || page->kvs.empty()) break;
+      from = page->kvs.back().key + '\0';
+    }
+    ASSERT_EQ(read, static_cast<size_t>(kKeys));
+  }
+  const double raw_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - read_started).count();
+
   const size_t heap_before = mallinfo2().uordblks;
   double secs = 0;
   {
@@ -544,13 +567,15 @@ TEST_F(PathChildrenCacheTest, HundredThousandChildrenLoadInSecondsAndCostCloseTo
     ASSERT_TRUE(eventually([&] { return *cache.get(key_of(7).substr(path.size() + 1))->value == value; }));
     const size_t heap_after = mallinfo2().uordblks;
     const double per_key = static_cast<double>(heap_after - std::min(heap_before, heap_after)) / kKeys;
-    std::printf("100k children (40-byte keys, 100-byte values): loaded in %.2f s, ~%.0f heap bytes per key\n", secs,
-                per_key);
+    std::printf(
+        "100k children (40-byte keys, 100-byte values): loaded in %.2f s (a plain paged read: %.2f s), ~%.0f heap "
+        "bytes per key\n",
+        secs, raw_secs, per_key);
     report_timing("cache_load_100k_ms", static_cast<long long>(secs * 1000));
     RecordProperty("cache_bytes_per_key", std::to_string(static_cast<long long>(per_key)));
     if (!kSanitized) {
       EXPECT_LE(per_key, 3.0 * 140);
-      EXPECT_LT(secs, 5.0);
+      EXPECT_LT(secs, std::max(5.0, 5 * raw_secs));
     }
     cache.close();
   }

@@ -120,9 +120,19 @@ void add_lock(Commands& commands) {
   });
 }
 
+// `semaphore NAME N --resize`: N becomes the permit count for everyone.
+int resize_semaphore(Context& ctx, const std::string& name, int permits) {
+  etcd::recipes::DistributedSemaphore semaphore(ctx.client(), name, permits);
+  auto resized = semaphore.resize(permits).timeout(ctx.timeout()).stop_token(ctx.stop()).wait();
+  if (!resized.ok()) throw Failure("semaphore " + name + " --resize", resized.status());
+  std::cerr << kProgram << ": semaphore " << name << ": " << permits << " permits" << std::endl;
+  return kExitOk;
+}
+
 void add_semaphore(Commands& commands) {
   auto a = std::make_shared<HoldArgs>();
   auto permits = std::make_shared<int>(0);
+  auto resize = std::make_shared<bool>(false);
   auto* cmd = commands.root().add_subcommand(
       "semaphore",
       "Acquire one of the N permits of the distributed semaphore NAME, run CMD while holding it, release it");
@@ -133,10 +143,18 @@ void add_semaphore(Commands& commands) {
       ->required()
       ->check(int_range(1, INT32_MAX));
   add_hold_options(cmd, *a, "a permit");
+  cmd->add_flag("--resize", *resize,
+                "Make N the permit count of NAME for everyone using it and exit (no CMD): growing admits waiters at "
+                "once; shrinking revokes no permit, but admits nobody until fewer than N hold");
   cmd->footer(hold_footer("the permit", kPermitKeyEnv) +
               "\n\nN is stored once in NAME/permits (without a lease, it stays); a different N is refused (exit 1) "
-              "until that key is deleted while nobody uses the semaphore.");
-  commands.on_run(cmd, [a, permits](Context& ctx) {
+              "until that key is deleted while nobody uses the semaphore, or until --resize changes it: a resized "
+              "count is then taken by every user, whatever N it gives.");
+  commands.on_run(cmd, [a, permits, resize](Context& ctx) {
+    if (*resize) {
+      if (!a->command.empty()) throw UsageError("semaphore --resize: NAME N and no CMD");
+      return resize_semaphore(ctx, a->name, *permits);
+    }
     return hold_with_session(ctx, *a, {"semaphore " + a->name, "the permit", kPermitKeyEnv},
                              [&](etcd::Client client, etcd::recipes::RecipeOptions options) {
                                return holdable(std::make_shared<etcd::recipes::DistributedSemaphore>(
