@@ -12,7 +12,12 @@
 //    claim was lost); deliveries no log line shows (a worker killed between
 //    its claim and its log line) are no more than the kills;
 //  * the item a killed worker held is started again by another worker
-//    within the visibility timeout + 1 s of the kill.
+//    within the visibility timeout + 1 s of the kill on average, and each
+//    within + 2 s (the claim's lease expires within the visibility timeout;
+//    etcd notices an expired lease in a periodic check and revokes it
+//    through raft, which a loaded machine delays by hundreds of ms; a
+//    missed wake-up would cost far more: the item would look claimed to
+//    every consumer until something else made them read again).
 //
 // WORKQUEUE_CRASH_RUNS=N runs the scenario N times in a row (a fresh etcd
 // each time); --gtest_repeat=N does the same. The worker binary comes from
@@ -52,7 +57,8 @@ constexpr int kMaxDeliveries = 50;
 // Each item's "work": a random sleep of up to this long, so that a kill
 // lands inside an item and the run lasts long enough for many kills.
 constexpr int kWorkMs = 40;
-constexpr auto kRedeliveryBound = std::chrono::seconds(kVisibilitySeconds) + 1s;
+constexpr auto kRedeliveryMeanBound = std::chrono::seconds(kVisibilitySeconds) + 1s;
+constexpr auto kRedeliveryBound = std::chrono::seconds(kVisibilitySeconds) + 2s;
 constexpr auto kRunBound = 85s;  // one run, etcd start included
 const std::string kQueue = "/wq/crash";
 
@@ -373,6 +379,8 @@ void run_once(int run_no, const fs::path& worker_binary, RunResult& result) {
   }
   result.kills = static_cast<int>(kills.size());
   result.mean_redelivery_s = result.measured > 0 ? sum / result.measured : 0;
+  EXPECT_LE(result.mean_redelivery_s, std::chrono::duration<double>(kRedeliveryMeanBound).count())
+      << "items held by killed workers came back " << result.mean_redelivery_s << " s after the kill on average";
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
   EXPECT_GE(result.kills, 5) << "too few kills landed for the run to mean much";
   EXPECT_GE(result.measured, 3) << "too few kills hit an item that came back";
