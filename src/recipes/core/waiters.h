@@ -46,15 +46,19 @@ class WaiterSet : public std::enable_shared_from_this<WaiterSet> {
     w->done = std::move(done);
     w->link = link;
     w->needed = needed;
+    // Decided under the lock: once listed, the waiter is another thread's
+    // to finish (set_ready() may move `done` out at once), so its flag must
+    // not be read here again.
+    bool at_once = false;
     {
       std::lock_guard lock(mu_);
       if (ready_ || level_ >= needed) {
-        w->finished = true;
+        w->finished = at_once = true;
       } else {
         waiters_.push_back(w);
       }
     }
-    if (w->finished) return w->done(Result<void>());
+    if (at_once) return w->done(Result<void>());
     auto self = shared_from_this();
     std::weak_ptr<Waiter> ww = w;
     if (options.stop.stop_requested()) return finish(w, Cancelled(what + " cancelled"));
