@@ -46,11 +46,8 @@ etcdr_code barrier_result(etcd::Result<void> r, etcdr_error* err) { return r.ok(
 template <class Handle, class Make>
 etcdr_code make_barrier_handle(const char* fn, etcdr_client* client, const char* name,
                                const etcdr_recipe_options* options, Handle** out, etcdr_error* err, Make make) {
-  if (out != nullptr) *out = nullptr;
-  if (client == nullptr || out == nullptr) return invalid(err, (std::string(fn) + ": client and out are required").c_str());
-  if (etcdr_impl::bad_name(name)) return invalid(err, (std::string(fn) + ": the name is empty").c_str());
   r::RecipeOptions ro;
-  if (auto s = etcdr_impl::to_recipe_options(options, ro); !s.ok()) return fail(err, s);
+  if (auto code = etcdr_impl::begin_create(fn, client, name, options, out, ro, err); code != ETCDR_OK) return code;
   auto handle = std::make_unique<Handle>();
   handle->barrier = make(std::move(ro));
   // start() checks the input (no I/O for a barrier until it is used).
@@ -166,10 +163,7 @@ etcdr_code etcdr_barrier_with_count_waiting(etcdr_barrier_with_count* barrier, i
     if (barrier == nullptr || waiting == nullptr) {
       return invalid(err, "etcdr_barrier_with_count_waiting: barrier and waiting are required");
     }
-    auto n = barrier->barrier->waiting().wait();
-    if (!n.ok()) return fail(err, n.status());
-    *waiting = *n;
-    return ok(err);
+    return etcdr_impl::store(err, barrier->barrier->waiting().wait(), waiting);
   });
 }
 

@@ -62,6 +62,13 @@ inline etcdr_code invalid(etcdr_error* err, const char* message) noexcept {
     return ETCDR_INVALID_ARGUMENT;
   }
 }
+// A value the call answered with, into `*out` (a failure leaves it alone).
+template <class T, class Out>
+etcdr_code store(etcdr_error* err, etcd::Result<T> result, Out* out) {
+  if (!result.ok()) return fail(err, result.status());
+  *out = static_cast<Out>(*result);
+  return ok(err);
+}
 inline etcdr_code hold_lost(etcdr_error* err, const char* message) {
   return fail(err, etcd::Status(etcd::StatusCode::kAborted, message, etcd::Errc::kHoldLost));
 }
@@ -212,6 +219,21 @@ etcd::Call<T> with_cancel(etcd::Call<T> call, const etcdr_call* cancel) {
 // A recipe name as the C API accepts it: not NULL, not empty (the recipe
 // checks the rest).
 inline bool bad_name(const char* name) { return name == nullptr || *name == '\0'; }
+
+// The checks every etcdr_<recipe>_create(client, name, options, out, err)
+// makes before anything else, in this order: `*out` cleared; a client, an
+// out pointer and a name; the options read into `ro`. ETCDR_OK to go on;
+// otherwise `err` says which argument (with `fn`, the function's name).
+template <class Handle>
+etcdr_code begin_create(const char* fn, const etcdr_client* client, const char* name,
+                        const etcdr_recipe_options* options, Handle** out, etcd::recipes::RecipeOptions& ro,
+                        etcdr_error* err) {
+  if (out != nullptr) *out = nullptr;
+  if (client == nullptr || out == nullptr) return invalid(err, (std::string(fn) + ": client and out are required").c_str());
+  if (bad_name(name)) return invalid(err, (std::string(fn) + ": the name is empty").c_str());
+  if (auto s = to_recipe_options(options, ro); !s.ok()) return fail(err, s);
+  return ETCDR_OK;
+}
 
 }  // namespace etcdr_impl
 

@@ -90,11 +90,10 @@ void etcdr_recipe_options_init(etcdr_recipe_options* options, size_t size) { etc
 etcdr_code etcdr_mutex_create(etcdr_client* client, const char* name, const etcdr_recipe_options* options,
                               etcdr_mutex** out, etcdr_error* err) {
   return guarded(err, [&] {
-    if (out != nullptr) *out = nullptr;
-    if (client == nullptr || out == nullptr) return invalid(err, "etcdr_mutex_create: client and out are required");
-    if (etcdr_impl::bad_name(name)) return invalid(err, "etcdr_mutex_create: the name is empty");
     r::RecipeOptions ro;
-    if (auto s = etcdr_impl::to_recipe_options(options, ro); !s.ok()) return fail(err, s);
+    if (auto code = etcdr_impl::begin_create("etcdr_mutex_create", client, name, options, out, ro, err); code != ETCDR_OK) {
+      return code;
+    }
     auto handle = std::make_unique<etcdr_mutex>();
     handle->mutex = std::make_shared<r::DistributedMutex>(client->client, name, std::move(ro));
     // For a lock, start() only checks the input (no I/O): a bad name is
@@ -214,12 +213,12 @@ void etcdr_mutex_destroy(etcdr_mutex* mutex) {
 etcdr_code etcdr_semaphore_create(etcdr_client* client, const char* name, int32_t permits,
                                   const etcdr_recipe_options* options, etcdr_semaphore** out, etcdr_error* err) {
   return guarded(err, [&] {
-    if (out != nullptr) *out = nullptr;
-    if (client == nullptr || out == nullptr) return invalid(err, "etcdr_semaphore_create: client and out are required");
-    if (etcdr_impl::bad_name(name)) return invalid(err, "etcdr_semaphore_create: the name is empty");
-    if (permits < 1) return invalid(err, "etcdr_semaphore_create: permits must be at least 1");
     r::RecipeOptions ro;
-    if (auto s = etcdr_impl::to_recipe_options(options, ro); !s.ok()) return fail(err, s);
+    if (auto code = etcdr_impl::begin_create("etcdr_semaphore_create", client, name, options, out, ro, err);
+        code != ETCDR_OK) {
+      return code;
+    }
+    if (permits < 1) return invalid(err, "etcdr_semaphore_create: permits must be at least 1");
     auto handle = std::make_unique<etcdr_semaphore>();
     handle->sem = std::make_shared<r::DistributedSemaphore>(client->client, name, permits, std::move(ro));
     handle->sem->start();
@@ -275,10 +274,7 @@ etcdr_code etcdr_semaphore_available(etcdr_semaphore* sem, int32_t* available, e
     if (sem == nullptr || available == nullptr) {
       return invalid(err, "etcdr_semaphore_available: sem and available are required");
     }
-    auto n = sem->sem->available_permits().wait();
-    if (!n.ok()) return fail(err, n.status());
-    *available = *n;
-    return ok(err);
+    return etcdr_impl::store(err, sem->sem->available_permits().wait(), available);
   });
 }
 

@@ -109,11 +109,10 @@ extern "C" {
 etcdr_code etcdr_queue_create(etcdr_client* client, const char* name, const etcdr_recipe_options* options,
                               etcdr_queue** out, etcdr_error* err) {
   return guarded(err, [&] {
-    if (out != nullptr) *out = nullptr;
-    if (client == nullptr || out == nullptr) return invalid(err, "etcdr_queue_create: client and out are required");
-    if (etcdr_impl::bad_name(name)) return invalid(err, "etcdr_queue_create: the name is empty");
     r::RecipeOptions ro;
-    if (auto s = etcdr_impl::to_recipe_options(options, ro); !s.ok()) return fail(err, s);
+    if (auto code = etcdr_impl::begin_create("etcdr_queue_create", client, name, options, out, ro, err); code != ETCDR_OK) {
+      return code;
+    }
     auto handle = std::make_unique<etcdr_queue>();
     handle->queue = std::make_shared<r::DistributedQueue>(client->client, name, std::move(ro));
     handle->queue->start();
@@ -181,10 +180,7 @@ etcdr_code etcdr_queue_pop_async_cancellable(etcdr_queue* queue, int64_t timeout
 etcdr_code etcdr_queue_size(etcdr_queue* queue, int64_t* size, etcdr_error* err) {
   return guarded(err, [&] {
     if (queue == nullptr || size == nullptr) return invalid(err, "etcdr_queue_size: queue and size are required");
-    auto n = queue->queue->size().wait();
-    if (!n.ok()) return fail(err, n.status());
-    *size = *n;
-    return ok(err);
+    return etcdr_impl::store(err, queue->queue->size().wait(), size);
   });
 }
 
@@ -275,10 +271,7 @@ etcdr_code etcdr_work_queue_receive_async_cancellable(etcdr_work_queue* queue, i
 etcdr_code etcdr_work_queue_size(etcdr_work_queue* queue, int64_t* size, etcdr_error* err) {
   return guarded(err, [&] {
     if (queue == nullptr || size == nullptr) return invalid(err, "etcdr_work_queue_size: queue and size are required");
-    auto n = queue->queue->size().wait();
-    if (!n.ok()) return fail(err, n.status());
-    *size = *n;
-    return ok(err);
+    return etcdr_impl::store(err, queue->queue->size().wait(), size);
   });
 }
 
@@ -399,11 +392,10 @@ void etcdr_dead_letters_free(etcdr_dead_letters* letters) { delete letters; }
 etcdr_code etcdr_counter_create(etcdr_client* client, const char* name, const etcdr_recipe_options* options,
                                 etcdr_counter** out, etcdr_error* err) {
   return guarded(err, [&] {
-    if (out != nullptr) *out = nullptr;
-    if (client == nullptr || out == nullptr) return invalid(err, "etcdr_counter_create: client and out are required");
-    if (etcdr_impl::bad_name(name)) return invalid(err, "etcdr_counter_create: the name is empty");
     r::RecipeOptions ro;
-    if (auto s = etcdr_impl::to_recipe_options(options, ro); !s.ok()) return fail(err, s);
+    if (auto code = etcdr_impl::begin_create("etcdr_counter_create", client, name, options, out, ro, err); code != ETCDR_OK) {
+      return code;
+    }
     auto handle = std::make_unique<etcdr_counter>();
     handle->counter = std::make_shared<r::DistributedAtomicLong>(client->client, name, std::move(ro));
     handle->counter->start();
@@ -417,10 +409,7 @@ etcdr_code etcdr_counter_get(etcdr_counter* counter, int64_t timeout_ms, int64_t
   return guarded(err, [&] {
     if (counter == nullptr || value == nullptr)
       return invalid(err, "etcdr_counter_get: counter and value are required");
-    auto v = with_timeout(counter->counter->get(), timeout_ms).wait();
-    if (!v.ok()) return fail(err, v.status());
-    *value = *v;
-    return ok(err);
+    return etcdr_impl::store(err, with_timeout(counter->counter->get(), timeout_ms).wait(), value);
   });
 }
 
@@ -472,13 +461,11 @@ etcdr_recipe* etcdr_counter_recipe(etcdr_counter* counter) { return counter != n
 etcdr_code etcdr_priority_queue_create(etcdr_client* client, const char* name, const etcdr_recipe_options* options,
                                        etcdr_priority_queue** out, etcdr_error* err) {
   return guarded(err, [&] {
-    if (out != nullptr) *out = nullptr;
-    if (client == nullptr || out == nullptr) {
-      return invalid(err, "etcdr_priority_queue_create: client and out are required");
-    }
-    if (etcdr_impl::bad_name(name)) return invalid(err, "etcdr_priority_queue_create: the name is empty");
     r::RecipeOptions ro;
-    if (auto s = etcdr_impl::to_recipe_options(options, ro); !s.ok()) return fail(err, s);
+    if (auto code = etcdr_impl::begin_create("etcdr_priority_queue_create", client, name, options, out, ro, err);
+        code != ETCDR_OK) {
+      return code;
+    }
     auto handle = std::make_unique<etcdr_priority_queue>();
     handle->queue = std::make_shared<r::DistributedPriorityQueue>(client->client, name, std::move(ro));
     handle->queue->start();
@@ -539,10 +526,7 @@ etcdr_code etcdr_priority_queue_size(etcdr_priority_queue* queue, int64_t* size,
     if (queue == nullptr || size == nullptr) {
       return invalid(err, "etcdr_priority_queue_size: queue and size are required");
     }
-    auto n = queue->queue->size().wait();
-    if (!n.ok()) return fail(err, n.status());
-    *size = *n;
-    return ok(err);
+    return etcdr_impl::store(err, queue->queue->size().wait(), size);
   });
 }
 

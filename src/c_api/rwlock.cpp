@@ -43,11 +43,10 @@ extern "C" {
 etcdr_code etcdr_rwlock_create(etcdr_client* client, const char* name, const etcdr_recipe_options* options,
                                etcdr_rwlock** out, etcdr_error* err) {
   return guarded(err, [&] {
-    if (out != nullptr) *out = nullptr;
-    if (client == nullptr || out == nullptr) return invalid(err, "etcdr_rwlock_create: client and out are required");
-    if (etcdr_impl::bad_name(name)) return invalid(err, "etcdr_rwlock_create: the name is empty");
     r::RecipeOptions ro;
-    if (auto s = etcdr_impl::to_recipe_options(options, ro); !s.ok()) return fail(err, s);
+    if (auto code = etcdr_impl::begin_create("etcdr_rwlock_create", client, name, options, out, ro, err); code != ETCDR_OK) {
+      return code;
+    }
     auto handle = std::make_unique<etcdr_rwlock>();
     handle->lock = std::make_shared<r::DistributedReadWriteLock>(client->client, name, std::move(ro));
     handle->lock->start();  // checks the input (no I/O), as etcdr_mutex_create
