@@ -9,6 +9,7 @@
 #include "etcd/recipes/node_cache.h"
 #include "etcd/testing/fault_proxy.h"
 #include "support/etcd_fixture.h"
+#include "support/event_log.h"
 
 namespace etcd::test {
 namespace {
@@ -17,34 +18,7 @@ using recipes::NodeCache;
 using recipes::NodeEvent;
 
 template <class T>
-struct NodeEvents {
-  std::mutex mu;
-  std::vector<NodeEvent<T>> all;
-  std::atomic<bool> overlapped{false};
-  std::atomic<int> inside{0};
-
-  std::function<void(const NodeEvent<T>&)> listener() {
-    return [this](const NodeEvent<T>& e) {
-      if (inside.fetch_add(1) != 0) overlapped = true;
-      {
-        std::lock_guard lock(mu);
-        all.push_back(e);
-      }
-      inside.fetch_sub(1);
-    };
-  }
-  size_t size() {
-    std::lock_guard lock(mu);
-    return all.size();
-  }
-  NodeEvent<T> at(size_t i) {
-    std::lock_guard lock(mu);
-    return all.at(i);
-  }
-  bool wait_for(size_t n) {
-    return eventually([&] { return size() >= n; }, 15s);
-  }
-};
+using NodeEvents = EventLog<NodeEvent<T>>;
 
 using NodeType = NodeEvent<std::string>::Type;
 

@@ -10,6 +10,7 @@
 
 #include "etcd/testing/fault_proxy.h"
 #include "support/etcd_fixture.h"
+#include "support/event_log.h"
 
 namespace etcd::test {
 namespace {
@@ -19,34 +20,7 @@ using recipes::SharedValue;
 using recipes::SharedValueEvent;
 
 template <class T>
-struct SharedValueEvents {
-  std::mutex mu;
-  std::vector<SharedValueEvent<T>> all;
-  std::atomic<bool> overlapped{false};
-  std::atomic<int> inside{0};
-
-  std::function<void(const SharedValueEvent<T>&)> listener() {
-    return [this](const SharedValueEvent<T>& e) {
-      if (inside.fetch_add(1) != 0) overlapped = true;
-      {
-        std::lock_guard lock(mu);
-        all.push_back(e);
-      }
-      inside.fetch_sub(1);
-    };
-  }
-  size_t size() {
-    std::lock_guard lock(mu);
-    return all.size();
-  }
-  SharedValueEvent<T> at(size_t i) {
-    std::lock_guard lock(mu);
-    return all.at(i);
-  }
-  bool wait_for(size_t n) {
-    return eventually([&] { return size() >= n; }, 15s);
-  }
-};
+using SharedValueEvents = EventLog<SharedValueEvent<T>>;
 
 // A codec that refuses to encode negative numbers.
 struct NonNegativeCodecForSharedValueTest {

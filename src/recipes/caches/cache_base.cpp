@@ -58,16 +58,7 @@ class CacheState : public std::enable_shared_from_this<CacheState> {
       o.accept = [n](std::string_view key) { return key.find('/', n) == std::string_view::npos; };
     }
     o.initial_events = !config_.single_key && config_.start_mode != kBuildInitialCache;
-    std::weak_ptr<CacheState> weak = shared_from_this();
-    view = PrefixView::create(core, range_, std::move(o), [weak](const ViewBatch& batch) {
-      if (auto self = weak.lock()) self->on_batch(batch);
-    });
-    core->set_start_action([weak] {
-      if (auto self = weak.lock()) self->start();
-    });
-    core->set_close_action([weak] {
-      if (auto self = weak.lock()) self->stop();
-    });
+    view = ViewLifecycle::attach(shared_from_this(), core, range_, std::move(o));
   }
 
   const std::shared_ptr<RecipeCore> core;
@@ -78,6 +69,8 @@ class CacheState : public std::enable_shared_from_this<CacheState> {
   size_t name_offset() const { return config_.single_key ? 0 : range_.size(); }
 
  private:
+  friend class ViewLifecycle;  // reaches start(), stop() and on_batch()
+
   void start() { lifecycle_.start(core, *view); }
 
   // After the close gate (which wakes wait_initialized() and stops the view).

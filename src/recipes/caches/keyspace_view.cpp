@@ -170,15 +170,7 @@ class KeyspaceViewState : public std::enable_shared_from_this<KeyspaceViewState>
     o.on_failed = [weak](const Status& why) {
       if (auto self = weak.lock()) self->end_streams(why);
     };
-    view = PrefixView::create(core, range_, std::move(o), [weak](const ViewBatch& batch) {
-      if (auto self = weak.lock()) self->on_batch(batch);
-    });
-    core->set_start_action([weak] {
-      if (auto self = weak.lock()) self->start();
-    });
-    core->set_close_action([weak] {
-      if (auto self = weak.lock()) self->stop();
-    });
+    view = ViewLifecycle::attach(shared_from_this(), core, range_, std::move(o));
   }
 
   const std::shared_ptr<RecipeCore> core;
@@ -222,6 +214,8 @@ class KeyspaceViewState : public std::enable_shared_from_this<KeyspaceViewState>
   }
 
  private:
+  friend class ViewLifecycle;  // reaches start(), stop() and on_batch()
+
   void start() { lifecycle_.start(core, *view); }
 
   void stop() {

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <mutex>
+#include <string>
 #include <utility>
 
 #include "client_link.h"
@@ -16,6 +17,26 @@ namespace etcd::recipes::detail {
 
 class ViewLifecycle {
  public:
+  // Creates `owner`'s view of `range` (its batches go to owner->on_batch())
+  // and makes the recipe's start and close run owner->start() and
+  // owner->stop(). Each refers to the owner weakly: the view lives inside
+  // it. An owner whose three members are private befriends ViewLifecycle.
+  template <class Owner>
+  static std::shared_ptr<PrefixView> attach(const std::shared_ptr<Owner>& owner, const std::shared_ptr<RecipeCore>& core,
+                                            std::string range, PrefixView::Options options) {
+    std::weak_ptr<Owner> weak = owner;
+    auto view = PrefixView::create(core, std::move(range), std::move(options), [weak](const ViewBatch& batch) {
+      if (auto self = weak.lock()) self->on_batch(batch);
+    });
+    core->set_start_action([weak] {
+      if (auto self = weak.lock()) self->start();
+    });
+    core->set_close_action([weak] {
+      if (auto self = weak.lock()) self->stop();
+    });
+    return view;
+  }
+
   // The first call follows the client's connection state into `core`, then
   // starts `view`; later calls do nothing. Nothing happens once the recipe
   // has no client link (closed).

@@ -53,16 +53,7 @@ class SharedValueState : public std::enable_shared_from_this<SharedValueState> {
     PrefixView::Options o;
     o.single_key = true;
     o.decode = codec_.decode;
-    std::weak_ptr<SharedValueState> weak = shared_from_this();
-    view = PrefixView::create(core, key_, std::move(o), [weak](const ViewBatch& batch) {
-      if (auto self = weak.lock()) self->on_batch(batch);
-    });
-    core->set_start_action([weak] {
-      if (auto self = weak.lock()) self->start();
-    });
-    core->set_close_action([weak] {
-      if (auto self = weak.lock()) self->stop();
-    });
+    view = ViewLifecycle::attach(shared_from_this(), core, key_, std::move(o));
   }
 
   const std::shared_ptr<RecipeCore> core;
@@ -120,6 +111,8 @@ class SharedValueState : public std::enable_shared_from_this<SharedValueState> {
   uint64_t resyncs() const { return view->resyncs(); }
 
  private:
+  friend class ViewLifecycle;  // reaches start(), stop() and on_batch()
+
   void start() { lifecycle_.start(core, *view); }
 
   // After the close gate (which wakes wait_initialized() and stops the view).
