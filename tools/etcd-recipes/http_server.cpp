@@ -121,14 +121,14 @@ HttpServer::HttpServer(const HttpOptions& options, std::string what, int verbose
   }
   if (!options.bearer_token_file.empty()) {
     const std::string token = first_line(options.bearer_token_file, "--bearer-token-file");
-    credentials_.reset(new Credentials{"bearer", sha256(token), "Bearer realm=\"etcd-recipes\""});
+    credentials_ = std::make_unique<Credentials>("bearer", sha256(token), "Bearer realm=\"etcd-recipes\"");
   } else if (!options.basic_auth_file.empty()) {
     const std::string pair = first_line(options.basic_auth_file, "--basic-auth-file");
     if (pair.find(':') == std::string::npos) {
       throw UsageError("--basic-auth-file " + options.basic_auth_file + ": its first line is not USER:PASSWORD");
     }
-    credentials_.reset(
-        new Credentials{"basic", sha256(base64(pair)), "Basic realm=\"etcd-recipes\", charset=\"UTF-8\""});
+    credentials_ =
+        std::make_unique<Credentials>("basic", sha256(base64(pair)), "Basic realm=\"etcd-recipes\", charset=\"UTF-8\"");
   }
   if (tls_) {
     ERR_clear_error();
