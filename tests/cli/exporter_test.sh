@@ -180,6 +180,7 @@ declare -A size=([/app/q1]=0 [/app/q2]=0 [/other/q3]=0)
 waiters=0
 hits=0
 mismatches=()
+declare -A did=([push]=0 [pop]=0 [empty]=0 [work]=0 [add]=0)
 for step in $(seq 1 100); do
   q=${queues[RANDOM % ${#queues[@]}]}
   action=$((RANDOM % 10))
@@ -187,13 +188,21 @@ for step in $(seq 1 100); do
     0 | 1 | 2 | 3)
       # shellcheck disable=SC2046  # one value per word
       run queue push "$q" $(seq -f "s$step-%g" 1 $((1 + RANDOM % 3)))
+      ((did[push] += 1))
       ;;
-    4 | 5 | 6) run queue pop "$q" --no-wait ;;
-    7) run workqueue push /app/wq "w$step" ;;
+    4 | 5 | 6)
+      run queue pop "$q" --no-wait
+      ((RC == 0 ? (did[pop] += 1) : (did[empty] += 1)))
+      ;;
+    7)
+      run workqueue push /app/wq "w$step"
+      ((did[work] += 1))
+      ;;
     8)
       n=$((1 + RANDOM % 9))
       run counter add /app/hits "$n"
       ((RC == 0)) && hits=$((hits + n))
+      ((did[add] += 1))
       ;;
     9)
       if ((waiters < 4)); then
@@ -226,6 +235,8 @@ for step in $(seq 1 100); do
     [[ $got == "$hits" ]] || mismatches+=("step $step: counter $got, added $hits")
   fi
 done
+echo "the steps: ${did[push]} pushes, ${did[pop]} pops that took an item, ${did[empty]} of an empty queue," \
+  "${did[work]} work queue pushes, ${did[add]} counter adds, $waiters lock waiters"
 check "100 random steps: after each, every queue's depth is its queue size, lock waiters and counter match" \
   eval '((${#mismatches[@]} == 0))'
 ((${#mismatches[@]} == 0)) || printf '      %s\n' "${mismatches[@]:0:10}"

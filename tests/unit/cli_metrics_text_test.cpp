@@ -69,7 +69,8 @@ TEST(CliMetricsText, LabelValuesEscapeBackslashQuoteAndNewline) {
 TEST(CliMetricsText, LeaderValueIsAnEscapedLabel) {
   const std::string text =
       render_metrics({scraped("/e", {kv("/e/billing/694d", "node \"2\"\\x\nnext", 10, 0x694d)}, 11)}, kNow);
-  EXPECT_TRUE(has_line(text, R"(etcd_recipes_election_leader_info{election="/e/billing",leader="node \"2\"\\x\nnext"} 1)"))
+  EXPECT_TRUE(
+      has_line(text, R"(etcd_recipes_election_leader_info{election="/e/billing",leader="node \"2\"\\x\nnext"} 1)"))
       << text;
   // Each series stays on its one line.
   for (const auto& line : lines_of(text)) EXPECT_FALSE(line.empty()) << text;
@@ -123,14 +124,14 @@ TEST(CliMetricsText, ASeriesIsGivenOnce) {
 }
 
 TEST(CliMetricsText, LocksSemaphoresAndTheirWaiters) {
-  const std::string text = render_metrics(
-      {scraped("/l",
-               {kv("/l/orders/7b", "host:3", 30, 0x7b), kv("/l/orders/694d", "host:1", 10, 0x694d),
-                kv("/l/orders/1a", "host:2", 20, 0x1a), kv("/l/sem/permits", "2", 5),
-                kv("/l/sem/holders/a-1", "h1", 6, 0xa), kv("/l/sem/holders/b-1", "h2", 7, 0xb),
-                kv("/l/sem/holders/c-1", "h3", 8, 0xc)},
-               40)},
-      kNow);
+  const std::string text =
+      render_metrics({scraped("/l",
+                              {kv("/l/orders/7b", "host:3", 30, 0x7b), kv("/l/orders/694d", "host:1", 10, 0x694d),
+                               kv("/l/orders/1a", "host:2", 20, 0x1a), kv("/l/sem/permits", "2", 5),
+                               kv("/l/sem/holders/a-1", "h1", 6, 0xa), kv("/l/sem/holders/b-1", "h2", 7, 0xb),
+                               kv("/l/sem/holders/c-1", "h3", 8, 0xc)},
+                              40)},
+                     kNow);
   EXPECT_TRUE(has_line(text, R"(etcd_recipes_lock_holders{lock="/l/orders",kind="lock_or_election"} 1)")) << text;
   EXPECT_TRUE(has_line(text, R"(etcd_recipes_lock_waiters{lock="/l/orders",kind="lock_or_election"} 2)")) << text;
   EXPECT_TRUE(has_line(text, R"(etcd_recipes_lock_token{lock="/l/orders",kind="lock_or_election"} 10)")) << text;
@@ -155,8 +156,7 @@ TEST(CliMetricsText, QueuesInFlightDeadLettersAndTheAgeOnlyARecordGives) {
                30)},
       kNow);
   EXPECT_TRUE(has_line(text, R"(etcd_recipes_queue_depth{queue="/q/plain",kind="queue"} 2)")) << text;
-  EXPECT_TRUE(has_line(text, R"(etcd_recipes_queue_oldest_create_revision{queue="/q/plain",kind="queue"} 11)"))
-      << text;
+  EXPECT_TRUE(has_line(text, R"(etcd_recipes_queue_oldest_create_revision{queue="/q/plain",kind="queue"} 11)")) << text;
   // A plain queue's items carry no time: no age rather than an invented one.
   EXPECT_EQ(text.find(R"(etcd_recipes_queue_oldest_age_seconds{queue="/q/plain")"), std::string::npos) << text;
   EXPECT_TRUE(has_line(text, R"(etcd_recipes_queue_depth{queue="/q/wq",kind="work_queue"} 2)")) << text;
@@ -165,11 +165,12 @@ TEST(CliMetricsText, QueuesInFlightDeadLettersAndTheAgeOnlyARecordGives) {
   EXPECT_TRUE(has_line(text, R"(etcd_recipes_workqueue_dead_letters{queue="/q/wq"} 1)")) << text;
 
   // The oldest ready item without a time in its record: no age either.
-  const std::string plain_record = render_metrics(
-      {scraped("/w", {kv("/w/items/a", wr::encode_work_record("now"), 5),
-                      kv("/w/items/b", wr::encode_work_record("due", kNow - 90'000), 6)},
-               7)},
-      kNow);
+  const std::string plain_record =
+      render_metrics({scraped("/w",
+                              {kv("/w/items/a", wr::encode_work_record("now"), 5),
+                               kv("/w/items/b", wr::encode_work_record("due", kNow - 90'000), 6)},
+                              7)},
+                     kNow);
   EXPECT_EQ(plain_record.find("etcd_recipes_queue_oldest_age_seconds{"), std::string::npos) << plain_record;
 }
 
@@ -178,14 +179,14 @@ TEST(CliMetricsText, BarriersCountersAndServices) {
     return R"({"name":")" + name + R"(","id":")" + id +
            R"(","address":"10.0.0.1","port":80,"sslPort":null,"payload":null,"registrationTimeUTC":1,"enabled":true})";
   };
-  const std::string text = render_metrics(
-      {scraped("/x",
-               {kv("/x/start/parties/a", "", 3, 0xa), kv("/x/start/parties/b", "", 4, 0xb), kv("/x/hits", "-7", 5),
-                kv("/x/gate", "me", 6, 0xc), kv("/x/gate/set-by", "me", 6),
-                kv("/x/services/api/a1", instance("api", "a1"), 7, 0xd),
-                kv("/x/services/api/a2", instance("api", "a2"), 8, 0xe)},
-               9)},
-      kNow);
+  const std::string text =
+      render_metrics({scraped("/x",
+                              {kv("/x/start/parties/a", "", 3, 0xa), kv("/x/start/parties/b", "", 4, 0xb),
+                               kv("/x/hits", "-7", 5), kv("/x/gate", "me", 6, 0xc), kv("/x/gate/set-by", "me", 6),
+                               kv("/x/services/api/a1", instance("api", "a1"), 7, 0xd),
+                               kv("/x/services/api/a2", instance("api", "a2"), 8, 0xe)},
+                              9)},
+                     kNow);
   EXPECT_NE(text.find(R"(etcd_recipes_barrier_parties{barrier="/x/start",kind=")"), std::string::npos) << text;
   EXPECT_NE(text.find(R"(barrier="/x/start",kind="count_or_double_barrier"} 2)"), std::string::npos) << text;
   EXPECT_TRUE(has_line(text, R"(etcd_recipes_barrier_set{barrier="/x/gate"} 1)")) << text;

@@ -53,11 +53,11 @@ TEST(CliParse, LongDurationsSaturate) {
 
 TEST(CliParse, NearestWordForATypo) {
   const std::vector<std::string> commands = {"kv", "lease", "lock", "semaphore", "rwlock", "workqueue", "status"};
-  EXPECT_EQ(nearest_word("lcok", commands), "lock");        // two letters swapped: one edit
+  EXPECT_EQ(nearest_word("lcok", commands), "lock");  // two letters swapped: one edit
   EXPECT_EQ(nearest_word("loc", commands), "lock");
   EXPECT_EQ(nearest_word("workqeue", commands), "workqueue");
   EXPECT_EQ(nearest_word("semaphor", commands), "semaphore");
-  EXPECT_EQ(nearest_word("frobnicate", commands), "");     // nothing close: no guess
+  EXPECT_EQ(nearest_word("frobnicate", commands), "");  // nothing close: no guess
   EXPECT_EQ(nearest_word("xy", commands), "");
   EXPECT_EQ(nearest_word("gett", {"get", "put", "del", "watch", "compact"}), "get");
 }
@@ -89,8 +89,8 @@ TEST(CliParse, ListenAddresses) {
   EXPECT_EQ(hp("[::1]:0"), "::1 0");
   EXPECT_EQ(hp("0.0.0.0:65535"), "0.0.0.0 65535");
   EXPECT_EQ(hp("metrics.example:80"), "metrics.example 80");
-  for (const char* bad : {"", "9464", ":9464", "::1:9464", "[::1]", "host:", "host:65536", "host:-1", "host:9x",
-                          "[]:1", "a b:1"}) {
+  for (const char* bad :
+       {"", "9464", ":9464", "::1:9464", "[::1]", "host:", "host:65536", "host:-1", "host:9x", "[]:1", "a b:1"}) {
     EXPECT_EQ(hp(bad), "none") << '"' << bad << '"';
   }
 }

@@ -83,7 +83,8 @@ int run_exporter(Context& ctx, const ExporterArgs& a) {
   ctx.client();  // built once, before the server's threads share it
   const std::string index = index_page(a.prefixes);
   server.get("/", [index](const httplib::Request&, httplib::Response& res) { res.set_content(index, "text/plain"); });
-  server.get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
+  server.get("/healthz",
+             [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
   server.get("/metrics", [&ctx, &a](const httplib::Request&, httplib::Response& res) {
     std::vector<metrics::PrefixScrape> scrapes;
     for (const auto& prefix : a.prefixes) scrapes.push_back(scrape(ctx, prefix));
@@ -114,8 +115,8 @@ void add_exporter_commands(Commands& commands) {
       "recipe's collections (a queue's items, a lock's waiters, ...) are counted exactly by count-only reads and only "
       "their head is read, so a scrape costs a few requests per recipe whatever their sizes. A PREFIX that cannot be "
       "read (etcd down, no permission) gives etcd_recipes_exporter_up{prefix} 0 and a comment line with the cause, "
-      "which is also said on stderr; the scrape still answers. / is a short page, /healthz answers ok. docs/exporter.md "
-      "lists the metrics.\n\n"
+      "which is also said on stderr; the scrape still answers. / is a short page, /healthz answers ok. "
+      "docs/exporter.md lists the metrics.\n\n"
       "Exit codes:\n"
       "  0      stopped by SIGINT or SIGTERM\n"
       "  1      the address could not be bound\n"

@@ -168,9 +168,9 @@ HttpServer::HttpServer(const HttpOptions& options, std::string what, int verbose
   });
   if (verbose_ > 0) {
     server_->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                                            request_start)
-                          .count();
+      const auto ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - request_start)
+              .count();
       std::cerr << cat(kProgram, " ", what_, ": ", req.method, " ", req.path, " ", res.status, " from ",
                        req.remote_addr, ":", req.remote_port, " in ", ms, " ms\n")
                 << std::flush;
@@ -198,8 +198,8 @@ void HttpServer::serve(std::stop_token stop) {
   int port = address_.port;
   const bool bound = port == 0 ? (port = server.bind_to_any_port(host)) > 0 : server.bind_to_port(host, port);
   if (!bound) {
-    throw std::runtime_error(cat(what_, ": cannot listen on ", shown, ":", address_.port,
-                                 " (in use, or not an address of this host)"));
+    throw std::runtime_error(
+        cat(what_, ": cannot listen on ", shown, ":", address_.port, " (in use, or not an address of this host)"));
   }
   std::cerr << cat(kProgram, " ", what_, ": serving ", tls_ ? "https" : "http", "://", shown, ":", port, "\n")
             << std::flush;

@@ -18,7 +18,8 @@ namespace etcd_cli::metrics {
 // One prefix's part of a scrape: its report, or why it could not be read.
 struct PrefixScrape {
   std::string prefix;  // as the command line gave it: the `prefix` label
-  std::optional<etcd::recipes::inspect::Report> report;  // none: the read failed
+  // What was read; none: the read failed.
+  std::optional<etcd::recipes::inspect::Report> report;
   std::string error;       // why the read failed (a comment line in the text)
   std::string stopped_at;  // a summary that stopped before the end: where (a comment line)
   double seconds = 0;      // how long the read took
