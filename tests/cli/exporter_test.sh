@@ -115,6 +115,9 @@ check "a non-loopback --listen without TLS or --insecure: exit 2 at once, naming
   eval '((RC == 2)) && ((SECONDS - start < 10)) && [[ $ERR == *--insecure* && $ERR == *--tls-cert* ]]'
 check "... and nothing listened on its port" eval '! listening $port'
 
+run exporter /app --listen "127.0.0.1:${EP##*:}"
+check "an address in use (etcd's own port): exit 1, saying so" eval '((RC == 1)) && [[ $ERR == *"cannot listen on"* ]]'
+
 # --- recipe state, made by the tool -------------------------------------------------------
 
 spawn holder lock /app/lock --ttl 10 -- sleep 600

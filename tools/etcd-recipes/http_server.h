@@ -34,7 +34,6 @@
 #include <httplib.h>
 
 #include <memory>
-#include <optional>
 #include <stop_token>
 #include <string>
 
