@@ -14,6 +14,7 @@
 #include "etcd/recipes/inspect.h"
 #include "metrics_text.h"
 #include "recipes/queues/work_record.h"
+#include "unit/test_keys.h"
 
 namespace etcd_cli::metrics {
 namespace {
@@ -23,14 +24,7 @@ namespace wr = etcd::recipes::detail;
 
 constexpr int64_t kNow = 1'700'000'000'000;
 
-etcd::KeyValue kv(std::string key, std::string value, int64_t create, int64_t lease = 0) {
-  return etcd::KeyValue{.key = std::move(key),
-                        .value = std::move(value),
-                        .create_revision = create,
-                        .mod_revision = create,
-                        .version = 1,
-                        .lease = lease};
-}
+using test_keys::kv;
 
 PrefixScrape scraped(std::string prefix, std::vector<etcd::KeyValue> kvs, int64_t revision) {
   PrefixScrape s;
