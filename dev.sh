@@ -37,6 +37,8 @@ PACKAGES=(
   nftables # partitions between members (etcd/testing/private_network.h)
   file strace # cpack -G DEB runs file(1); tests/packaging traces the consumer build
   pybind11-dev python3-dev python3-pytest python3-etcd3
+  libcpp-httplib-dev # the exporter's HTTP server (tools/etcd-recipes/http_server.h)
+  python3-prometheus-client python3-yaml # tests/cli/exporter_test.sh parses its metrics, docs' alert rules
 )
 
 install_packages() {

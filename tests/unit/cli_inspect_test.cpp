@@ -12,21 +12,14 @@
 #include "etcd/recipes/inspect.h"
 #include "inspect_text.h"
 #include "recipes/queues/work_record.h"
+#include "unit/test_keys.h"
 
 namespace etcd_cli::inspect {
 namespace {
 
 using namespace etcd::recipes::inspect;
 
-etcd::KeyValue kv(std::string key, std::string value, int64_t create, int64_t lease = 0, int64_t mod = 0,
-                  int64_t version = 1) {
-  return etcd::KeyValue{.key = std::move(key),
-                        .value = std::move(value),
-                        .create_revision = create,
-                        .mod_revision = mod ? mod : create,
-                        .version = version,
-                        .lease = lease};
-}
+using test_keys::kv;
 
 const Recipe& only(const Report& r) {
   EXPECT_EQ(r.recipes.size(), 1u);

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "parse.h"
@@ -52,11 +53,11 @@ TEST(CliParse, LongDurationsSaturate) {
 
 TEST(CliParse, NearestWordForATypo) {
   const std::vector<std::string> commands = {"kv", "lease", "lock", "semaphore", "rwlock", "workqueue", "status"};
-  EXPECT_EQ(nearest_word("lcok", commands), "lock");        // two letters swapped: one edit
+  EXPECT_EQ(nearest_word("lcok", commands), "lock");  // two letters swapped: one edit
   EXPECT_EQ(nearest_word("loc", commands), "lock");
   EXPECT_EQ(nearest_word("workqeue", commands), "workqueue");
   EXPECT_EQ(nearest_word("semaphor", commands), "semaphore");
-  EXPECT_EQ(nearest_word("frobnicate", commands), "");     // nothing close: no guess
+  EXPECT_EQ(nearest_word("frobnicate", commands), "");  // nothing close: no guess
   EXPECT_EQ(nearest_word("xy", commands), "");
   EXPECT_EQ(nearest_word("gett", {"get", "put", "del", "watch", "compact"}), "get");
 }
@@ -76,6 +77,29 @@ TEST(CliParse, LeaseIds) {
 TEST(CliParse, BadLeaseIdsAreRefused) {
   for (const char* bad : {"", "0", "0x", "0x0", "xyz", "12g", "-5", "10000000000000000", "0x1_f", " 12"}) {
     EXPECT_EQ(parse_lease_id(bad), std::nullopt) << '"' << bad << '"';
+  }
+}
+
+TEST(CliParse, ListenAddresses) {
+  const auto hp = [](std::string_view text) {
+    const auto a = parse_host_port(text);
+    return a ? a->host + " " + std::to_string(a->port) : std::string("none");
+  };
+  EXPECT_EQ(hp("127.0.0.1:9464"), "127.0.0.1 9464");
+  EXPECT_EQ(hp("[::1]:0"), "::1 0");
+  EXPECT_EQ(hp("0.0.0.0:65535"), "0.0.0.0 65535");
+  EXPECT_EQ(hp("metrics.example:80"), "metrics.example 80");
+  for (const char* bad :
+       {"", "9464", ":9464", "::1:9464", "[::1]", "host:", "host:65536", "host:-1", "host:9x", "[]:1", "a b:1"}) {
+    EXPECT_EQ(hp(bad), "none") << '"' << bad << '"';
+  }
+}
+
+TEST(CliParse, OnlyLoopbackAddressesAreLoopback) {
+  for (const char* host : {"127.0.0.1", "127.1.2.3", "localhost", "::1"}) EXPECT_TRUE(is_loopback_host(host)) << host;
+  for (const char* host : {"0.0.0.0", "::", "10.0.0.1", "127.0.0.1.example", "127.0.0", "127.0.0.256", "1127.0.0.1",
+                           "localhost.example", "myhost"}) {
+    EXPECT_FALSE(is_loopback_host(host)) << host;
   }
 }
 

@@ -11,18 +11,12 @@
 #include <vector>
 
 #include "recipes/queues/work_record.h"
+#include "unit/test_keys.h"
 
 namespace etcd::recipes::inspect {
 namespace {
 
-etcd::KeyValue kv(std::string key, std::string value, int64_t create, int64_t lease = 0) {
-  return etcd::KeyValue{.key = std::move(key),
-                        .value = std::move(value),
-                        .create_revision = create,
-                        .mod_revision = create,
-                        .version = 1,
-                        .lease = lease};
-}
+using test_keys::kv;
 
 // ~<R>-<lease>-<n>: a key of the ordered contender layout on `lease`.
 std::string ordered(int64_t revision, int64_t lease, int n) {

@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -13,6 +12,7 @@
 #include "etcd/recipes/inspect.h"
 #include "inspect_text.h"
 #include "simple_format.h"
+#include "summary_reader.h"
 
 namespace etcd_cli {
 namespace {
@@ -20,154 +20,8 @@ namespace {
 namespace in = etcd::recipes::inspect;
 namespace text = etcd_cli::inspect;
 
-constexpr int64_t kPageSize = 1000;
-// A summary's reads: pages of this many keys; a collection still going on
-// at a page's end is counted and only its head read (kHead keys by creation,
-// or the first key of each of at most kGroups producers); it stops after
-// kMaxLoose keys outside collections; it asks the TTL of at most kMaxLeases
-// leases. Bounded in time and output whatever the prefix holds.
-constexpr int64_t kSummaryPage = 500;
-constexpr int64_t kHead = 20;
-constexpr int kGroups = 64;
-constexpr size_t kMaxLoose = 10'000;
-constexpr size_t kMaxLeases = 200;
+// A summary's text: at most this many lines per recipe and recipes.
 constexpr text::RenderLimits kSummaryLimits{.lines_per_recipe = 10, .recipes = 40};
-
-struct Snapshot {
-  std::vector<etcd::KeyValue> kvs;
-  int64_t revision = 0;
-  std::map<std::string, int64_t> totals;  // summarised collections' sizes (by directory)
-  std::string stopped_at;                 // a summary that stopped walking before the end: where
-};
-
-etcd::GetResponse get_at(Context& ctx, const std::string& key, etcd::GetOptions options, const std::string& what) {
-  return check(ctx.client().get(key, options).timeout(ctx.timeout()).stop_token(ctx.stop()).wait(), what);
-}
-
-// Summarises the collection `c` at `s.revision`: its exact size, and its
-// head instead of the keys of it already read.
-void summarise(Context& ctx, const in::Collection& c, Snapshot& s, const std::string& what) {
-  const std::string end = etcd::prefix_range_end(c.dir);
-  s.totals[c.dir] = get_at(ctx, c.dir, {.range_end = end, .revision = s.revision, .count_only = true}, what).count;
-  if (c.head == in::Collection::Head::kByKey) return;  // the keys read so far are its first by key
-  std::erase_if(s.kvs, [&](const etcd::KeyValue& kv) { return kv.key.starts_with(c.dir); });
-  if (c.head == in::Collection::Head::kByCreation) {
-    // etcd sorts the collection to answer (its cost grows with the waiters,
-    // the answer does not).
-    auto head = get_at(ctx, c.dir,
-                       {.range_end = end,
-                        .limit = kHead,
-                        .revision = s.revision,
-                        .sort_order = etcd::SortOrder::kAscend,
-                        .sort_target = etcd::SortTarget::kCreate},
-                       what);
-    for (auto& kv : head.kvs) s.kvs.push_back(std::move(kv));
-    return;
-  }
-  // Queue items: a producer names the items of one Txn ~<revision>-
-  // <producer>-<seq> in order, the revision one it had seen before (older
-  // layouts: <producer>-<seq>), so the first key of each group is its
-  // oldest and the first groups hold the queue's head. One read per group,
-  // skipping the rest of it.
-  std::string from = c.dir;
-  for (int group = 0; group < kGroups && from < end; ++group) {
-    auto first = get_at(ctx, from, {.range_end = end, .limit = 1, .revision = s.revision}, what);
-    if (first.kvs.empty()) break;
-    etcd::KeyValue kv = std::move(first.kvs.front());
-    const size_t dash = kv.key.rfind('-');
-    from = dash != std::string::npos && dash >= c.dir.size() ? etcd::prefix_range_end(kv.key.substr(0, dash + 1))
-                                                             : kv.key + '\0';
-    s.kvs.push_back(std::move(kv));
-  }
-}
-
-// The key `base` and the keys under `base/`, at one revision, in pages,
-// summarising every collection a page ends in (above). Holds O(pages
-// read) keys.
-Snapshot read_summary(Context& ctx, const std::string& base, const std::string& what) {
-  Snapshot s;
-  const std::string from = base.empty() ? std::string(etcd::kFromKey) : base + "/";
-  const std::string end = base.empty() ? std::string(etcd::kFromKey) : etcd::prefix_range_end(base + "/");
-  std::string key = from;
-  size_t loose = 0;
-  for (;;) {
-    auto page = get_at(ctx, key, {.range_end = end, .limit = kSummaryPage, .revision = s.revision}, what);
-    if (s.revision == 0) s.revision = page.header.revision;
-    if (page.kvs.empty()) break;
-    const auto last = in::collection_of(page.kvs.back());
-    std::string next = page.kvs.back().key + '\0';
-    for (auto& kv : page.kvs) {
-      if (!last || !kv.key.starts_with(last->dir)) ++loose;
-      s.kvs.push_back(std::move(kv));
-    }
-    if (!page.more) break;
-    if (last) {
-      summarise(ctx, *last, s, what);
-      next = etcd::prefix_range_end(last->dir);
-      if (!end.empty() && end != etcd::kFromKey && next >= end) break;
-    }
-    if (loose >= kMaxLoose) {
-      s.stopped_at = next;
-      break;
-    }
-    key = std::move(next);
-  }
-  // A collection's head may repeat keys a page had read.
-  std::sort(s.kvs.begin(), s.kvs.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
-  s.kvs.erase(std::unique(s.kvs.begin(), s.kvs.end(), [](const auto& a, const auto& b) { return a.key == b.key; }),
-              s.kvs.end());
-  if (!base.empty()) {
-    auto self = get_at(ctx, base, {.revision = s.revision}, what);
-    for (auto& kv : self.kvs) s.kvs.push_back(std::move(kv));
-  }
-  return s;
-}
-
-// The key `base` and every key under `base/` (every key when base is
-// empty), all at one revision: the first page fixes it, later pages and
-// the key itself are read at it. Pages keep each response small however
-// big the prefix is.
-Snapshot read_at_one_revision(Context& ctx, const std::string& base, const std::string& what) {
-  Snapshot s;
-  const std::string from = base.empty() ? std::string(etcd::kFromKey) : base + "/";
-  const std::string end = base.empty() ? std::string(etcd::kFromKey) : etcd::prefix_range_end(base + "/");
-  std::string key = from;
-  for (;;) {
-    etcd::GetOptions options;
-    options.range_end = end;
-    options.limit = kPageSize;
-    options.revision = s.revision;
-    auto page = check(ctx.client().get(key, options).timeout(ctx.timeout()).stop_token(ctx.stop()).wait(), what);
-    if (s.revision == 0) s.revision = page.header.revision;
-    for (auto& kv : page.kvs) s.kvs.push_back(std::move(kv));
-    if (!page.more || s.kvs.empty()) break;
-    key = s.kvs.back().key + '\0';
-  }
-  if (!base.empty()) {
-    etcd::GetOptions options;
-    options.revision = s.revision;
-    auto self = check(ctx.client().get(base, options).timeout(ctx.timeout()).stop_token(ctx.stop()).wait(), what);
-    for (auto& kv : self.kvs) s.kvs.push_back(std::move(kv));
-  }
-  return s;
-}
-
-// What each lease the keys carry has left. Asked after the read: a lease
-// that expired since shows as expired (its keys are gone by now).
-text::Leases read_leases(Context& ctx, const std::vector<etcd::KeyValue>& kvs, const std::string& what,
-                         size_t max_leases) {
-  std::set<int64_t> ids;
-  for (const auto& kv : kvs) {
-    if (kv.lease != 0 && (max_leases == 0 || ids.size() < max_leases)) ids.insert(kv.lease);
-  }
-  text::Leases leases;
-  for (int64_t id : ids) {
-    auto ttl = check(ctx.client().lease_time_to_live(id).timeout(ctx.timeout()).stop_token(ctx.stop()).wait(),
-                     what + ": lease " + lease_hex(id));
-    leases[id] = text::LeaseTtl{.ttl = ttl.ttl, .granted = ttl.granted_ttl};
-  }
-  return leases;
-}
 
 nlohmann::json entry_json(const in::Entry& e, const text::Leases& leases) {
   nlohmann::json j = {{"role", in::role_id(e.role)},       {"key", base64(e.kv.key)},
@@ -242,10 +96,7 @@ nlohmann::json report_json(const std::string& prefix, const in::Report& report, 
 }
 
 int run_inspect(Context& ctx, std::string prefix, bool json_alias, bool all) {
-  // A path, as `cache` takes it: "/locks" and "/locks/" both mean the key
-  // /locks and the keys under /locks/, never /locksmith.
-  std::string base = prefix;
-  while (!base.empty() && base.back() == '/') base.pop_back();
+  const std::string base = prefix_base(prefix);
   const std::string what = "inspect " + prefix;
   Snapshot s = all ? read_at_one_revision(ctx, base, what) : read_summary(ctx, base, what);
   const text::Leases leases = read_leases(ctx, s.kvs, what, all ? 0 : kMaxLeases);

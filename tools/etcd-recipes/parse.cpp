@@ -115,4 +115,38 @@ std::optional<int64_t> parse_lease_id(std::string_view text) {
   return id;
 }
 
+std::optional<HostPort> parse_host_port(std::string_view text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  std::string_view host = text.substr(0, colon);
+  const std::string_view port = text.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  } else if (host.find(':') != std::string_view::npos) {
+    return std::nullopt;  // an IPv6 address goes in brackets
+  }
+  if (host.empty() || host.find_first_of("[] /") != std::string_view::npos) return std::nullopt;
+  int number = -1;
+  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), number);
+  if (port.empty() || ec != std::errc{} || end != port.data() + port.size() || number < 0 || number > 65535) {
+    return std::nullopt;
+  }
+  return HostPort{std::string(host), number};
+}
+
+bool is_loopback_host(std::string_view host) {
+  if (host == "localhost" || host == "::1") return true;
+  // 127.0.0.0/8, as four decimal numbers.
+  if (!host.starts_with("127.")) return false;
+  int parts = 0;
+  for (size_t at = 0; at <= host.size(); ++parts) {
+    const size_t dot = std::min(host.find('.', at), host.size());
+    int octet = -1;
+    const auto [end, ec] = std::from_chars(host.data() + at, host.data() + dot, octet);
+    if (dot == at || ec != std::errc{} || end != host.data() + dot || octet > 255) return false;
+    at = dot + 1;
+  }
+  return parts == 4;
+}
+
 }  // namespace etcd_cli

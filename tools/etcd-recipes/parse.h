@@ -30,6 +30,20 @@ bool past_max_duration(std::string_view text);
 // sixteen. Zero is not a lease.
 std::optional<int64_t> parse_lease_id(std::string_view text);
 
+// A server's listening address, "HOST:PORT" ("[::1]:PORT" for IPv6; PORT 0
+// lets the system pick a free one). HOST is an address or a name; empty
+// is not allowed (say 0.0.0.0 or [::] for every interface).
+struct HostPort {
+  std::string host;  // without brackets
+  int port = 0;
+};
+std::optional<HostPort> parse_host_port(std::string_view text);
+
+// Whether `host` (as parse_host_port gives it) is this host's loopback
+// only: localhost, 127.0.0.0/8 or ::1. Every other name or address, the
+// wildcard ones included, may be reached from other hosts.
+bool is_loopback_host(std::string_view host);
+
 // The candidate closest to `word` (edits: insert, delete, replace, swap
 // two neighbours), if it is close enough to be a likely typo: at most 1
 // edit for words of up to 4 letters, 2 for longer ones. Empty if none.

@@ -13,9 +13,8 @@ void append_hex(std::string& out, unsigned char c) {
   out += kDigits[c & 0xf];
 }
 
-// The length of the valid UTF-8 sequence of two or more bytes starting at
-// bytes[i] (0 if there is none): no overlong forms, no surrogates, nothing
-// past U+10FFFF, and no C1 control (U+0080..U+009F, which terminals act on).
+}  // namespace
+
 size_t utf8_sequence(std::string_view bytes, size_t i) {
   const auto at = [&](size_t k) { return static_cast<unsigned char>(bytes[k]); };
   const unsigned char c = at(i);
@@ -42,8 +41,6 @@ size_t utf8_sequence(std::string_view bytes, size_t i) {
   }
   return n;
 }
-
-}  // namespace
 
 std::string simple_field(std::string_view bytes) {
   std::string out;

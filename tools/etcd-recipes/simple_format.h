@@ -14,11 +14,18 @@
 // key or value reads the same as before it was encoded.
 #pragma once
 
+#include <cstddef>
 #include <initializer_list>
 #include <string>
 #include <string_view>
 
 namespace etcd_cli {
+
+// The length of the valid UTF-8 sequence of two or more bytes starting at
+// bytes[i] (0 if there is none): no overlong forms, no surrogates, nothing
+// past U+10FFFF, and no C1 control (U+0080..U+009F, which terminals act on).
+// The other text formats of the tool (Prometheus labels) escape by it too.
+size_t utf8_sequence(std::string_view bytes, size_t i);
 
 // One field: `bytes` escaped as above. Never contains a space, a tab, a
 // newline, '=' or a backslash that does not start an escape.
