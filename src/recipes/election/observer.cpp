@@ -6,6 +6,7 @@
 #include "../core/client_link.h"
 #include "../core/prefix_view.h"
 #include "../core/recipe_core.h"
+#include "../core/view_lifecycle.h"
 #include "client/listener_set.h"
 #include "etcd/recipes/election.h"
 #include "participants.h"
@@ -27,12 +28,7 @@ class ObserverState : public std::enable_shared_from_this<ObserverState> {
   // Called once, right after construction: the view's handler refers back
   // to this state weakly (the view lives inside it). Its batches and this
   // observer's listeners share the recipe's strand.
-  void attach() {
-    std::weak_ptr<ObserverState> weak = shared_from_this();
-    view = PrefixView::create(core, prefix, PrefixView::Options(), [weak](const ViewBatch& batch) {
-      if (auto self = weak.lock()) self->on_batch(batch);
-    });
-  }
+  void attach() { view = ViewLifecycle::attach(shared_from_this(), core, prefix, PrefixView::Options()); }
 
   const std::shared_ptr<RecipeCore> core;
   const Status input_status;
@@ -42,40 +38,16 @@ class ObserverState : public std::enable_shared_from_this<ObserverState> {
   ListenerSet<const std::optional<LeaderInfo>&> listeners;
 
   mutable std::mutex mu;
-  bool started = false;
   bool initialized = false;
   std::optional<LeaderInfo> current;
-  Subscription client_state_sub;
-
-  void start() {
-    {
-      std::lock_guard lock(mu);
-      if (started) return;
-      started = true;
-    }
-    auto link = core->link();
-    if (!link) return;
-    std::weak_ptr<RecipeCore> weak = core;
-    auto sub = link->client().on_state_change([weak](ConnectionState state) {
-      if (auto c = weak.lock()) c->set_state(state);
-    });
-    {
-      std::lock_guard lock(mu);
-      client_state_sub = std::move(sub);
-    }
-    view->start();
-  }
-
-  // After the close gate (which wakes wait_initialized() and stops the view).
-  void stop() {
-    Subscription sub;
-    {
-      std::lock_guard lock(mu);
-      sub = std::move(client_state_sub);
-    }
-  }
 
  private:
+  friend class ViewLifecycle;  // reaches start(), stop() and on_batch()
+
+  void start() { lifecycle_.start(core, *view); }
+  // After the close gate (which wakes wait_initialized() and stops the view).
+  void stop() { lifecycle_.stop(); }
+
   // On the strand, once per revision of the view (and once after a resync).
   void on_batch(const ViewBatch& batch) {
     if (batch.kind == ViewBatch::Kind::kResynced &&
@@ -100,6 +72,8 @@ class ObserverState : public std::enable_shared_from_this<ObserverState> {
     // On the strand, from the running view (work in flight): the link is there.
     if (auto link = core->link()) listeners.notify(link->strand(), core->throw_sink(), leader);
   }
+
+  ViewLifecycle lifecycle_;
 };
 
 }  // namespace detail
@@ -110,8 +84,6 @@ LeaderObserver::LeaderObserver(Client client, std::string name)
 LeaderObserver::LeaderObserver(Client client, std::string name, RecipeOptions options)
     : state_(std::make_shared<detail::ObserverState>(std::move(client), std::move(name), std::move(options))) {
   state_->attach();
-  state_->core->set_start_action([s = state_] { s->start(); });
-  state_->core->set_close_action([s = state_] { s->stop(); });
   bind_recipe(state_->core);
 }
 
