@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "etcd_recipes.h"
 
@@ -53,6 +54,14 @@ static inline int wait_flag(atomic_int* flag, int64_t ms) {
   int64_t end = now_ms() + ms;
   while (atomic_load(flag) == 0 && now_ms() < end) sleep_ms(5);
   return atomic_load(flag);
+}
+
+/* Sets `prefix` to /TEST/<pid>-<ns>, a name no other run uses, and returns it. */
+static inline const char* set_prefix(const char* test) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  snprintf(prefix, sizeof prefix, "/%s/%ld-%ld", test, (long)getpid(), (long)ts.tv_nsec);
+  return prefix;
 }
 
 static inline const char* name_of(const char* what) {

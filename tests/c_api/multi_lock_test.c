@@ -17,10 +17,8 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: %s ENDPOINT\n", argv[0]);
     return 2;
   }
-  char p[128], a[160], b[160], c[160], bad[160];
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  snprintf(p, sizeof p, "/c_api_multi_lock/%ld-%ld", (long)getpid(), (long)ts.tv_nsec);
+  const char* p = set_prefix("c_api_multi_lock");
+  char a[160], b[160], c[160], bad[160];
   snprintf(a, sizeof a, "%s/a", p);
   snprintf(b, sizeof b, "%s/b", p);
   snprintf(c, sizeof c, "%s/c", p);

@@ -151,10 +151,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: %s ENDPOINT\n", argv[0]);
     return 2;
   }
-  char prefix[128];
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  snprintf(prefix, sizeof prefix, "/c_api_queue_remove/%ld-%ld", (long)getpid(), (long)ts.tv_nsec);
+  set_prefix("c_api_queue_remove");
   etcdr_client* c = make_client(argv[argc - 1]);
   check_plain_queue(c, prefix);
   check_priority_queue(c, prefix);

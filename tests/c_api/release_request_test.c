@@ -31,10 +31,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: %s ENDPOINT\n", argv[0]);
     return 2;
   }
-  char name[128];
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  snprintf(name, sizeof name, "/c_api_release_request/%ld-%ld", (long)getpid(), (long)ts.tv_nsec);
+  const char* name = set_prefix("c_api_release_request");
 
   etcdr_client* c1 = make_client(argv[argc - 1]);
   etcdr_client* c2 = make_client(argv[argc - 1]);

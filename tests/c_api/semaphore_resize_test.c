@@ -17,10 +17,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: %s ENDPOINT\n", argv[0]);
     return 2;
   }
-  char name[128];
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  snprintf(name, sizeof name, "/c_api_semaphore_resize/%ld-%ld", (long)getpid(), (long)ts.tv_nsec);
+  const char* name = set_prefix("c_api_semaphore_resize");
 
   etcdr_client_options o;
   etcdr_client_options_init(&o, sizeof o);
