@@ -162,6 +162,14 @@ TEST_F(KeyspaceViewTest, AThousandKeyViewCutOffAcrossACompactionEmitsExactlyTheD
   proxy_->restore();
 
   ASSERT_TRUE(eventually([&] { return view.resyncs() == 1; }, 30s));
+  // The counter moves when the view resyncs; listeners hear the kReset
+  // afterwards, on the client's executor.
+  ASSERT_TRUE(eventually(
+      [&] {
+        std::lock_guard lock(heard_mu);
+        return heard.size() >= 1003u;
+      },
+      30s));
   int64_t truth_rev = 0;
   const KeyspaceKvMap truth = keyspace_truth(client(), p, &truth_rev);
   ASSERT_EQ(truth.size(), 1000u - 100u + 100u);
