@@ -39,6 +39,7 @@ PACKAGES=(
   pybind11-dev python3-dev python3-pytest python3-etcd3
   libcpp-httplib-dev # the exporter's HTTP server (tools/etcd-recipes/http_server.h)
   python3-prometheus-client python3-yaml # tests/cli/exporter_test.sh parses its metrics, docs' alert rules
+  chromium chromium-driver python3-selenium # tests/cli/dashboard_test.sh drives the dashboard's page
 )
 
 install_packages() {

@@ -21,6 +21,7 @@ void add_cache_commands(Commands& commands);      // cache PREFIX
 void add_discovery_commands(Commands& commands);  // discovery register, list, pick
 void add_inspect_commands(Commands& commands);    // inspect PREFIX
 void add_exporter_commands(Commands& commands);   // exporter PREFIX...
+void add_dashboard_commands(Commands& commands);  // dashboard PREFIX...
 void add_value_commands(Commands& commands);      // value get, set, cas, watch
 void add_group_commands(Commands& commands);      // group join, list
 void add_reap_commands(Commands& commands);       // reap PREFIX

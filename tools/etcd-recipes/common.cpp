@@ -245,12 +245,6 @@ std::vector<std::string> split_endpoints(std::string_view csv) {
 
 // --- formatting -----------------------------------------------------------------
 
-std::string lease_hex(int64_t id) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(id));
-  return buf;
-}
-
 std::string member_hex(uint64_t id) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(id));
@@ -272,28 +266,6 @@ std::string human_bytes(int64_t bytes) {
     os << std::fixed << std::setprecision(v < 10 ? 1 : 0) << v << ' ' << kUnits[u];
   }
   return os.str();
-}
-
-std::string base64(std::string_view bytes) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 3 <= bytes.size(); i += 3) {
-    uint32_t n = static_cast<uint32_t>(static_cast<unsigned char>(bytes[i])) << 16 |
-                 static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8 |
-                 static_cast<unsigned char>(bytes[i + 2]);
-    for (int shift : {18, 12, 6, 0}) out += kAlphabet[(n >> shift) & 63];
-  }
-  if (size_t rest = bytes.size() - i; rest > 0) {
-    uint32_t n = static_cast<uint32_t>(static_cast<unsigned char>(bytes[i])) << 16;
-    if (rest == 2) n |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8;
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += rest == 2 ? kAlphabet[(n >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
 }
 
 std::string dump_json(const nlohmann::json& j, int indent) {

@@ -23,6 +23,7 @@
 #include "etcd/client.h"
 #include "etcd/status.h"
 #include "parse.h"
+#include "simple_format.h"
 
 namespace etcd_cli {
 
@@ -139,12 +140,10 @@ std::vector<std::string> split_endpoints(std::string_view csv);
 
 // --- formatting -------------------------------------------------------------
 
-std::string lease_hex(int64_t id);    // 16 hex digits, zero-padded
 std::string member_hex(uint64_t id);  // unpadded, as etcdctl prints member ids
 std::string human_bytes(int64_t bytes);
-// Keys and values are arbitrary bytes: in JSON output they are base64
-// (RFC 4648, with padding), as etcdctl -w json writes them.
-std::string base64(std::string_view bytes);
+// lease_hex() and base64() (JSON output's keys and values) are in
+// simple_format.h.
 // Every string in JSON output is made of the tool's own text, hex ids and
 // base64, so it is valid UTF-8.
 std::string dump_json(const nlohmann::json& j, int indent = -1);

@@ -29,24 +29,6 @@ struct ExporterArgs {
   HttpOptions http;
 };
 
-// Whether the keys read for `outer` include some of `inner`'s.
-bool covers(const std::string& outer, const std::string& inner) {
-  return outer.empty() || inner == outer || inner.starts_with(outer + "/");
-}
-
-// Prefixes that share keys would give the same series twice.
-void check_prefixes(const std::vector<std::string>& prefixes) {
-  for (size_t i = 0; i < prefixes.size(); ++i) {
-    for (size_t j = i + 1; j < prefixes.size(); ++j) {
-      const std::string a = prefix_base(prefixes[i]), b = prefix_base(prefixes[j]);
-      if (covers(a, b) || covers(b, a)) {
-        throw UsageError(cat("prefixes \"", prefixes[i], "\" and \"", prefixes[j],
-                             "\" overlap: give each recipe's keys under one PREFIX only"));
-      }
-    }
-  }
-}
-
 // One prefix's summary at this scrape, or why it could not be read (said
 // on stderr too).
 metrics::PrefixScrape scrape(Context& ctx, const std::string& prefix) {
@@ -78,7 +60,7 @@ std::string index_page(const std::vector<std::string>& prefixes) {
 }
 
 int run_exporter(Context& ctx, const ExporterArgs& a) {
-  check_prefixes(a.prefixes);
+  check_disjoint_prefixes(a.prefixes);
   HttpServer server(a.http, kWhat, ctx.global().verbose);
   ctx.client();  // built once, before the server's threads share it
   const std::string index = index_page(a.prefixes);

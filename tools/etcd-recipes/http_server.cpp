@@ -180,15 +180,31 @@ HttpServer::HttpServer(const HttpOptions& options, std::string what, int verbose
 
 HttpServer::~HttpServer() = default;
 
-void HttpServer::get(const std::string& path, httplib::Server::Handler handler) {
-  // Patterns are regular expressions: match `path` literally.
+namespace {
+
+// Patterns are regular expressions: match `path` literally.
+std::string literal_pattern(const std::string& path) {
   static const std::string kSpecial = R"(\^$.|?*+()[]{})";
   std::string pattern;
   for (char c : path) {
     if (kSpecial.find(c) != std::string::npos) pattern += '\\';
     pattern += c;
   }
-  server_->Get(pattern, std::move(handler));
+  return pattern;
+}
+
+}  // namespace
+
+void HttpServer::get(const std::string& path, httplib::Server::Handler handler) {
+  server_->Get(literal_pattern(path), std::move(handler));
+}
+
+void HttpServer::post(const std::string& path, httplib::Server::Handler handler) {
+  server_->Post(literal_pattern(path), std::move(handler));
+}
+
+void HttpServer::set_threads(size_t threads) {
+  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
 }
 
 void HttpServer::serve(std::stop_token stop) {

@@ -70,6 +70,12 @@ class HttpServer {
   // Answers GET (and HEAD) of `path`, exactly, with `handler`, on one of
   // the server's threads; concurrent requests run it concurrently.
   void get(const std::string& path, httplib::Server::Handler handler);
+  // Answers POST of `path`, exactly, likewise.
+  void post(const std::string& path, httplib::Server::Handler handler);
+
+  // Requests answered at once (default 8); a streamed response (the
+  // dashboard's events) holds one for as long as it streams. Before serve().
+  void set_threads(size_t threads);
 
   // Binds the address (std::runtime_error if it cannot), says on stderr
   // where it serves, and serves until a stop is requested on `stop`;

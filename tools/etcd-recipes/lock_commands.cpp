@@ -15,6 +15,7 @@
 #include "etcd/recipes/semaphore.h"
 #include "etcd/session.h"
 #include "hold.h"
+#include "recipe_actions.h"
 
 namespace etcd_cli {
 namespace {
@@ -66,6 +67,25 @@ int revoke_lock(Context& ctx, const std::string& name) {
   return kExitOk;
 }
 
+// `lock --force-release NAME`: deletes the current holder's key, guarded
+// on its fencing token (recipe_actions.h); exit 0 if it was deleted, 1 if
+// the lock is free or changed hands meanwhile.
+int force_release_lock(Context& ctx, const std::string& name) {
+  etcd::GetOptions first{.prefix = true,
+                         .limit = 1,
+                         .sort_order = etcd::SortOrder::kAscend,
+                         .sort_target = etcd::SortTarget::kCreate};
+  auto got = check(ctx.client().get(name + "/", first).timeout(ctx.timeout()).stop_token(ctx.stop()).wait(),
+                   "lock --force-release " + name);
+  if (got.kvs.empty()) {
+    std::cerr << kProgram << ": lock " << name << ": nobody holds it" << std::endl;
+    return kExitFailed;
+  }
+  const ActionOutcome done = force_release(ctx, name, got.kvs.front().key, got.kvs.front().create_revision);
+  std::cerr << kProgram << ": lock " << name << ": " << done.message << std::endl;
+  return done.done ? kExitOk : kExitFailed;
+}
+
 void add_lock(Commands& commands) {
   auto a = std::make_shared<HoldArgs>();
   auto names = std::make_shared<std::vector<std::string>>();
@@ -83,13 +103,23 @@ void add_lock(Commands& commands) {
   cmd->add_flag("--revoke", *revoke,
                 "Ask the current holder of NAME to release (it hears of it; a holder run with --release-on-request "
                 "stops its CMD and releases) and exit: 0 if a holder was asked, 1 if NAME is free. Takes no CMD");
+  auto force = std::make_shared<bool>(false);
+  cmd->add_flag("--force-release", *force,
+                "Delete the key of NAME's current holder (only if it is still the same hold: guarded on its token) "
+                "and exit: the holder loses the lock at once. 0 if deleted, 1 if NAME is free or changed hands. "
+                "Takes no CMD")
+      ->excludes("--revoke");
   cmd->footer(hold_footer("the lock", kLockKeyEnv) +
               "\n\nSeveral names (lock A B C -- CMD) are taken in one global order (sorted), so two commands sharing "
               "names never deadlock; CMD gets ETCD_RECIPES_FENCING_TOKENS (each name's token, space-separated), "
               "ETCD_RECIPES_LOCK_KEYS and ETCD_RECIPES_LOCK_NAMES (one per line), all in that order. Losing any name "
               "stops CMD (exit 75).");
-  commands.on_run(cmd, [a, names, revoke](Context& ctx) {
+  commands.on_run(cmd, [a, names, revoke, force](Context& ctx) {
     auto list = split_lock_names(*names, *a);
+    if (*force) {
+      if (list.size() != 1 || !a->command.empty()) throw UsageError("lock --force-release: one NAME and no CMD");
+      return force_release_lock(ctx, list.front());
+    }
     if (*revoke) {
       if (list.size() != 1 || !a->command.empty()) throw UsageError("lock --revoke: one NAME and no CMD");
       return revoke_lock(ctx, list.front());

@@ -24,7 +24,7 @@ constexpr void (*kCommandSets[])(Commands&) = {
     add_kv_commands,    add_lease_commands,     add_status_commands,    add_lock_commands,    add_election_commands,
     add_queue_commands, add_workqueue_commands, add_transient_commands, add_counter_commands, add_barrier_commands,
     add_cache_commands, add_discovery_commands, add_demo_command,
-    add_inspect_commands, add_exporter_commands, add_view_commands, add_reap_commands,
+    add_inspect_commands, add_exporter_commands, add_dashboard_commands, add_view_commands, add_reap_commands,
     add_value_commands, add_group_commands,
 };
 

@@ -15,7 +15,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -35,5 +37,14 @@ std::string simple_field(std::string_view bytes);
 // empty) and then each of `fields` escaped with simple_field(), all
 // separated by single spaces: simple_line("PUT", {key, value}).
 std::string simple_line(std::string_view literal, std::initializer_list<std::string_view> fields);
+
+// A lease id as 16 lower-case hex digits, zero-padded.
+std::string lease_hex(int64_t id);
+
+// Keys and values are arbitrary bytes: in JSON output they are base64
+// (RFC 4648, with padding), as etcdctl -w json writes them; base64_decode
+// gives the bytes back (none: not such a text).
+std::string base64(std::string_view bytes);
+std::optional<std::string> base64_decode(std::string_view text);
 
 }  // namespace etcd_cli

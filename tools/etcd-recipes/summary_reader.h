@@ -46,6 +46,10 @@ std::string prefix_base(std::string prefix);
 // whatever the prefix holds. `what` prefixes error messages.
 Snapshot read_summary(Context& ctx, const std::string& base, const std::string& what);
 
+// Prefixes as the commands that serve several take them: UsageError if
+// two share keys (each recipe would be shown, or exported, twice).
+void check_disjoint_prefixes(const std::vector<std::string>& prefixes);
+
 // Every key: `base` and the keys under `base/`, all at one revision, in
 // pages of 1000. Holds every key.
 Snapshot read_at_one_revision(Context& ctx, const std::string& base, const std::string& what);

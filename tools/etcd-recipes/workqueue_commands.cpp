@@ -26,6 +26,7 @@
 #include "etcd/recipes/work_queue.h"
 #include "hold.h"
 #include "process.h"
+#include "recipe_actions.h"
 #include "simple_format.h"
 
 namespace etcd_cli {
@@ -326,16 +327,13 @@ int dead_letters(Context& ctx, const std::string& name, bool json_alias) {
   return kExitOk;
 }
 
-// requeue-dead and purge-dead: false from the library means no such dead
-// letter, which is exit 1 as for a missing key (`kv get`).
+// requeue-dead and purge-dead (recipe_actions.h): no such dead letter is
+// exit 1, as for a missing key (`kv get`).
 int on_dead_letter(Context& ctx, const std::string& name, const std::string& id, bool requeue) {
-  const std::string what = cat("workqueue ", requeue ? "requeue-dead " : "purge-dead ", name, " ", id);
-  DistributedWorkQueue q(ctx.client(), name);
-  auto call = requeue ? q.requeue_dead(id) : q.purge_dead(id);
-  if (!check(std::move(call).timeout(ctx.timeout()).stop_token(ctx.stop()).wait(), what)) {
-    throw Failure(
-        what, etcd::Status(etcd::StatusCode::kNotFound,
-                           cat("no dead letter ", id, " (no key ", name, "/dead/", id, ")"), etcd::Errc::kKeyNotFound));
+  const ActionOutcome done = requeue ? requeue_dead_letter(ctx, name, id) : purge_dead_letter(ctx, name, id);
+  if (!done.done) {
+    throw Failure(cat("workqueue ", requeue ? "requeue-dead " : "purge-dead ", name, " ", id),
+                  etcd::Status(etcd::StatusCode::kNotFound, done.message, etcd::Errc::kKeyNotFound));
   }
   return kExitOk;
 }

@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""The dashboard as an operator sees it, in headless Chromium driven by
+Selenium (Debian's python3-selenium, chromium and chromium-driver), for
+tests/cli/dashboard_test.sh, which starts etcd, makes the recipe state with
+the tool and starts two dashboards: one read-only, one with --allow-actions.
+
+    dashboard_browser.py BIN ENDPOINT READONLY_URL ACTIONS_URL ARTIFACTS_DIR
+
+Prints one `PASS: ...` or `FAIL: ...` line per check (the shell test counts
+them) and `MEASURED: ...` lines; screenshots go to ARTIFACTS_DIR. Every
+wait has a deadline. Chromium runs with the flags that keep it off the
+network: it only ever reaches the dashboard on 127.0.0.1.
+"""
+import base64
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+from selenium import webdriver
+from selenium.common.exceptions import WebDriverException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+BIN, ENDPOINT, RO_URL, RW_URL, ARTIFACTS = sys.argv[1:6]
+LATENCY_CHANGES = int(os.environ.get("DASHBOARD_TEST_CHANGES", "200"))
+failures = 0
+
+
+def report(ok, name, detail=""):
+    global failures
+    print(("PASS: " if ok else "FAIL: ") + name, flush=True)
+    if not ok:
+        failures += 1
+        if detail:
+            print("      " + str(detail).replace("\n", "\n      "), flush=True)
+
+
+def wait_for(predicate, timeout, interval=0.02):
+    """Polls `predicate` until it returns a true value or `timeout` s pass."""
+    deadline = time.time() + timeout
+    while True:
+        try:
+            value = predicate()
+        except WebDriverException:
+            value = None
+        if value:
+            return value
+        if time.time() >= deadline:
+            return None
+        time.sleep(interval)
+
+
+def tool(*args, timeout=30):
+    return subprocess.run([BIN, "--endpoints", ENDPOINT, "--timeout", "5s", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def gateway_put(key, value):
+    """One put through etcd's own JSON gateway (no process to start): the
+    revision it committed at."""
+    body = json.dumps({"key": base64.b64encode(key.encode()).decode(),
+                       "value": base64.b64encode(value.encode()).decode()}).encode()
+    req = urllib.request.Request(f"http://{ENDPOINT}/v3/kv/put", data=body,
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return int(json.load(r)["header"]["revision"])
+
+
+def browser():
+    o = webdriver.ChromeOptions()
+    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+              "--no-default-browser-check", "--disable-background-networking", "--disable-component-update",
+              "--disable-sync", "--disable-default-apps", "--disable-extensions", "--metrics-recording-only",
+              "--disable-features=Translate,OptimizationHints,MediaRouter", "--proxy-server=direct://",
+              "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "--window-size=1400,1100"]:
+        o.add_argument(a)
+    o.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")), options=o)
+
+
+def card(d, recipe_id):
+    found = d.find_elements(By.CSS_SELECTOR, f'[data-recipe-id="{recipe_id}"]')
+    return found[0] if found else None
+
+
+def shot(d, name):
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    d.save_screenshot(os.path.join(ARTIFACTS, name + ".png"))
+
+
+def js_errors(d):
+    """Errors of the page's own code. Chromium also logs each non-2xx answer
+    to a fetch (the refusals this test provokes) as an error of source
+    "network": those are not the page's."""
+    return [e for e in d.get_log("browser") if e.get("level") == "SEVERE" and e.get("source") != "network"]
+
+
+def open_page(d, url):
+    d.get(url)
+    return wait_for(lambda: d.execute_script("return window.__dashboard && window.__dashboard.firstRender"), 10)
+
+
+def main():
+    d = browser()
+    try:
+        run(d)
+    finally:
+        d.quit()
+    return 1 if failures else 0
+
+
+def run(d):
+    # --- the read-only page: every kind of recipe the tool made --------------------------------
+    first = open_page(d, RO_URL)
+    report(first is not None, f"the read-only page loads and renders its first state ({first} ms after navigation)")
+    expected = {
+        "lock_or_election:/d/lock": "a lock",
+        "semaphore:/d/sem": "a semaphore",
+        "lock_or_election:/d/leader": "an election",
+        "work_queue:/d/jobs": "a work queue",
+        "queue:/d/q": "a queue",
+        "count_barrier:/d/start": "a count barrier",
+        "counter:/d/hits": "a counter",
+        "services:/d/services": "services",
+    }
+    missing = [what for rid, what in expected.items() if wait_for(lambda rid=rid: card(d, rid), 5) is None]
+    report(not missing, "every recipe the tool made has its card", f"missing: {missing}")
+    lock = card(d, "lock_or_election:/d/lock")
+    holder = lock.find_elements(By.CSS_SELECTOR, ".holder") if lock else []
+    waiters = lock.find_elements(By.CSS_SELECTOR, '[data-role="waiting"]') if lock else []
+    report(len(holder) == 1 and len(waiters) == 2, "the lock shows its holder and its 2 waiters in order",
+           f"holders {len(holder)}, waiters {len(waiters)}")
+    jobs = card(d, "work_queue:/d/jobs")
+    dead = jobs.find_elements(By.CSS_SELECTOR, "[data-dead-id]") if jobs else []
+    in_flight = jobs.find_elements(By.CSS_SELECTOR, '[data-role="in_flight"]') if jobs else []
+    report(len(dead) == 1 and len(in_flight) == 1, "the work queue shows its item in flight and its dead letter",
+           f"in flight {len(in_flight)}, dead {len(dead)}")
+    if dead:
+        report("exit" in dead[0].text or "deliver" in dead[0].text.lower() or dead[0].text,
+               "the dead letter row says why it died", dead[0].text)
+    report(not d.find_elements(By.CSS_SELECTOR, "button[data-action]"),
+           "read-only: no action buttons on the page")
+    status = d.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        fetch('/api/action', {method: 'POST', headers: {'Content-Type': 'application/json',
+              'X-Etcd-Recipes-Action': '1'}, body: JSON.stringify({action: 'purge', prefix: '/d',
+              name_b64: btoa('/d/jobs'), id: 'x'})}).then(r => done(r.status), e => done(String(e)));""")
+    report(status == 403, f"read-only: the server refuses an action (HTTP {status})")
+    shot(d, "dashboard-readonly")
+
+    # --- a lock's holder appears within 1 s of the acquisition ---------------------------------
+    acquired = os.path.join(ARTIFACTS, "acquired")
+    holder_proc = subprocess.Popen([BIN, "--endpoints", ENDPOINT, "lock", "/d/fresh", "--ttl", "10", "--", "sh",
+                                    "-c", f"date +%s.%N > {acquired}.tmp && mv {acquired}.tmp {acquired}; sleep 60"])
+    try:
+        seen = wait_for(lambda: card(d, "lock_or_election:/d/fresh") and
+                        card(d, "lock_or_election:/d/fresh").find_elements(By.CSS_SELECTOR, ".holder") and
+                        time.time(), 10, interval=0.01)
+        got = wait_for(lambda: os.path.exists(acquired) and float(open(acquired).read()), 10)
+        delay = (seen - got) if seen and got else None
+        report(delay is not None and delay <= 1.0,
+               "a lock's holder appears within 1 s of the acquisition"
+               + (f" ({delay * 1000:.0f} ms after its command started)" if delay is not None else ""))
+    finally:
+        holder_proc.terminate()
+        holder_proc.wait(20)
+    gone = wait_for(lambda: card(d, "lock_or_election:/d/fresh") is None, 5)
+    report(gone, "a released lock's card goes away")
+
+    # --- update latency, etcd change -> page, over many changes --------------------------------
+    d.execute_script("window.__dashboard.applied.length = 0")
+    changes = []
+    for i in range(LATENCY_CHANGES):
+        key = f"/d/rate{i % 4}"
+        t0 = time.time() * 1000
+        rev = gateway_put(key, str(i))
+        changes.append((rev, t0))
+        # Spaced so each is its own change (a burst would be one update).
+        wait_for(lambda rev=rev: d.execute_script("return Number(document.body.dataset.revision || 0)") >= rev,
+                 5, interval=0.005)
+        time.sleep(0.02)
+    applied = d.execute_script("return window.__dashboard.applied.map(a => [a.revision, a.at])")
+    lat = []
+    for rev, t0 in changes:
+        at = [a for r, a in applied if r >= rev]
+        lat.append(min(at) - t0 if at else float("inf"))
+    lat.sort()
+    p50, p99 = lat[len(lat) // 2], lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+    print(f"MEASURED: update latency over {len(lat)} changes: p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
+          f"max {lat[-1]:.1f} ms", flush=True)
+    report(p50 <= 100 and p99 <= 500,
+           f"update latency etcd -> page over {len(lat)} changes: p50 {p50:.0f} ms <= 100, p99 {p99:.0f} ms <= 500")
+    report(not js_errors(d), "no errors in the browser console", js_errors(d))
+
+    # --- the page with actions ------------------------------------------------------------------
+    first = open_page(d, RW_URL)
+    report(first is not None, "the page with actions loads")
+    jobs = wait_for(lambda: card(d, "work_queue:/d/jobs"), 5)
+    rows = jobs.find_elements(By.CSS_SELECTOR, "[data-dead-id]") if jobs else []
+    dead_id = rows[0].get_attribute("data-dead-id") if rows else None
+    before = tool("workqueue", "size", "/d/jobs").stdout.strip()
+    buttons = rows[0].find_elements(By.CSS_SELECTOR, 'button[data-action="requeue"]') if rows else []
+    report(bool(buttons), "actions on: the dead letter has a Requeue button")
+    if buttons:
+        buttons[0].click()
+        confirm = wait_for(lambda: [b for b in d.find_elements(By.ID, "confirm-action") if b.is_displayed()], 3)
+        report(bool(confirm), "Requeue asks for confirmation first")
+        shot(d, "dashboard-confirm-requeue")
+        if confirm:
+            confirm[0].click()
+            cleared = wait_for(lambda: not card(d, "work_queue:/d/jobs").find_elements(
+                By.CSS_SELECTOR, f'[data-dead-id="{dead_id}"]'), 5)
+            logged = wait_for(lambda: d.find_elements(By.CSS_SELECTOR, "#action-log li.ok"), 5)
+            after = tool("workqueue", "size", "/d/jobs").stdout.strip()
+            report(cleared and logged, "requeued: the dead letter leaves the page, the outcome is logged on it")
+            report(after != before and tool("workqueue", "dead-letters", "/d/jobs").stdout.strip() == "",
+                   f"... and etcd has it back in the queue (size {before} -> {after}), no dead letter left")
+            shot(d, "dashboard-after-requeue")
+
+    # Release a holder: the holder's command is stopped as a loss, a waiter takes over.
+    lock = card(d, "lock_or_election:/d/lock")
+    holder_row = lock.find_elements(By.CSS_SELECTOR, ".holder") if lock else []
+    token_before = holder_row[0].get_attribute("data-key") if holder_row else None
+    release = holder_row[0].find_elements(By.CSS_SELECTOR, 'button[data-action="release"]') if holder_row else []
+    report(bool(release), "actions on: the lock's holder has a Release button")
+    if release:
+        release[0].click()
+        confirm = wait_for(lambda: [b for b in d.find_elements(By.ID, "confirm-action") if b.is_displayed()], 3)
+        if confirm:
+            confirm[0].click()
+        moved = wait_for(lambda: [r for r in card(d, "lock_or_election:/d/lock").find_elements(
+            By.CSS_SELECTOR, ".holder") if r.get_attribute("data-key") != token_before], 10)
+        report(bool(moved), "released: the holder's key is deleted and the next waiter holds, on the page")
+        shot(d, "dashboard-after-release")
+    report(not js_errors(d), "no errors in the browser console (actions page)", js_errors(d))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
