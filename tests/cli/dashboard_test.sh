@@ -207,6 +207,35 @@ else
   fail "--insecure: the dashboard did not serve" "$(cat "$WORK/insecure.err")"
 fi
 
+# --- etcd refuses: shown, not hidden (last: it turns authentication on) -------------------------
+
+if [[ -n $ETCDCTL ]]; then
+  ctl() { ETCDCTL_API=3 timeout 30 "$ETCDCTL" --endpoints "$EP" "$@" >>"$WORK/etcdctl.log" 2>&1; }
+  if ctl user add root:s3cret && ctl user grant-role root root && ctl user add viewer:v1ew && ctl auth enable; then
+    if start_dashboard denied --endpoints "$EP" --user viewer:v1ew dashboard /d --listen 127.0.0.1:0; then
+      timeout 10 "$PY" -c "
+import sys, urllib.request
+r = urllib.request.urlopen('http://127.0.0.1:$PORT/events', timeout=5)
+for line in r:
+    if line.startswith(b'data: ') and b'\"prefix\"' in line and b'\"recipes\"' in line:
+        sys.stdout.write(line.decode(errors='replace'))
+        break
+" >"$WORK/denied-state" 2>/dev/null
+      check "a user etcd refuses: the page's state carries etcd's refusal for the prefix" \
+        eval 'grep -qi "permission denied" "$WORK/denied-state"'
+      check "... and the dashboard says it on stderr and keeps serving" \
+        eval 'file_has "$WORK/denied.err" "ermission denied" && alive $PID'
+      stop "$PID"
+    else
+      fail "the dashboard with a refused user did not serve" "$(cat "$WORK/denied.err")"
+    fi
+  else
+    fail "enable authentication with etcdctl" "$(cat "$WORK/etcdctl.log")"
+  fi
+else
+  echo "SKIP: a refusing etcd (no etcdctl)"
+fi
+
 echo "screenshots: $ARTIFACTS"
 echo "$passed passed, $failed failed"
 ((failed == 0))

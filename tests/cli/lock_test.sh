@@ -318,6 +318,26 @@ run rwlock t/rw write -- sh -c 'echo "$ETCD_RECIPES_FENCING_TOKEN $ETCD_RECIPES_
 check "rwlock passes the token and ETCD_RECIPES_LOCK_KEY" \
   eval '((RC == 0)) && [[ $OUT =~ ^[1-9][0-9]*\ t/rw/write/[0-9a-f]+$ ]]'
 
+# --- lock --force-release: the holder's key deleted, guarded on its token -----------------------------
+
+run lock --force-release t/forced
+check "force-release of a free lock: exit 1, saying nobody holds it" eval '((RC == 1)) && [[ $ERR == *"nobody holds it"* ]]'
+spawn forced lock t/forced --ttl 10 -- \
+  sh -c 'trap "kill \$!; echo got TERM >>$0; exit 0" TERM; echo ready >>$0; sleep 30 & wait' "$WORK/forced.log"
+forced=$PID
+wait_until 15 file_has "$WORK/forced.log" ready
+spawn forced_next lock t/forced --ttl 10 -- sh -c 'echo "$ETCD_RECIPES_FENCING_TOKEN"'
+wait_until 15 keys_are t/forced/ 2 || fail "the holder and its waiter did not both arrive"
+run lock --force-release t/forced
+check "force-release: exit 0, saying which key (and token) it deleted" \
+  eval '((RC == 0)) && [[ $ERR == *"released t/forced: deleted t/forced/"*"(token "* ]]'
+finish "$forced" forced
+check "... the holder's CMD was stopped as a loss (exit 75)" eval '((RC == 75)) && file_has "$WORK/forced.log" "got TERM"'
+finish "$PID" forced_next
+check "... and the waiter took the lock" eval '((RC == 0)) && [[ $OUT =~ ^[1-9][0-9]*$ ]]'
+run lock --force-release t/forced -- true
+check "force-release takes no CMD (exit 2)" eval '((RC == 2))'
+
 # --- nothing left behind ---------------------------------------------------------------------------
 
 OUT=$("$BIN" --endpoints "$EP" kv get --prefix t/ --keys-only)

@@ -3,8 +3,10 @@
 #include "common.h"
 
 #include <fcntl.h>
+#include <netdb.h>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -105,6 +107,22 @@ void ChildProcess::drain(int timeout_ms) {
     output_.append(buf, static_cast<size_t>(got));
     timeout_ms = 0;  // take what is there, then return to the caller
   }
+}
+
+bool port_open(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return false;
+  bool open = false;
+  for (addrinfo* a = found; a != nullptr && !open; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    open = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0;
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  return open;
 }
 
 bool ChildProcess::reap(bool block) {

@@ -16,6 +16,10 @@ namespace etcd_cli {
 // A running child whose stdout is captured (stderr passes through unless
 // merged). The destructor kills and reaps a child that is still running, so
 // no process outlives the scope that started it.
+// Whether something accepts TCP connections on HOST:PORT now (a numeric
+// address or a name; one connect, closed at once).
+bool port_open(const std::string& host, int port);
+
 class ChildProcess {
  public:
   // Throws std::system_error if the program cannot be started. With
@@ -30,6 +34,8 @@ class ChildProcess {
 
   pid_t pid() const noexcept { return pid_ < 0 ? -pid_ : pid_; }
   bool running() const noexcept { return pid_ > 0; }
+  // Whether the child has exited (then reaped), without waiting.
+  bool exited() { return reap(false); }
   // Collects stdout until the child exits and returns its exit code
   // (128 + N if killed by signal N). nullopt if `stop` or `deadline` came
   // first; the child keeps running then.

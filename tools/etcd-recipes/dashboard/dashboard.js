@@ -244,7 +244,7 @@
     if (items.length) {
       body.append(entriesTable(items, [colPos, colId(c),
         r.kind === 'priority_queue' && colNum('priority', (e) => e.priority),
-        colText('value', (e) => e.value), colAge(c, 'age'),
+        colText('value', (e) => (work ? e.payload : e.value)), colAge(c, 'age'),
         items.some((e) => e.not_before_ms > now) && ['due', 'num', (e) => (e.not_before_ms > now ? tdAge(c, e.not_before_ms, true, true) : td('', 'num dim'))],
       ], `next to serve (${fmtNum(items.length)} of ${fmtNum(depth)})`));
     }
@@ -252,7 +252,7 @@
     if (flight.length) {
       body.append(entriesTable(flight, [colId(c), colText('claimed by', (e) => e.claimed_by, 'mono'),
         colNum('attempt', (e) => e.deliveries || '–'), colAge(c),
-        colText('value', (e) => (e.role === 'claim' ? '(claim only: item not read)' : e.value))], `in flight (${fmtNum(nFlight)})`));
+        colText('value', (e) => (e.role === 'claim' ? '(claim only: item not read)' : e.payload))], `in flight (${fmtNum(nFlight)})`));
     }
     const dead = work ? g.get('dead_letter') || [] : [];
     if (dead.length) {

@@ -164,6 +164,26 @@ void start_view(Demo& d) {
           : "live view: a `view:` line shows the recipes' state under demo/ whenever it changed (at most 4 a second)");
 }
 
+// --dashboard: `etcd-recipes dashboard demo` as a child of the demo, on the
+// address given; the scenes then run while the page shows them.
+void start_dashboard(Demo& d) {
+  const auto address = parse_host_port(d.options.dashboard);
+  if (!address) throw StepFailed("--dashboard " + d.options.dashboard + ": not HOST:PORT");
+  d.dashboard.emplace(ChildProcess::spawn(d.self_argv({"dashboard", std::string(names::kPrefix), "--listen",
+                                                       d.options.dashboard})));
+  // Serving once its port takes connections (it reads demo/ first).
+  until(
+      d,
+      [&] {
+        if (d.dashboard->exited()) throw StepFailed("the dashboard did not start (its error is above)");
+        return port_open(address->host, address->port);
+      },
+      "the dashboard serves");
+  const std::string host = address->host.find(':') != std::string::npos ? "[" + address->host + "]" : address->host;
+  d.say(cat("dashboard (pid ", d.dashboard->pid(), "): open http://", host, ":", address->port,
+            "/ to watch the scenes"));
+}
+
 void start_etcd(Demo& d) {
   const int n = d.options.members;
   // --etcd, else $ETCD_RECIPES_ETCD, else etcd on PATH.
@@ -188,6 +208,7 @@ void start_etcd(Demo& d) {
   client_options.default_timeout = d.ctx.timeout();
   d.client.emplace(std::move(client_options));
   start_view(d);
+  if (!d.options.dashboard.empty()) start_dashboard(d);
 }
 
 void put_and_get(Demo& d) {
@@ -801,6 +822,13 @@ int run_demo(Context& ctx, Options options) {
       progress.say(cat("FAILED: ", error));
     }
   }
+  if (failed_step.empty() && !ctx.stop().stop_requested() && !demo->options.linger.empty()) {
+    progress.say(cat("the scenes are done; etcd", demo->dashboard ? " and the dashboard" : "", " stay up for ",
+                     demo->options.linger, " (Ctrl-C ends it sooner)"));
+    if (const auto linger = parse_duration(demo->options.linger)) {
+      (void)sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(*linger), ctx.stop());
+    }
+  }
   tear_down(std::move(demo));
 
   if (!failed_step.empty()) {
@@ -839,6 +867,15 @@ void add_demo_command(Commands& commands) {
   cmd->add_flag(
       "--no-view", [options](int64_t) { options->view = false; },
       "No live view: neither the panel (on a terminal) nor the `view:` lines (elsewhere)");
+  cmd->add_option("--dashboard", options->dashboard,
+                  "Also serve the dashboard of demo/ (etcd-recipes dashboard) on HOST:PORT, to watch the scenes in a "
+                  "browser; with --linger to look around afterwards")
+      ->expected(0, 1)
+      ->default_str("127.0.0.1:8080");
+  cmd->add_option("--linger", options->linger,
+                  "After the scenes, keep the cluster (and the dashboard) up for this long before cleaning up (e.g. "
+                  "10m); Ctrl-C ends it sooner")
+      ->check(duration_validator());
   commands.on_run(cmd, [options](Context& ctx) { return demo::run_demo(ctx, *options); });
 }
 

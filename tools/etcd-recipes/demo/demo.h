@@ -60,6 +60,8 @@ struct Options {
   std::string etcd_binary;  // empty: $ETCD_RECIPES_ETCD, else etcd on PATH
   int members = 1;
   bool view = true;
+  std::string dashboard;  // HOST:PORT to serve `etcd-recipes dashboard demo` on; empty: none
+  std::string linger;     // keep the cluster (and dashboard) up this long after the scenes; empty: not at all
 };
 
 struct Demo {
@@ -73,6 +75,8 @@ struct Demo {
   // Members are destroyed in reverse: lease, watch and view before the
   // client, the client before the etcd it talks to.
   std::unique_ptr<etcd::testing::EtcdCluster> cluster;
+  // `etcd-recipes dashboard demo` (--dashboard), stopped before the cluster.
+  std::optional<ChildProcess> dashboard;
   std::optional<etcd::Client> client;
   std::unique_ptr<LiveView> view;
   std::shared_ptr<EventLog> events;
