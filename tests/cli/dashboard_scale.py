@@ -52,6 +52,19 @@ def load(endpoint, items, waiters):
           f"in {time.time() - loaded_items:.1f} s", flush=True)
 
 
+def to_page(d, rev, t0, timeout):
+    """Milliseconds from `t0` (ms since the epoch) until the page had applied
+    revision `rev` (the page's own record of when it drew it)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if d.execute_script("return Number(document.body.dataset.revision || 0)") >= rev:
+            break
+        time.sleep(0.002)
+    applied = d.execute_script("return window.__dashboard.applied.map(a => [a.revision, a.at])")
+    at = [a for r, a in applied if r >= rev]
+    return min(at) - t0 if at else float("inf")
+
+
 def rss_kb(pid):
     got = {}
     with open(f"/proc/{pid}/status") as f:
@@ -112,14 +125,7 @@ def measure(url, pid, endpoint, artifacts):
         for kv in keys.get("kvs", [])[:20]:
             t0 = time.time() * 1000
             rev = int(call(endpoint, "/v3/kv/deleterange", {"key": kv["key"]})["header"]["revision"])
-            deadline = time.time() + 10
-            while time.time() < deadline:
-                if d.execute_script("return Number(document.body.dataset.revision || 0)") >= rev:
-                    break
-                time.sleep(0.002)
-            applied = d.execute_script("return window.__dashboard.applied.map(a => [a.revision, a.at])")
-            at = [a for r, a in applied if r >= rev]
-            lat.append(min(at) - t0 if at else float("inf"))
+            lat.append(to_page(d, rev, t0, 10))
         lat.sort()
         print(f"MEASURED: a lock waiter leaving, beside the big queue, {len(lat)} changes: p50 "
               f"{lat[len(lat) // 2]:.0f} ms, max {lat[-1]:.0f} ms", flush=True)
@@ -129,14 +135,7 @@ def measure(url, pid, endpoint, artifacts):
             t0 = time.time() * 1000
             rev = int(call(endpoint, "/v3/kv/put", {"key": b64(f"/s/big/items/{ITEM_PRODUCER}-{10**15 + i:016d}"),
                                                     "value": b64("late")})["header"]["revision"])
-            deadline = time.time() + 60
-            while time.time() < deadline:
-                if d.execute_script("return Number(document.body.dataset.revision || 0)") >= rev:
-                    break
-                time.sleep(0.01)
-            applied = d.execute_script("return window.__dashboard.applied.map(a => [a.revision, a.at])")
-            at = [a for r, a in applied if r >= rev]
-            qlat.append(min(at) - t0 if at else float("inf"))
+            qlat.append(to_page(d, rev, t0, 60))
         print(f"MEASURED: a push to the big queue to the page, 3 pushes: {', '.join(f'{x:.0f}' for x in qlat)} ms",
               flush=True)
         now, peak = rss_kb(pid)

@@ -21,14 +21,7 @@ ARTIFACTS=${2:-$WORK/artifacts}
 export DASHBOARD_SCALE_ITEMS=${DASHBOARD_SCALE_ITEMS:-50000}
 WAITERS=${DASHBOARD_SCALE_WAITERS:-1000}
 
-PY=""
-for candidate in /usr/bin/python3 python3; do
-  if command -v "$candidate" >/dev/null && "$candidate" -c 'import selenium' 2>/dev/null; then
-    PY=$candidate
-    break
-  fi
-done
-if [[ -z $PY || ! -x ${CHROMIUM:-/usr/bin/chromium} || ! -x ${CHROMEDRIVER:-/usr/bin/chromedriver} ]]; then
+if ! python_with selenium || [[ ! -x ${CHROMIUM:-/usr/bin/chromium} ]] || [[ ! -x ${CHROMEDRIVER:-/usr/bin/chromedriver} ]]; then
   echo "SKIP: no Chromium, ChromeDriver or python3 with selenium (apt-get install chromium chromium-driver python3-selenium)"
   exit 77
 fi
@@ -39,24 +32,15 @@ wait_until 10 keys_are /s/lock/ 1 || fail "the lock was not taken"
 "$PY" "$HERE/dashboard_scale.py" load "$EP" "$DASHBOARD_SCALE_ITEMS" "$WAITERS" || fail "could not write the keys"
 
 start=$SECONDS
-"$BIN" --endpoints "$EP" --timeout 30s dashboard /s --listen 127.0.0.1:0 >"$WORK/dash.out" 2>"$WORK/dash.err" &
-dash=$!
-BG_PIDS+=("$dash")
-if wait_until 120 eval "file_has '$WORK/dash.err' ': serving http' || dead $dash"; then
-  PORT=$(sed -n 's|.*: serving http://.*:\([0-9][0-9]*\)$|\1|p' "$WORK/dash.err" | head -1)
-fi
+SERVER_START_SECONDS=120 start_server dash --endpoints "$EP" --timeout 30s dashboard /s --listen 127.0.0.1:0
+dash=$PID
 if [[ -z ${PORT:-} ]]; then
   fail "the dashboard did not serve" "$(cat "$WORK/dash.err")"
 else
   echo "MEASURED: the dashboard read the prefix and served in $((SECONDS - start)) s"
-  while IFS= read -r line; do
-    case $line in
-      PASS:*) pass "${line#PASS: }" ;;
-      FAIL:*) fail "${line#FAIL: }" ;;
-      *) echo "$line" ;;
-    esac
-  done < <(timeout -k 10 400 "$PY" "$HERE/dashboard_scale.py" measure "http://127.0.0.1:$PORT/" "$dash" "$EP" \
-    "$ARTIFACTS" 2>&1)
+  timeout -k 10 400 "$PY" "$HERE/dashboard_scale.py" measure "http://127.0.0.1:$PORT/" "$dash" "$EP" \
+    "$ARTIFACTS" >"$WORK/measure.out" 2>&1
+  report_lines "$WORK/measure.out"
   ((passed >= 4)) || fail "the measurement did not run to its end"
 fi
 echo "$passed passed, $failed failed"

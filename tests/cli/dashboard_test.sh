@@ -28,42 +28,15 @@ source "$HERE/lib.sh"
 ARTIFACTS=${2:-$WORK/artifacts}
 mkdir -p "$ARTIFACTS"
 
-# Debian's Selenium, Chromium and ChromeDriver (dev.sh installs them); a
-# python3 elsewhere on PATH may lack the first.
-PY=""
-for candidate in /usr/bin/python3 python3; do
-  if command -v "$candidate" >/dev/null && "$candidate" -c 'import selenium, prometheus_client.parser' 2>/dev/null; then
-    PY=$candidate
-    break
-  fi
-done
-if [[ -z $PY || ! -x ${CHROMIUM:-/usr/bin/chromium} || ! -x ${CHROMEDRIVER:-/usr/bin/chromedriver} ]]; then
+# Debian's Selenium, Chromium and ChromeDriver (dev.sh installs them).
+if ! python_with selenium prometheus_client.parser || [[ ! -x ${CHROMIUM:-/usr/bin/chromium} ]] ||
+  [[ ! -x ${CHROMEDRIVER:-/usr/bin/chromedriver} ]]; then
   echo "SKIP: no Chromium, ChromeDriver or python3 with selenium (apt-get install chromium chromium-driver python3-selenium)"
   exit 77
 fi
 
 start_etcd_or_skip
 
-# start_dashboard NAME ARGS...: the tool with ARGS in the background, until
-# it says where it serves; sets PID and PORT (1: it did not serve).
-start_dashboard() {
-  local name=$1
-  shift
-  "$BIN" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
-  PID=$!
-  BG_PIDS+=("$PID")
-  PORT=""
-  wait_until 30 eval "file_has '$WORK/$name.err' ': serving http' || dead $PID" || return 1
-  PORT=$(sed -n 's|.*: serving https\{0,1\}://.*:\([0-9][0-9]*\)$|\1|p' "$WORK/$name.err" | head -1)
-  [[ -n $PORT ]]
-}
-stop() {
-  kill -TERM "$1" 2>/dev/null
-  wait_until 20 dead "$1" || kill -KILL "$1" 2>/dev/null
-  wait "$1" 2>/dev/null
-  RC=$?
-}
-listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # post URL BODY [HEADER]: the HTTP status of a POST, and its body on one line.
 post() {
   "$PY" - "$@" <<'EOF'
@@ -121,14 +94,14 @@ wait_until 10 keys_are /d/jobs/claims/ 1 || fail "the worker did not claim an it
 
 # --- the dashboards -------------------------------------------------------------------------
 
-if start_dashboard ro --endpoints "$EP" --timeout 5s -v dashboard /d --listen 127.0.0.1:0; then
+if start_server ro --endpoints "$EP" --timeout 5s -v dashboard /d --listen 127.0.0.1:0; then
   ro=$PID
   RO_PORT=$PORT
   pass "the read-only dashboard serves on the free port it says (127.0.0.1:$RO_PORT)"
 else
   fail "the read-only dashboard did not serve" "$(cat "$WORK/ro.err")"
 fi
-if start_dashboard rw --endpoints "$EP" --timeout 5s dashboard /d --listen 127.0.0.1:0 --allow-actions; then
+if start_server rw --endpoints "$EP" --timeout 5s dashboard /d --listen 127.0.0.1:0 --allow-actions; then
   rw=$PID
   RW_PORT=$PORT
 else
@@ -139,13 +112,7 @@ if [[ -n ${RO_PORT:-} && -n ${RW_PORT:-} ]]; then
   timeout -k 10 300 "$PY" "$HERE/dashboard_browser.py" "$BIN" "$EP" "http://127.0.0.1:$RO_PORT/" \
     "http://127.0.0.1:$RW_PORT/" "$ARTIFACTS" >"$WORK/browser.out" 2>&1
   browser_rc=$?
-  while IFS= read -r line; do
-    case $line in
-      PASS:*) pass "${line#PASS: }" ;;
-      FAIL:*) fail "${line#FAIL: }" ;;
-      *) echo "$line" ;;
-    esac
-  done <"$WORK/browser.out"
+  report_lines "$WORK/browser.out"
   check "the browser test ran to its end" eval '((browser_rc == 0)) || grep -q "^FAIL:" "$WORK/browser.out"'
   check "the released holder's command was stopped as a loss (exit 75)" \
     eval 'wait_until 20 dead $holder; wait $holder; [[ $? == 75 ]]'
@@ -193,16 +160,16 @@ for line in r:
   BG_PIDS+=("$page")
   sleep 0.5
   start=$SECONDS
-  stop "$ro"
+  stop_server "$ro"
   check "SIGTERM with a page open: exit 0 within 5 s, nothing listens" \
     eval '((RC == 0)) && ((SECONDS - start <= 5)) && ! listening $RO_PORT'
-  stop "$rw"
+  stop_server "$rw"
 fi
 
-if start_dashboard insecure --endpoints "$EP" dashboard /d --listen 0.0.0.0:0 --insecure; then
+if start_server insecure --endpoints "$EP" dashboard /d --listen 0.0.0.0:0 --insecure; then
   check "--insecure: a non-loopback address serves the page" \
     eval '"$PY" -c "import urllib.request; urllib.request.urlopen(\"http://127.0.0.1:$PORT/\").read()"'
-  stop "$PID"
+  stop_server "$PID"
 else
   fail "--insecure: the dashboard did not serve" "$(cat "$WORK/insecure.err")"
 fi
@@ -212,7 +179,7 @@ fi
 if [[ -n $ETCDCTL ]]; then
   ctl() { ETCDCTL_API=3 timeout 30 "$ETCDCTL" --endpoints "$EP" "$@" >>"$WORK/etcdctl.log" 2>&1; }
   if ctl user add root:s3cret && ctl user grant-role root root && ctl user add viewer:v1ew && ctl auth enable; then
-    if start_dashboard denied --endpoints "$EP" --user viewer:v1ew dashboard /d --listen 127.0.0.1:0; then
+    if start_server denied --endpoints "$EP" --user viewer:v1ew dashboard /d --listen 127.0.0.1:0; then
       timeout 10 "$PY" -c "
 import sys, urllib.request
 r = urllib.request.urlopen('http://127.0.0.1:$PORT/events', timeout=5)
@@ -225,7 +192,7 @@ for line in r:
         eval 'grep -qi "permission denied" "$WORK/denied-state"'
       check "... and the dashboard says it on stderr and keeps serving" \
         eval 'file_has "$WORK/denied.err" "ermission denied" && alive $PID'
-      stop "$PID"
+      stop_server "$PID"
     else
       fail "the dashboard with a refused user did not serve" "$(cat "$WORK/denied.err")"
     fi

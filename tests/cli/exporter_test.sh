@@ -27,15 +27,8 @@ HERE=$(dirname "${BASH_SOURCE[0]}")
 source "$HERE/lib.sh"
 
 # Prometheus's own parser, from Debian's python3-prometheus-client (dev.sh
-# installs it); a python3 elsewhere on PATH may lack it.
-PY=""
-for candidate in python3 /usr/bin/python3; do
-  if command -v "$candidate" >/dev/null && "$candidate" -c 'import prometheus_client.parser' 2>/dev/null; then
-    PY=$candidate
-    break
-  fi
-done
-if [[ -z $PY ]]; then
+# installs it).
+if ! python_with prometheus_client.parser; then
   echo "FAIL: no python3 with prometheus_client (apt-get install python3-prometheus-client)"
   echo "0 passed, 1 failed"
   exit 1
@@ -76,27 +69,6 @@ depth_of() {
 }
 scrape_details() { echo "scrape: $SCRAPE" "samples or body: $(head -c 2000 "$WORK/samples" 2>/dev/null)"; }
 
-# start_exporter NAME ARGS...: `etcd-recipes ARGS...` in the background,
-# until it says where it serves; sets PID and PORT (1: it did not serve).
-start_exporter() {
-  local name=$1
-  shift
-  "$BIN" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
-  PID=$!
-  BG_PIDS+=("$PID")
-  PORT=""
-  wait_until 20 eval "file_has '$WORK/$name.err' ': serving http' || dead $PID" || return 1
-  PORT=$(sed -n 's|.*: serving https\{0,1\}://.*:\([0-9][0-9]*\)$|\1|p' "$WORK/$name.err" | head -1)
-  [[ -n $PORT ]]
-}
-# stop PID: SIGTERM, then waits (at most 20 s); sets RC.
-stop() {
-  kill -TERM "$1" 2>/dev/null
-  wait_until 20 dead "$1" || kill -KILL "$1" 2>/dev/null
-  wait "$1" 2>/dev/null
-  RC=$?
-}
-listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # --- usage -----------------------------------------------------------------------------
 
@@ -141,7 +113,7 @@ wait_until 10 keys_are /app/dlq/dead/ 1 || fail "no dead letter"
 run workqueue push /app/delayed --delay 15s later
 delayed_at=$SECONDS
 
-if start_exporter exporter --endpoints "$EP" --timeout 5s -v exporter /app /other --listen 127.0.0.1:0; then
+if start_server exporter --endpoints "$EP" --timeout 5s -v exporter /app /other --listen 127.0.0.1:0; then
   pass "the exporter serves on the free port it says (127.0.0.1:$PORT)"
 else
   fail "the exporter did not serve" "$(cat "$WORK/exporter.err")"
@@ -274,22 +246,22 @@ scrape "$URL/nothing"
 check "another path: 404" eval '[[ $SCRAPE == "3 HTTP 404" ]]'
 check "-v: one log line per request" eval 'file_has "$WORK/exporter.err" "GET /metrics 200 from 127.0.0.1:"'
 
-stop "$exporter"
+stop_server "$exporter"
 check "SIGTERM: the exporter exits 0 and stops listening" eval '((RC == 0)) && ! listening $PORT'
 
 # --- serving rules --------------------------------------------------------------------------------
 
-if start_exporter insecure --endpoints "$EP" exporter /app --listen 0.0.0.0:0 --insecure; then
+if start_server insecure --endpoints "$EP" exporter /app --listen 0.0.0.0:0 --insecure; then
   scrape "http://127.0.0.1:$PORT/metrics"
   check "--insecure: a non-loopback address serves plain HTTP" eval '((SCRAPE_RC == 0))'
 else
   fail "--insecure: the exporter did not serve" "$(cat "$WORK/insecure.err")"
 fi
-stop "$PID"
+stop_server "$PID"
 
 if openssl req -x509 -newkey rsa:2048 -nodes -keyout "$WORK/key.pem" -out "$WORK/cert.pem" -days 2 \
   -subj "/CN=127.0.0.1" -addext "subjectAltName=IP:127.0.0.1" >/dev/null 2>&1; then
-  if start_exporter tls --endpoints "$EP" exporter /app --listen 0.0.0.0:0 --tls-cert "$WORK/cert.pem" \
+  if start_server tls --endpoints "$EP" exporter /app --listen 0.0.0.0:0 --tls-cert "$WORK/cert.pem" \
     --tls-key "$WORK/key.pem"; then
     scrape "https://127.0.0.1:$PORT/metrics" "cacert=$WORK/cert.pem"
     check "TLS: a non-loopback address serves HTTPS with the certificate given" \
@@ -299,7 +271,7 @@ if openssl req -x509 -newkey rsa:2048 -nodes -keyout "$WORK/key.pem" -out "$WORK
   else
     fail "TLS: the exporter did not serve" "$(cat "$WORK/tls.err")"
   fi
-  stop "$PID"
+  stop_server "$PID"
 else
   fail "openssl req could not make a certificate"
 fi
@@ -308,7 +280,7 @@ run exporter /app --listen 127.0.0.1:0 --tls-cert "$WORK/bad.pem" --tls-key "$WO
 check "an unusable certificate: exit 2, nothing served" eval '((RC == 2)) && [[ $ERR == *--tls-cert* ]]'
 
 printf 's3cret-token\n' >"$WORK/token"
-if start_exporter bearer --endpoints "$EP" exporter /app --bearer-token-file "$WORK/token" --listen 127.0.0.1:0; then
+if start_server bearer --endpoints "$EP" exporter /app --bearer-token-file "$WORK/token" --listen 127.0.0.1:0; then
   scrape "http://127.0.0.1:$PORT/metrics"
   check "bearer token: 401 without it" eval '[[ $SCRAPE == "3 HTTP 401" ]]'
   scrape "http://127.0.0.1:$PORT/metrics" "auth=Bearer wrong-token"
@@ -320,10 +292,10 @@ if start_exporter bearer --endpoints "$EP" exporter /app --bearer-token-file "$W
 else
   fail "bearer token: the exporter did not serve" "$(cat "$WORK/bearer.err")"
 fi
-stop "$PID"
+stop_server "$PID"
 
 printf 'prom:pa ss\n' >"$WORK/basic"
-if start_exporter basic --endpoints "$EP" exporter /app --basic-auth-file "$WORK/basic" --listen 127.0.0.1:0; then
+if start_server basic --endpoints "$EP" exporter /app --basic-auth-file "$WORK/basic" --listen 127.0.0.1:0; then
   scrape "http://127.0.0.1:$PORT/metrics" "auth=Basic $(printf 'prom:wrong' | base64)"
   check "basic auth: 401 with a wrong password" eval '[[ $SCRAPE == "3 HTTP 401" ]]'
   scrape "http://127.0.0.1:$PORT/metrics" "auth=Basic $(printf 'prom:pa ss' | base64)"
@@ -331,13 +303,13 @@ if start_exporter basic --endpoints "$EP" exporter /app --basic-auth-file "$WORK
 else
   fail "basic auth: the exporter did not serve" "$(cat "$WORK/basic.err")"
 fi
-stop "$PID"
+stop_server "$PID"
 run exporter /app --bearer-token-file "$WORK/token" --basic-auth-file "$WORK/basic"
 check "a bearer token and basic auth together: exit 2" eval '((RC == 2))'
 
 # --- an unreachable etcd ---------------------------------------------------------------------------
 
-if start_exporter down --endpoints 127.0.0.1:1 --timeout 2s exporter /app --listen 127.0.0.1:0; then
+if start_server down --endpoints 127.0.0.1:1 --timeout 2s exporter /app --listen 127.0.0.1:0; then
   start=$SECONDS
   scrape "http://127.0.0.1:$PORT/metrics" "raw=$WORK/raw"
   check "an unreachable etcd: the scrape answers, up 0, the cause in a comment line and on stderr" \
@@ -347,7 +319,7 @@ if start_exporter down --endpoints 127.0.0.1:1 --timeout 2s exporter /app --list
 else
   fail "unreachable etcd: the exporter did not serve" "$(cat "$WORK/down.err")"
 fi
-stop "$PID"
+stop_server "$PID"
 
 for p in "${BG_PIDS[@]}"; do
   [[ $p == "$SCRAPER_PID" || $p == "$ETCD_PID" ]] || kill -TERM "$p" 2>/dev/null

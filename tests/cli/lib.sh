@@ -221,3 +221,55 @@ start_etcd_or_skip() {
   fi
   echo "etcd ${ETCD_VERSION:-(unknown version)} ($ETCD) pid $ETCD_PID at $EP"
 }
+
+# python_with MODULE...: sets PY to a python3 that imports every MODULE
+# (Debian's /usr/bin/python3 first: dev.sh installs the modules there; a
+# python3 earlier on PATH may lack them); empty if there is none.
+python_with() {
+  local candidate imports
+  imports=$(printf 'import %s; ' "$@")
+  PY=""
+  for candidate in /usr/bin/python3 python3; do
+    if command -v "$candidate" >/dev/null && "$candidate" -c "$imports" 2>/dev/null; then
+      PY=$candidate
+      return 0
+    fi
+  done
+  return 1
+}
+
+# start_server NAME ARGS...: the tool with ARGS in the background (a
+# command that serves HTTP: exporter, dashboard), until it says where it
+# serves; sets PID and PORT (returns 1 if it did not serve).
+start_server() {
+  local name=$1
+  shift
+  "$BIN" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
+  PID=$!
+  BG_PIDS+=("$PID")
+  PORT=""
+  wait_until "${SERVER_START_SECONDS:-30}" eval "file_has '$WORK/$name.err' ': serving http' || dead $PID" || return 1
+  PORT=$(sed -n 's|.*: serving https\{0,1\}://.*:\([0-9][0-9]*\)$|\1|p' "$WORK/$name.err" | head -1)
+  [[ -n $PORT ]]
+}
+# stop_server PID: SIGTERM, then waits (at most 20 s); sets RC.
+stop_server() {
+  kill -TERM "$1" 2>/dev/null
+  wait_until 20 dead "$1" || kill -KILL "$1" 2>/dev/null
+  wait "$1" 2>/dev/null
+  RC=$?
+}
+# listening PORT: whether something accepts connections on 127.0.0.1:PORT.
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# report_lines FILE: counts the PASS:/FAIL: lines a helper program wrote
+# to FILE as this test's own checks, and prints its other lines.
+report_lines() {
+  local line
+  while IFS= read -r line; do
+    case $line in
+      PASS:*) pass "${line#PASS: }" ;;
+      FAIL:*) fail "${line#FAIL: }" ;;
+      *) echo "$line" ;;
+    esac
+  done <"$1"
+}

@@ -77,28 +77,17 @@ const in::Entry* head_item(const in::Recipe& r) {
 
 std::string display_text(std::string_view bytes, size_t max) {
   std::string out;
-  out.reserve(std::min(bytes.size(), max == 0 ? bytes.size() : max) + 8);
-  for (size_t i = 0; i < bytes.size();) {
-    if (max != 0 && i >= max) {
-      out += "\u2026";
-      break;
-    }
-    const auto c = static_cast<unsigned char>(bytes[i]);
-    const size_t n = c >= 0x80 ? utf8_sequence(bytes, i) : 0;
-    if (n > 0) {
-      out.append(bytes.substr(i, n));
-      i += n;
-      continue;
-    }
-    ++i;
-    if (c < 0x20 || c >= 0x7f) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02x", c);
-      out += hex;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
+  const bool whole = copy_utf8(
+      out, bytes,
+      [](std::string& o, unsigned char c) {
+        if (c < 0x20 || c >= 0x7f) {
+          append_hex(o, c);
+        } else {
+          o += static_cast<char>(c);
+        }
+      },
+      max);
+  if (!whole) out += "\u2026";
   return out;
 }
 

@@ -215,29 +215,19 @@ void add_recipe(Exposition& x, const Recipe& r, int64_t now_ms) {
 
 std::string escape_label_value(std::string_view bytes) {
   std::string out;
-  out.reserve(bytes.size());
-  for (size_t i = 0; i < bytes.size();) {
-    const auto c = static_cast<unsigned char>(bytes[i]);
-    const size_t n = c >= 0x80 ? utf8_sequence(bytes, i) : 0;
-    if (n > 0) {
-      out.append(bytes.substr(i, n));
-      i += n;
-      continue;
-    }
-    ++i;
+  copy_utf8(out, bytes, [](std::string& o, unsigned char c) {
     if (c == '\\' || c == '"') {
-      out += '\\';
-      out += static_cast<char>(c);
+      o += '\\';
+      o += static_cast<char>(c);
     } else if (c == '\n') {
-      out += "\\n";
+      o += "\\n";
     } else if (c < 0x20 || c >= 0x7f) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\\\x%02x", c);
-      out += hex;
+      o += '\\';  // the text \xHH, its backslash escaped
+      append_hex(o, c);
     } else {
-      out += static_cast<char>(c);
+      o += static_cast<char>(c);
     }
-  }
+  });
   return out;
 }
 

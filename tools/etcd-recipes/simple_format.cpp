@@ -7,17 +7,6 @@
 
 namespace etcd_cli {
 
-namespace {
-
-void append_hex(std::string& out, unsigned char c) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  out += "\\x";
-  out += kDigits[c >> 4];
-  out += kDigits[c & 0xf];
-}
-
-}  // namespace
-
 size_t utf8_sequence(std::string_view bytes, size_t i) {
   const auto at = [&](size_t k) { return static_cast<unsigned char>(bytes[k]); };
   const unsigned char c = at(i);
@@ -45,47 +34,41 @@ size_t utf8_sequence(std::string_view bytes, size_t i) {
   return n;
 }
 
+void append_hex(std::string& out, unsigned char c) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  out += "\\x";
+  out += kDigits[c >> 4];
+  out += kDigits[c & 0xf];
+}
+
 std::string simple_field(std::string_view bytes) {
   std::string out;
-  out.reserve(bytes.size());
-  for (size_t i = 0; i < bytes.size();) {
-    const auto c = static_cast<unsigned char>(bytes[i]);
-    if (c >= 0x80) {
-      if (const size_t n = utf8_sequence(bytes, i)) {
-        out.append(bytes.substr(i, n));
-        i += n;
-      } else {
-        append_hex(out, c);
-        ++i;
-      }
-      continue;
-    }
+  copy_utf8(out, bytes, [](std::string& o, unsigned char c) {
     switch (c) {
       case '\\':
-        out += "\\\\";
+        o += "\\\\";
         break;
       case '\n':
-        out += "\\n";
+        o += "\\n";
         break;
       case '\t':
-        out += "\\t";
+        o += "\\t";
         break;
       case '\r':
-        out += "\\r";
+        o += "\\r";
         break;
       case ' ':
       case '=':
-        append_hex(out, c);
+        append_hex(o, c);
         break;
       default:
-        if (c < 0x20 || c == 0x7f) {
-          append_hex(out, c);
+        if (c < 0x20 || c >= 0x7f) {
+          append_hex(o, c);
         } else {
-          out += static_cast<char>(c);
+          o += static_cast<char>(c);
         }
     }
-    ++i;
-  }
+  });
   return out;
 }
 

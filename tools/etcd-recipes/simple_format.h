@@ -29,6 +29,32 @@ namespace etcd_cli {
 // The other text formats of the tool (Prometheus labels) escape by it too.
 size_t utf8_sequence(std::string_view bytes, size_t i);
 
+// Appends the four characters \xHH (lower-case hex) of byte `c`.
+void append_hex(std::string& out, unsigned char c);
+
+// Copies `bytes` to `out`: each valid UTF-8 sequence of two or more bytes
+// (utf8_sequence()) as it is, each other byte through `escape(out, byte)`,
+// stopping before the byte at `max` (0: no limit). Returns whether every
+// byte was copied. The tool's text forms (Prometheus label values, the
+// dashboard's text) escape by it.
+template <class Escape>
+bool copy_utf8(std::string& out, std::string_view bytes, Escape escape, size_t max = 0) {
+  out.reserve(out.size() + bytes.size());
+  for (size_t i = 0; i < bytes.size();) {
+    if (max != 0 && i >= max) return false;
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    const size_t n = c >= 0x80 ? utf8_sequence(bytes, i) : 0;
+    if (n > 0) {
+      out.append(bytes.substr(i, n));
+      i += n;
+    } else {
+      escape(out, c);
+      ++i;
+    }
+  }
+  return true;
+}
+
 // One field: `bytes` escaped as above. Never contains a space, a tab, a
 // newline, '=' or a backslash that does not start an escape.
 std::string simple_field(std::string_view bytes);

@@ -9,7 +9,7 @@
 // the cards that are on screen (an IntersectionObserver keeps that set).
 'use strict';
 (() => {
-  // What automated tests read (see the brief): kept exact.
+  // What tests/cli/dashboard_browser.py reads: keep these names exact.
   const D = (window.__dashboard = { applied: [], firstRender: null, connected: false });
   const APPLIED_MAX = 5000;
 
