@@ -154,6 +154,8 @@ def run(d):
 
     # --- a lock's holder appears within 1 s of the acquisition ---------------------------------
     acquired = os.path.join(ARTIFACTS, "acquired")
+    if os.path.exists(acquired):
+        os.remove(acquired)  # an earlier run's
     holder_proc = subprocess.Popen([BIN, "--endpoints", ENDPOINT, "lock", "/d/fresh", "--ttl", "10", "--", "sh",
                                     "-c", f"date +%s.%N > {acquired}.tmp && mv {acquired}.tmp {acquired}; sleep 60"])
     try:
