@@ -173,6 +173,20 @@ def run(d):
     gone = wait_for(lambda: card(d, "lock_or_election:/d/fresh") is None, 5)
     report(gone, "a released lock's card goes away")
 
+    # --- a directory of keys of their own: each new one appears (read alone) ---------------------
+    owners = [subprocess.Popen([BIN, "--endpoints", ENDPOINT, "transient", f"/d/sessions/s{i}", f"owner {i}", "--ttl",
+                                "10", "--", "sleep", "60"]) for i in (1, 2)]
+    try:
+        shown = wait_for(lambda: card(d, "transient:/d/sessions/s1") and card(d, "transient:/d/sessions/s2"), 10)
+        report(bool(shown), "transient keys in one directory: each has its card")
+    finally:
+        for o in owners:
+            o.terminate()
+            o.wait(20)
+    gone = wait_for(lambda: card(d, "transient:/d/sessions/s1") is None and
+                    card(d, "transient:/d/sessions/s2") is None, 10)
+    report(bool(gone), "... and their cards go when their owners exit")
+
     # --- update latency, etcd change -> page, over many changes --------------------------------
     d.execute_script("window.__dashboard.applied.length = 0")
     changes = []

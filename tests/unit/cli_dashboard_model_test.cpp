@@ -91,6 +91,9 @@ TEST(CliDashboardModel, AChangeReReadsItsRecipeOrANewRecipesDirectoryNeverThePre
   EXPECT_EQ(scope_for("/app/lock", "/app", names), "/app/lock");
   // A new recipe: the key's directory.
   EXPECT_EQ(scope_for("/app/locks/db/694d", "/app", {}), "/app/locks/db");
+  // A directory of recipes of their own (transient keys): a new one is read alone.
+  EXPECT_EQ(scope_for("/app/sessions/c", "/app", {"/app/sessions/a", "/app/sessions/b"}), "/app/sessions/c");
+  EXPECT_EQ(scope_for("/app/sessions-x/c", "/app", {"/app/sessions/a"}), "/app/sessions-x");
   // A key right under the prefix (a counter, a gate): the key itself, not the prefix.
   EXPECT_EQ(scope_for("/app/hits", "/app", {}), "/app/hits");
   // A name above the base is not the key's recipe (another prefix's).

@@ -203,11 +203,18 @@ std::string scope_for(std::string_view key, const std::string& base, const std::
     probe = probe.substr(0, slash);
   }
   // A new recipe: its keys are the key's siblings, under the key's parent,
-  // unless that is the prefix itself (a counter, a gate: NAME is the key).
+  // unless that is the prefix itself (a counter, a gate: NAME is the key),
+  // or a directory of recipes of their own (sessions/a, sessions/b, ...:
+  // the new key is one more, read alone). A read that finds the key is
+  // part of a recipe above it asks for that (wider_scope).
   const size_t slash = key.rfind('/');
   if (slash == std::string_view::npos) return std::string(key);
   const std::string_view parent = key.substr(0, slash);
   if (parent.size() <= base.size()) return std::string(key);
+  const std::string children = std::string(parent) + "/";
+  if (auto it = names.lower_bound(children); it != names.end() && it->starts_with(children)) {
+    return std::string(key);
+  }
   return std::string(parent);
 }
 

@@ -9,7 +9,8 @@
 // under the prefix names a key; scope_for() says which part of the prefix
 // to read again: the recipe that key belongs to (its NAME, read as NAME and
 // NAME/...), or, for a key no recipe holds yet, the key's parent directory
-// (where a new recipe's keys live) and never above the prefix itself.
+// (where a new recipe's keys live; the key alone if that directory holds
+// recipes of their own, or is the prefix itself).
 // apply() replaces what was held within that scope by what was read and
 // answers the delta the page is sent. A change therefore costs a summary of
 // its own recipe, whatever else the prefix holds: a lock's holder changes
