@@ -468,7 +468,9 @@ check "demo view: at most one line every 250 ms" eval 'grep -oE "^\[ *[0-9.]+s\]
 check "demo leaves no etcd running and removes its directory" demo_cleaned
 
 # With three members, the raft leader member is killed while recipes run.
-run_demo "$WORK/demo3.out" --members 3
+run_demo "$WORK/demo3.out" --members 3 --linger 1s
+check "demo --linger 1s: etcd stays up 1 s after the scenes, then the cleanup" \
+  eval 'grep -qE "\] the scenes are done; etcd stays up for 1s" "$WORK/demo3.out"'
 check "demo --members 3 started three members" eval '(($(wc -w <<<"$DEMO_ETCD_PIDS") >= 3))'
 check "demo --members 3 killed the raft leader member; the others elected one" \
   eval 'grep -qE "SIGKILL etcd member m[0-2], the raft leader" "$WORK/demo3.out" &&
@@ -480,14 +482,19 @@ check "demo --members 3 restarted the killed member" eval 'grep -qE "etcd member
 check "demo --members 3 leaves no etcd running and removes its directory" demo_cleaned
 
 # Interrupted mid-scenario, while child processes run, the demo still
-# cleans up (here without the view: --no-view).
-"$BIN" demo --no-view >"$WORK/idemo.out" 2>"$WORK/idemo.err" &
+# cleans up (here without the view: --no-view), its dashboard included.
+dport=$((20000 + RANDOM % 20000))
+while listening "$dport"; do dport=$((20000 + RANDOM % 20000)); done
+"$BIN" demo --no-view --dashboard "127.0.0.1:$dport" >"$WORK/idemo.out" 2>"$WORK/idemo.err" &
 idemo_pid=$!
 BG_PIDS+=("$idemo_pid")
 DEMO_ETCD_PIDS=""
 DEMO_DIR=""
 if wait_until 60 file_has "$WORK/idemo.out" "process B (pid [0-9]*) started: etcd-recipes lock"; then
   demo_started "$WORK/idemo.out"
+  # The dashboard of demo/ serves while the scenes run.
+  (exec 3<>"/dev/tcp/127.0.0.1/$dport" && printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3 &&
+    timeout 5 cat <&3) >"$WORK/idemo.metrics" 2>/dev/null
   kill -TERM "$idemo_pid"
 fi
 wait_until 30 dead "$idemo_pid"
@@ -501,6 +508,10 @@ check "an interrupted demo leaves no etcd running and removes its directory" dem
 check "an interrupted demo leaves none of its processes running" \
   eval '[[ -n $demo_children ]] && all_dead $demo_children'
 check "demo --no-view prints no view" eval '! grep -q "view:" "$WORK/idemo.out"'
+check "demo --dashboard: the dashboard of demo/ served while the scenes ran, said with its address" \
+  eval 'grep -q "dashboard (pid [0-9]*): open http://127.0.0.1:$dport/" "$WORK/idemo.out" &&
+    grep -q "etcd_recipes_exporter_up{prefix=\"demo\"} 1" "$WORK/idemo.metrics"'
+check "... and is gone with the demo" eval '! listening $dport'
 if ((idemo_rc != 143)); then
   sed 's/^/      | /' "$WORK/idemo.out" "$WORK/idemo.err"
 fi

@@ -823,8 +823,8 @@ int run_demo(Context& ctx, Options options) {
     }
   }
   if (failed_step.empty() && !ctx.stop().stop_requested() && !demo->options.linger.empty()) {
-    progress.say(cat("the scenes are done; etcd", demo->dashboard ? " and the dashboard" : "", " stay up for ",
-                     demo->options.linger, " (Ctrl-C ends it sooner)"));
+    progress.say(cat("the scenes are done; ", demo->dashboard ? "etcd and the dashboard stay" : "etcd stays",
+                     " up for ", demo->options.linger, " (Ctrl-C ends it sooner)"));
     if (const auto linger = parse_duration(demo->options.linger)) {
       (void)sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(*linger), ctx.stop());
     }
