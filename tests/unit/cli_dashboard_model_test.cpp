@@ -140,6 +140,10 @@ TEST(CliDashboardModel, AScopedReadReplacesOnlyItsScopeAndSendsOnlyWhatChanged) 
   d = model.apply("/app/lock", report_of({kv("/app/lock/7b", "w", 11, 0x7b)}, 102), {}, clock);
   EXPECT_TRUE(d.empty());
 
+  // Recipes that show a TTL: the lock's holder (its waiters' leases are not shown).
+  EXPECT_EQ(model.with_ttls(10), std::vector<std::string>{"/app/lock"});
+  EXPECT_TRUE(model.with_ttls(0).empty());
+
   // The last one leaves: the lock is gone, the rest stays.
   d = model.apply("/app/lock", report_of({}, 103), {}, clock);
   EXPECT_TRUE(d.upsert.empty());

@@ -15,6 +15,11 @@ using Clock = std::chrono::steady_clock;
 namespace in = etcd::recipes::inspect;
 namespace db = etcd_cli::dashboard;
 
+// The lease TTLs a page shows are read again this often, for at most
+// this many recipes per prefix.
+constexpr int64_t kTtlRefreshSeconds = 5;
+constexpr size_t kTtlRecipes = 50;
+
 // Leases asked after a read of one scope (a whole prefix: kMaxLeases):
 // the holders', claims', instances' and transient keys' in the recipes'
 // order, so the first shown have theirs.
@@ -401,6 +406,7 @@ void DashboardFeed::worker(Prefix& p, int /*index*/) {
 void DashboardFeed::sampler() {
   std::unique_lock lock(mu_);
   auto next = Clock::now();
+  int64_t ticks = 0;
   while (!stopping_) {
     next += std::chrono::seconds(1);
     sampler_cv_.wait_until(lock, next, [&] { return stopping_.load(); });
@@ -412,6 +418,18 @@ void DashboardFeed::sampler() {
     nlohmann::json v = nlohmann::json::object();
     for (const auto& [id, m] : values) v[id] = m;
     broadcast("sample", {{"t", now}, {"values", std::move(v)}});
+    // While a page is open, the TTLs it shows are read again every few
+    // seconds (their recipes' scopes, at most kTtlRecipes per prefix).
+    if (++ticks % kTtlRefreshSeconds != 0 || subscribers_.empty()) continue;
+    std::vector<std::pair<Prefix*, std::vector<std::string>>> stale;
+    for (const auto& p : list_) stale.emplace_back(p.get(), p->model.with_ttls(kTtlRecipes));
+    lock.unlock();
+    for (auto& [p, names] : stale) {
+      std::lock_guard sched(p->sched_mu);
+      p->dirty.insert(names.begin(), names.end());
+      p->cv.notify_all();
+    }
+    lock.lock();
   }
 }
 

@@ -18,7 +18,10 @@
 // on one scope however fast it changes) and a failed read is retried after
 // 1 s, doubling up to 10 s; the page shows the failure meanwhile.
 // A watch that ends (compaction while cut off, permission revoked) leads
-// to a full re-read and a new watch from its revision.
+// to a full re-read and a new watch from its revision. While a page is
+// open, the recipes that show lease TTLs (holders, work in flight,
+// instances; at most 50 per prefix) are re-read every 5 s, so the TTLs
+// shown stay current; with no page open nothing is read between changes.
 #pragma once
 
 #include <atomic>

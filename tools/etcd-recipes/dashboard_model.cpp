@@ -297,6 +297,19 @@ in::Report PrefixModel::report() const {
   return report;
 }
 
+std::vector<std::string> PrefixModel::with_ttls(size_t max) const {
+  std::vector<std::string> names;
+  for (const auto& [k, h] : held_) {
+    if (names.size() >= max) break;
+    const bool shows = std::any_of(h.recipe.entries.begin(), h.recipe.entries.end(), [](const in::Entry& e) {
+      return (e.role == Role::kHolder || e.role == Role::kClaimed || e.role == Role::kInstance) &&
+             (e.kv.lease != 0 || e.claim_lease != 0);
+    });
+    if (shows && (names.empty() || names.back() != k.first)) names.push_back(k.first);
+  }
+  return names;
+}
+
 std::map<std::string, std::map<std::string, int64_t>> PrefixModel::metrics() const {
   std::map<std::string, std::map<std::string, int64_t>> out;
   for (const auto& [k, h] : held_) {

@@ -141,6 +141,10 @@ class PrefixModel {
   nlohmann::json update_json(const Delta& delta, int64_t now_ms) const;
   // The recipes held, as one report (for /metrics).
   in::Report report() const;
+  // Names of at most `max` recipes that show a lease's TTL (lock holders,
+  // work items in flight, service instances), in name order: what a
+  // periodic re-read keeps those TTLs current for.
+  std::vector<std::string> with_ttls(size_t max) const;
   // Each recipe's charted numbers, by id.
   std::map<std::string, std::map<std::string, int64_t>> metrics() const;
 
