@@ -129,7 +129,7 @@ void DashboardFeed::start() {
     }
   }
   for (auto& p : list_) {
-    for (int i = 0; i < kWorkers; ++i) threads_.emplace_back([this, &p = *p, i] { worker(p, i); });
+    for (int i = 0; i < kWorkers; ++i) threads_.emplace_back([this, &p = *p] { worker(p); });
   }
   threads_.emplace_back([this] { sampler(); });
 }
@@ -345,7 +345,7 @@ void DashboardFeed::on_events(Prefix& p, const std::vector<std::string>& keys, c
   p.cv.notify_all();
 }
 
-void DashboardFeed::worker(Prefix& p, int /*index*/) {
+void DashboardFeed::worker(Prefix& p) {
   std::unique_lock lock(p.sched_mu);
   for (;;) {
     std::optional<std::string> picked;  // "" is a scope too: every key

@@ -28,7 +28,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -94,7 +93,7 @@ class DashboardFeed {
   struct Prefix;
   static int64_t now_ms();
 
-  void worker(Prefix& p, int index);
+  void worker(Prefix& p);
   void sampler();
   void watch(Prefix& p, int64_t from_revision);
   void on_events(Prefix& p, const std::vector<std::string>& keys, const std::vector<int64_t>& revisions);
