@@ -74,14 +74,7 @@ holder=$PID
 wait_until 10 keys_are /d/lock/ 1 || fail "the lock was not taken"
 for i in 1 2; do spawn "waiter$i" lock /d/lock --ttl 10 -- sleep 600; done
 wait_until 10 keys_are /d/lock/ 3 || fail "the waiters did not queue"
-for i in 1 2 3; do spawn "sem$i" semaphore /d/sem 2 --ttl 10 -- sleep 600; done
-wait_until 10 keys_are /d/sem/holders/ 3 || fail "the semaphore's contenders did not all arrive"
-spawn leader elect /d/leader --value node-a --ttl 10 -- sleep 600
-wait_until 10 keys_are /d/leader/ 1 || fail "no leader"
-for i in 1 2; do spawn "party$i" barrier wait /d/start --parties 3 --ttl 10 --timeout 600s; done
-wait_until 10 keys_are /d/start/parties/ 2 || fail "the parties did not arrive"
-spawn svc discovery register api --base /d/services --id a1 --address 127.0.0.1 --port 8080 -- sleep 600
-wait_until 10 keys_are /d/services/api/ 1 || fail "the service was not registered"
+spawn_contended_state /d
 run queue push /d/q first second third
 run counter add /d/hits 42
 run workqueue push /d/jobs poison

@@ -95,14 +95,7 @@ check "an address in use (etcd's own port): exit 1, saying so" eval '((RC == 1))
 spawn holder lock /app/lock --ttl 10 -- sleep 600
 holder=$PID
 wait_until 10 keys_are /app/lock/ 1 || fail "the lock was not taken"
-for i in 1 2 3; do spawn "sem$i" semaphore /app/sem 2 --ttl 10 -- sleep 600; done
-wait_until 10 keys_are /app/sem/holders/ 3 || fail "the semaphore's contenders did not all arrive"
-spawn leader elect /app/leader --value node-a --ttl 10 -- sleep 600
-wait_until 10 keys_are /app/leader/ 1 || fail "no leader"
-for i in 1 2; do spawn "party$i" barrier wait /app/start --parties 3 --ttl 10 --timeout 600s; done
-wait_until 10 keys_are /app/start/parties/ 2 || fail "the parties did not arrive"
-spawn svc discovery register api --base /app/services --id a1 --address 127.0.0.1 --port 8080 -- sleep 600
-wait_until 10 keys_are /app/services/api/ 1 || fail "the service was not registered"
+spawn_contended_state /app
 run workqueue push /app/wq w0
 spawn worker workqueue work /app/wq -n 1 --visibility 30 -- sh -c 'exec sleep 600'
 wait_until 10 keys_are /app/wq/claims/ 1 || fail "the worker did not claim an item"

@@ -273,3 +273,19 @@ report_lines() {
     esac
   done <"$1"
 }
+
+# spawn_contended_state P: recipe state made by the tool under P, each
+# running until the test ends: a semaphore P/sem of 2 with 3 contenders, an
+# election P/leader led by "node-a", a count barrier P/start of 3 with 2
+# parties waiting, and a service P/services/api with instance a1.
+spawn_contended_state() {
+  local p=$1 i
+  for i in 1 2 3; do spawn "sem$i" semaphore "$p/sem" 2 --ttl 10 -- sleep 600; done
+  wait_until 10 keys_are "$p/sem/holders/" 3 || fail "the semaphore's contenders did not all arrive"
+  spawn leader elect "$p/leader" --value node-a --ttl 10 -- sleep 600
+  wait_until 10 keys_are "$p/leader/" 1 || fail "no leader"
+  for i in 1 2; do spawn "party$i" barrier wait "$p/start" --parties 3 --ttl 10 --timeout 600s; done
+  wait_until 10 keys_are "$p/start/parties/" 2 || fail "the parties did not arrive"
+  spawn svc discovery register api --base "$p/services" --id a1 --address 127.0.0.1 --port 8080 -- sleep 600
+  wait_until 10 keys_are "$p/services/api/" 1 || fail "the service was not registered"
+}
