@@ -10,6 +10,7 @@
 
 #include "dashboard_model.h"
 #include "etcd/recipes/inspect.h"
+#include "recipes/queues/work_record.h"
 #include "unit/test_keys.h"
 
 namespace etcd_cli::dashboard {
@@ -45,11 +46,11 @@ TEST(CliDashboardModel, DisplayTextKeepsUtf8EscapesOtherBytesAndCuts) {
 }
 
 TEST(CliDashboardModel, WithinMeansTheNameOrUnderItNeverASibling) {
-  EXPECT_TRUE(within("/app/lock", "/app/lock"));
-  EXPECT_TRUE(within("/app/lock/694d", "/app/lock"));
-  EXPECT_FALSE(within("/app/locksmith", "/app/lock"));
-  EXPECT_FALSE(within("/app", "/app/lock"));
-  EXPECT_TRUE(within("anything", ""));
+  EXPECT_TRUE(key_within("/app/lock", "/app/lock"));
+  EXPECT_TRUE(key_within("/app/lock/694d", "/app/lock"));
+  EXPECT_FALSE(key_within("/app/locksmith", "/app/lock"));
+  EXPECT_FALSE(key_within("/app", "/app/lock"));
+  EXPECT_TRUE(key_within("anything", ""));
 }
 
 TEST(CliDashboardModel, RevisionClockIsExactForWatchedRevisionsAndABoundOtherwise) {
@@ -184,6 +185,23 @@ TEST(CliDashboardModel, ARecipeSendsItsHeadAndCountsTheRest) {
   EXPECT_EQ(j["oldest"]["create_revision"], 10);
   EXPECT_EQ(j["oldest"]["since_ms"], 2'000);
   EXPECT_TRUE(j["oldest"]["exact"].get<bool>());
+}
+
+TEST(CliDashboardModel, AWorkQueuesInFlightIsTheExportersCountReadOrSummarised) {
+  namespace wr = etcd::recipes::detail;
+  // Every key read: one claimed item, and a claim whose item is gone.
+  const auto all = report_of({kv("/w/items/a", wr::encode_work_record("busy"), 5), kv("/w/claims/a", "c1", 6, 0x77),
+                              kv("/w/claims/b", "c2", 7, 0x78)},
+                             8);
+  ASSERT_EQ(all.recipes.size(), 1u);
+  EXPECT_EQ(recipe_metrics(all.recipes[0]).at("in_flight"), in::total(all.recipes[0], in::Role::kClaimed));
+  // A summary of 40 claims, two of them read (one with its item): 40, not 40 + the claim-only one read.
+  auto kvs = std::vector<etcd::KeyValue>{kv("/w/items/a", wr::encode_work_record("busy"), 5),
+                                         kv("/w/claims/a", "c1", 6, 0x77), kv("/w/claims/b", "c2", 7, 0x78)};
+  const auto summary = in::build_report(std::move(kvs), 8, {{"/w/claims/", 40}, {"/w/items/", 41}});
+  ASSERT_EQ(summary.recipes.size(), 1u);
+  EXPECT_EQ(recipe_metrics(summary.recipes[0]).at("in_flight"), 40);
+  EXPECT_EQ(recipe_metrics(summary.recipes[0]).at("depth"), 1);
 }
 
 TEST(CliDashboardModel, SeriesKeepTheLastStepsAndABoundedNumberOfSeries) {

@@ -30,6 +30,8 @@ namespace etcd_cli {
 Failure::Failure(std::string what, etcd::Status status)
     : std::runtime_error(what + ": " + status.to_string()), context_(std::move(what)), status_(std::move(status)) {}
 
+std::string Failure::explained() const { return context_ + ": " + explain(status_); }
+
 namespace {
 
 struct ConnectionText {

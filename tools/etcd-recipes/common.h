@@ -71,6 +71,8 @@ class Failure : public std::runtime_error {
   Failure(std::string what, etcd::Status status);
   const std::string& context() const noexcept { return context_; }
   const etcd::Status& status() const noexcept { return status_; }
+  // "CONTEXT: why", why in the tool's words (explain()): what the tool says.
+  std::string explained() const;
 
  private:
   std::string context_;

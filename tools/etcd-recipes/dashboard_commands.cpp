@@ -82,7 +82,7 @@ void act(Context& ctx, const DashboardArgs& a, DashboardFeed& feed, const httpli
   const auto name = base64_decode(body["name_b64"].get<std::string>());
   if (!name) return refuse(400, "name_b64: not base64");
   bool under = false;
-  for (const auto& p : a.prefixes) under = under || dashboard::within(*name, prefix_base(p));
+  for (const auto& p : a.prefixes) under = under || key_within(*name, prefix_base(p));
   if (!under) return refuse(403, "not under a prefix this dashboard shows");
 
   ActionOutcome outcome;
@@ -99,7 +99,7 @@ void act(Context& ctx, const DashboardArgs& a, DashboardFeed& feed, const httpli
         return refuse(400, "expected the holder's key_b64 and create_revision");
       }
       const auto key = base64_decode(body["key_b64"].get<std::string>());
-      if (!key || !dashboard::within(*key, *name) || *key == *name) {
+      if (!key || !key_within(*key, *name) || *key == *name) {
         return refuse(400, "key_b64: not a key of that recipe");
       }
       subject = cat(*name, " key ", dashboard::display_text(*key));
@@ -109,7 +109,7 @@ void act(Context& ctx, const DashboardArgs& a, DashboardFeed& feed, const httpli
     }
   } catch (const Failure& f) {
     // etcd refused or could not be reached: the page shows why.
-    const std::string why = cat(f.context(), ": ", explain(f.status()));
+    const std::string why = f.explained();
     std::cerr << cat(kProgram, " ", kWhat, ": action ", action, " ", dashboard::display_text(subject), " from ",
                      req.remote_addr, ": failed: ", why, "\n")
               << std::flush;

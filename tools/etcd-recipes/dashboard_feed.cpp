@@ -25,11 +25,10 @@ constexpr size_t kTtlRecipes = 50;
 // order, so the first shown have theirs.
 constexpr size_t kLeasesPerScope = 50;
 
-bool overlap(const std::string& a, const std::string& b) { return db::within(a, b) || db::within(b, a); }
+bool overlap(const std::string& a, const std::string& b) { return key_within(a, b) || key_within(b, a); }
 
 std::string sse(const std::string& event, const nlohmann::json& data) {
-  return "event: " + event + "\ndata: " + data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
-         "\n\n";
+  return "event: " + event + "\ndata: " + dump_json(data) + "\n\n";
 }
 
 std::vector<etcd::KeyValue> leased_keys(const in::Report& report) {
@@ -38,12 +37,10 @@ std::vector<etcd::KeyValue> leased_keys(const in::Report& report) {
     size_t shown = 0;
     for (const auto& e : r.entries) {
       if (++shown > db::kEntriesPerRecipe) break;
-      const bool wanted = e.role == in::Role::kHolder || e.role == in::Role::kInstance || e.role == in::Role::kKey ||
-                          e.role == in::Role::kClaimed;
-      if (!wanted) continue;
+      if (!db::shows_ttl(e)) continue;
       etcd::KeyValue kv;
-      kv.lease = e.kv.lease != 0 ? e.kv.lease : e.claim_lease;
-      if (kv.lease != 0) out.push_back(std::move(kv));
+      kv.lease = db::shown_lease(e);
+      out.push_back(std::move(kv));
     }
   }
   return out;
@@ -223,7 +220,7 @@ std::vector<metrics::PrefixScrape> DashboardFeed::scrapes() const {
 
 void DashboardFeed::touch(const std::string& key) {
   for (auto& p : list_) {
-    if (!db::within(key, p->model.base())) continue;
+    if (!key_within(key, p->model.base())) continue;
     std::string scope;
     {
       std::lock_guard lock(mu_);
@@ -260,7 +257,7 @@ void DashboardFeed::read_scope(Prefix& p, const std::string& scope) {
     }
     {
       std::lock_guard lock(p.sched_mu);
-      if (wider && db::within(*wider, p.model.base())) {
+      if (wider && key_within(*wider, p.model.base())) {
         p.dirty.insert(*wider);
         p.cv.notify_all();
       }
@@ -272,7 +269,7 @@ void DashboardFeed::read_scope(Prefix& p, const std::string& scope) {
     if (start_watch) watch(p, s.revision + 1);
     return;
   } catch (const Failure& f) {
-    error = cat(f.context(), ": ", explain(f.status()));
+    error = f.explained();
   } catch (const etcd::Error& e) {
     error = cat(p.what, ": ", explain(e.status()));
   }
@@ -320,7 +317,7 @@ void DashboardFeed::watch(Prefix& p, int64_t from_revision) {
     std::vector<std::string> keys;
     std::vector<int64_t> revisions;
     for (const auto& e : r->events) {
-      if (!db::within(e.kv.key, p.model.base())) continue;  // the range also spans base-x, base.x, ...
+      if (!key_within(e.kv.key, p.model.base())) continue;  // the range also spans base-x, base.x, ...
       keys.push_back(e.kv.key);
       revisions.push_back(e.kv.mod_revision);
     }

@@ -42,8 +42,7 @@ nlohmann::json entry_json(const in::Entry& e, const etcd_cli::inspect::Leases& l
                       {"dead_since_ms", e.since_ms},
                       {"payload", display_text(e.payload, 120)},
                       {"instance", nullptr}};
-  const int64_t lease = e.kv.lease != 0 ? e.kv.lease : e.claim_lease;
-  if (lease != 0) {
+  if (const int64_t lease = shown_lease(e); lease != 0) {
     j["lease"] = lease_hex(lease);
     if (auto it = leases.find(lease); it != leases.end()) {
       j["ttl"] = it->second.ttl;
@@ -75,6 +74,14 @@ const in::Entry* head_item(const in::Recipe& r) {
 
 }  // namespace
 
+int64_t shown_lease(const in::Entry& e) { return e.kv.lease != 0 ? e.kv.lease : e.claim_lease; }
+
+bool shows_ttl(const in::Entry& e) {
+  const bool role = e.role == Role::kHolder || e.role == Role::kClaimed || e.role == Role::kInstance ||
+                    e.role == Role::kKey;
+  return role && shown_lease(e) != 0;
+}
+
 std::string display_text(std::string_view bytes, size_t max) {
   std::string out;
   const bool whole = copy_utf8(
@@ -89,11 +96,6 @@ std::string display_text(std::string_view bytes, size_t max) {
       max);
   if (!whole) out += "\u2026";
   return out;
-}
-
-bool within(std::string_view name, std::string_view scope) {
-  if (scope.empty() || name == scope) return true;
-  return name.size() > scope.size() && name.starts_with(scope) && name[scope.size()] == '/';
 }
 
 // --- RevisionClock -----------------------------------------------------------------
@@ -139,7 +141,7 @@ std::map<std::string, int64_t> recipe_metrics(const in::Recipe& r) {
   } else if (is_queue(r.kind)) {
     m["depth"] = in::total(r, Role::kItem);
     if (r.kind == Kind::kWorkQueue) {
-      m["in_flight"] = in::total(r, Role::kClaimed) + in::total(r, Role::kClaim);
+      m["in_flight"] = in::total(r, Role::kClaimed);  // claims whose item was not read included
       m["dead_letters"] = in::total(r, Role::kDead);
     }
   } else if (is_barrier(r.kind)) {
@@ -221,8 +223,8 @@ std::string scope_for(std::string_view key, const std::string& base, const std::
 std::optional<std::string> wider_scope(const std::string& scope, const in::Report& read) {
   std::optional<std::string> wider;
   for (const auto& r : read.recipes) {
-    if (within(r.name, scope)) continue;
-    if (within(scope, r.name) && (!wider || r.name.size() < wider->size())) wider = r.name;
+    if (key_within(r.name, scope)) continue;
+    if (key_within(scope, r.name) && (!wider || r.name.size() < wider->size())) wider = r.name;
   }
   return wider;
 }
@@ -238,18 +240,23 @@ Delta PrefixModel::apply(const std::string& scope, const in::Report& read, const
   Delta delta;
   std::map<HeldKey, Held> fresh;
   for (const auto& r : read.recipes) {
-    if (!within(r.name, scope)) continue;
-    Held h{recipe_id(r), r, recipe_json(r, prefix_, leases, clock)};
+    if (!key_within(r.name, scope)) continue;
+    Held h{recipe_id(r), r, recipe_json(r, prefix_, leases, clock), {}};
+    h.metrics = h.json["metrics"].get<std::map<std::string, int64_t>>();
     fresh.emplace(HeldKey{r.name, static_cast<int>(r.kind)}, std::move(h));
   }
   // What was held within the scope and is not any more.
   for (auto it = held_.lower_bound(HeldKey{scope, -1}); it != held_.end() && it->first.first.starts_with(scope);) {
-    if (!within(it->first.first, scope) || fresh.count(it->first) != 0) {
+    if (!key_within(it->first.first, scope) || fresh.count(it->first) != 0) {
       ++it;
       continue;
     }
     delta.remove.push_back(it->second.id);
+    const std::string name = it->first.first;
     it = held_.erase(it);
+    // Another kind may hold the same name.
+    auto same = held_.lower_bound(HeldKey{name, -1});
+    if (same == held_.end() || same->first.first != name) names_.erase(name);
   }
   for (auto& [k, h] : fresh) {
     auto it = held_.find(k);
@@ -258,10 +265,9 @@ Delta PrefixModel::apply(const std::string& scope, const in::Report& read, const
       continue;
     }
     delta.upsert.push_back(h.json);
+    names_.insert(k.first);
     held_.insert_or_assign(k, std::move(h));
   }
-  names_.clear();
-  for (const auto& [k, h] : held_) names_.insert(k.first);
   revision_ = std::max(revision_, read.revision);
   if (scope == base_) {
     stopped_at_ = stopped_at;
@@ -301,10 +307,7 @@ std::vector<std::string> PrefixModel::with_ttls(size_t max) const {
   std::vector<std::string> names;
   for (const auto& [k, h] : held_) {
     if (names.size() >= max) break;
-    const bool shows = std::any_of(h.recipe.entries.begin(), h.recipe.entries.end(), [](const in::Entry& e) {
-      return (e.role == Role::kHolder || e.role == Role::kClaimed || e.role == Role::kInstance) &&
-             (e.kv.lease != 0 || e.claim_lease != 0);
-    });
+    const bool shows = std::any_of(h.recipe.entries.begin(), h.recipe.entries.end(), shows_ttl);
     if (shows && (names.empty() || names.back() != k.first)) names.push_back(k.first);
   }
   return names;
@@ -313,8 +316,7 @@ std::vector<std::string> PrefixModel::with_ttls(size_t max) const {
 std::map<std::string, std::map<std::string, int64_t>> PrefixModel::metrics() const {
   std::map<std::string, std::map<std::string, int64_t>> out;
   for (const auto& [k, h] : held_) {
-    auto m = recipe_metrics(h.recipe);
-    if (!m.empty()) out.emplace(h.id, std::move(m));
+    if (!h.metrics.empty()) out.emplace(h.id, h.metrics);
   }
   return out;
 }

@@ -38,6 +38,7 @@
 
 #include "etcd/recipes/inspect.h"
 #include "inspect_text.h"
+#include "parse.h"
 
 namespace etcd_cli::dashboard {
 
@@ -47,10 +48,6 @@ namespace in = etcd::recipes::inspect;
 // bytes and bytes outside valid UTF-8 as \xHH, cut after `max` bytes with
 // "…" (0: never cut). Always valid UTF-8.
 std::string display_text(std::string_view bytes, size_t max = 0);
-
-// Whether the recipe or key `name` lies within `scope`: equal to it, or
-// under scope + "/"; everything lies within the empty scope.
-bool within(std::string_view name, std::string_view scope);
 
 // When a revision happened, as far as this process knows.
 struct Since {
@@ -81,6 +78,12 @@ class RevisionClock {
   };
   std::vector<Point> points_;  // by increasing revision
 };
+
+// The lease a page shows with an entry (its key's, or a claim's), if any,
+// and whether it shows one: holders, work in flight, service instances and
+// transient keys (the TTLs the dashboard reads).
+int64_t shown_lease(const in::Entry& e);
+bool shows_ttl(const in::Entry& e);
 
 // What the page shows of one recipe, as JSON, and the numbers it charts.
 std::string recipe_id(const in::Recipe& r);
@@ -141,8 +144,8 @@ class PrefixModel {
   nlohmann::json update_json(const Delta& delta, int64_t now_ms) const;
   // The recipes held, as one report (for /metrics).
   in::Report report() const;
-  // Names of at most `max` recipes that show a lease's TTL (lock holders,
-  // work items in flight, service instances), in name order: what a
+  // Names of at most `max` recipes that show a lease's TTL (shows_ttl()),
+  // in name order: what a
   // periodic re-read keeps those TTLs current for.
   std::vector<std::string> with_ttls(size_t max) const;
   // Each recipe's charted numbers, by id.
@@ -153,13 +156,14 @@ class PrefixModel {
     std::string id;
     in::Recipe recipe;
     nlohmann::json json;
+    std::map<std::string, int64_t> metrics;  // json["metrics"], for the samples
   };
   using HeldKey = std::pair<std::string, int>;  // name, kind
 
   std::string prefix_;
   std::string base_;
   std::map<HeldKey, Held> held_;
-  std::set<std::string> names_;  // names of held_, for scope_for()
+  std::set<std::string> names_;  // the names in held_, for scope_for(); kept with it
   int64_t revision_ = 0;
   bool loaded_ = false;
   std::string error_;

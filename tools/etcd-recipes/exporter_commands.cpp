@@ -42,7 +42,7 @@ metrics::PrefixScrape scrape(Context& ctx, const std::string& prefix) {
     out.stopped_at = std::move(s.stopped_at);
     out.report = in::build_report(std::move(s.kvs), s.revision, s.totals);
   } catch (const Failure& f) {
-    out.error = cat(f.context(), ": ", explain(f.status()));
+    out.error = f.explained();
   } catch (const etcd::Error& e) {
     out.error = cat(what, ": ", explain(e.status()));
   }

@@ -210,7 +210,7 @@ int run(int argc, char** argv) {
   try {
     return commands.selected()(ctx);
   } catch (const Failure& f) {
-    std::cerr << kProgram << ": " << f.context() << ": " << explain(f.status()) << std::endl;
+    std::cerr << kProgram << ": " << f.explained() << std::endl;
   } catch (const UsageError& e) {
     std::cerr << kProgram << ": " << e.what() << "\nRun with --help for more information." << std::endl;
     return kExitUsage;

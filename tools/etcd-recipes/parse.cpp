@@ -134,6 +134,11 @@ std::optional<HostPort> parse_host_port(std::string_view text) {
   return HostPort{std::string(host), number};
 }
 
+bool key_within(std::string_view name, std::string_view path) {
+  if (path.empty() || name == path) return true;
+  return name.size() > path.size() && name.starts_with(path) && name[path.size()] == '/';
+}
+
 bool is_loopback_host(std::string_view host) {
   if (host == "localhost" || host == "::1") return true;
   // 127.0.0.0/8, as four decimal numbers.

@@ -44,6 +44,12 @@ std::optional<HostPort> parse_host_port(std::string_view text);
 // wildcard ones included, may be reached from other hosts.
 bool is_loopback_host(std::string_view host);
 
+// Whether the key or recipe name `name` lies within the path `path`: it
+// is `path` or under `path` + "/" (never a sibling like path-x); every
+// name lies within the empty path. How `inspect`, `exporter` and
+// `dashboard` take a PREFIX.
+bool key_within(std::string_view name, std::string_view path);
+
 // The candidate closest to `word` (edits: insert, delete, replace, swap
 // two neighbours), if it is close enough to be a likely typo: at most 1
 // edit for words of up to 4 letters, 2 for longer ones. Empty if none.

@@ -151,20 +151,11 @@ inspect::Leases read_leases(Context& ctx, const std::vector<etcd::KeyValue>& kvs
   return leases;
 }
 
-namespace {
-
-// Whether the keys read for `outer` include some of `inner`'s.
-bool covers(const std::string& outer, const std::string& inner) {
-  return outer.empty() || inner == outer || inner.starts_with(outer + "/");
-}
-
-}  // namespace
-
 void check_disjoint_prefixes(const std::vector<std::string>& prefixes) {
   for (size_t i = 0; i < prefixes.size(); ++i) {
     for (size_t j = i + 1; j < prefixes.size(); ++j) {
       const std::string a = prefix_base(prefixes[i]), b = prefix_base(prefixes[j]);
-      if (covers(a, b) || covers(b, a)) {
+      if (key_within(b, a) || key_within(a, b)) {
         throw UsageError(cat("prefixes \"", prefixes[i], "\" and \"", prefixes[j],
                              "\" overlap: give each recipe's keys under one PREFIX only"));
       }
