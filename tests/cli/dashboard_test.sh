@@ -108,7 +108,7 @@ if [[ -n ${RO_PORT:-} && -n ${RW_PORT:-} ]]; then
   report_lines "$WORK/browser.out"
   check "the browser test ran to its end" eval '((browser_rc == 0)) || grep -q "^FAIL:" "$WORK/browser.out"'
   check "the released holder's command was stopped as a loss (exit 75)" \
-    eval 'wait_until 20 dead $holder; wait $holder; [[ $? == 75 ]]'
+    eval 'wait_until 20 dead $holder && { wait $holder; [[ $? == 75 ]]; }'
   check "each action is said on stderr with what it did" \
     eval 'file_has "$WORK/rw.err" "action requeue /d/jobs dead letter" && file_has "$WORK/rw.err" "action release /d/lock key"'
 
