@@ -62,9 +62,9 @@ void answer(httplib::Response& res, int status, const nlohmann::json& body) {
   res.set_content(dump_json(body) + "\n", "application/json");
 }
 
-// POST /api/action: one guarded write (recipe_actions.h), said on stderr.
-void act(Context& ctx, const DashboardArgs& a, DashboardFeed& feed, const httplib::Request& req,
-         httplib::Response& res) {
+// POST /api/action: one guarded write (recipe_actions.h), said on stderr;
+// the page sees its effect through the watch, as any other change.
+void act(Context& ctx, const DashboardArgs& a, const httplib::Request& req, httplib::Response& res) {
   auto refuse = [&](int status, const std::string& why) { answer(res, status, {{"ok", false}, {"error", why}}); };
   if (!a.allow_actions) return refuse(403, "actions are off: the dashboard was started without --allow-actions");
   // A page of this server sends this header; a form or a page elsewhere
@@ -118,7 +118,6 @@ void act(Context& ctx, const DashboardArgs& a, DashboardFeed& feed, const httpli
   std::cerr << cat(kProgram, " ", kWhat, ": action ", action, " ", dashboard::display_text(subject), " from ",
                    req.remote_addr, ": ", outcome.message, "\n")
             << std::flush;
-  feed.touch(*name);
   if (!outcome.done) return refuse(409, outcome.message);
   answer(res, 200, {{"ok", true}, {"message", outcome.message}});
 }
@@ -176,9 +175,8 @@ int run_dashboard(Context& ctx, const DashboardArgs& a) {
         },
         [&feed, sub](bool) { feed.unsubscribe(sub); });
   });
-  server.post("/api/action", [&ctx, &a, &feed](const httplib::Request& req, httplib::Response& res) {
-    act(ctx, a, feed, req, res);
-  });
+  server.post("/api/action",
+              [&ctx, &a](const httplib::Request& req, httplib::Response& res) { act(ctx, a, req, res); });
   server.serve(ctx.stop());
   feed.stop();
   return kExitOk;

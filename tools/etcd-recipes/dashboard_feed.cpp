@@ -218,20 +218,6 @@ std::vector<metrics::PrefixScrape> DashboardFeed::scrapes() const {
   return out;
 }
 
-void DashboardFeed::touch(const std::string& key) {
-  for (auto& p : list_) {
-    if (!key_within(key, p->model.base())) continue;
-    std::string scope;
-    {
-      std::lock_guard lock(mu_);
-      scope = p->model.scope_for(key);
-    }
-    std::lock_guard lock(p->sched_mu);
-    p->dirty.insert(scope);
-    p->cv.notify_all();
-  }
-}
-
 void DashboardFeed::read_scope(Prefix& p, const std::string& scope) {
   const auto started = Clock::now();
   std::string error;

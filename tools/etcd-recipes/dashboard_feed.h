@@ -83,10 +83,6 @@ class DashboardFeed {
   // What the exporter would serve, from what is held (no etcd reads).
   std::vector<metrics::PrefixScrape> scrapes() const;
 
-  // Marks the scope holding `key` (under one of the prefixes) to be read
-  // again now: an action's effect shows without waiting for its event.
-  void touch(const std::string& key);
-
   const std::vector<std::string>& prefixes() const noexcept { return prefixes_; }
 
  private:
