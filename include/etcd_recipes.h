@@ -1241,6 +1241,18 @@ ETCDR_API int64_t etcdr_multi_lock_token(const etcdr_multi_lock* lock, const cha
 ETCDR_API ETCDR_MUST_CHECK etcdr_code etcdr_multi_lock_release(etcdr_multi_lock* lock, etcdr_error* err);
 /* 1 while every name is held and none was seen lost. */
 ETCDR_API int etcdr_multi_lock_is_held(const etcdr_multi_lock* lock);
+/* Runs `on_lost(user, why)` each time a hold of this handle is lost (any
+ * name lost; the others are then let go), not when it is released. One
+ * callback per handle; NULL removes it (as etcdr_mutex_on_lost). */
+ETCDR_API etcdr_code etcdr_multi_lock_on_lost(etcdr_multi_lock* lock, etcdr_lost_cb on_lost, void* user);
+/* Cooperative release: a request for any one of the names
+ * (etcdr_mutex_request_release on it) asks the whole hold.
+ * etcdr_multi_lock_release_requested gives 1 once the current hold was
+ * asked; `on_request(user)` runs once per hold asked, on the client's
+ * callback threads. One callback per handle; NULL removes it. */
+ETCDR_API int etcdr_multi_lock_release_requested(const etcdr_multi_lock* lock);
+ETCDR_API etcdr_code etcdr_multi_lock_on_release_requested(etcdr_multi_lock* lock,
+                                                           etcdr_release_requested_cb on_request, void* user);
 /* Releases what it holds (without waiting) and frees the handle. */
 ETCDR_API void etcdr_multi_lock_destroy(etcdr_multi_lock* lock);
 

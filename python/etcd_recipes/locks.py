@@ -213,6 +213,15 @@ class MultiHold:
         """Runs ``listener`` with the reason once any name is lost."""
         return _keep(self, self._c.on_lost(listener))
 
+    @property
+    def release_requested(self) -> bool:
+        """True once someone asked the holder of any of the names to release; the hold goes on."""
+        return self._c.release_requested()
+
+    def on_release_requested(self, listener: Callable[[], None]) -> Subscription:
+        """Runs ``listener`` once, at the first request to release any of the names."""
+        return _keep(self, self._c.on_release_requested(listener))
+
     def guarded(self, txn: Txn, *, timeout: Optional[float] = None) -> TxnResponse:
         """Runs ``txn`` only while every name is held, atomically (one Txn); HoldLost otherwise."""
         return self._c.guarded(txn).wait(timeout)
@@ -260,6 +269,10 @@ class MultiLock(_Recipe):
     def on_lost(self, listener: Callable[[EtcdError], None]) -> Subscription:
         """Runs ``listener`` with the reason whenever a multi-hold of this object is lost."""
         return _keep(self, self._c.on_lost(listener))
+
+    def on_release_requested(self, listener: Callable[[], None]) -> Subscription:
+        """Runs ``listener`` whenever a multi-hold of this object is first asked to release."""
+        return _keep(self, self._c.on_release_requested(listener))
 
     def acquire(self, timeout: Optional[float] = None) -> MultiHold:
         """Waits until every name is held; Timeout when ``timeout`` ran out (nothing stays held)."""

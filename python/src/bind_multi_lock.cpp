@@ -60,6 +60,14 @@ void bind_multi_lock(py::module_& m) {
                 [](const py::object& cb, const Status& s) { cb(make_exception(s)); })));
           },
           py::arg("listener"))
+      .def("release_requested", [](const MultiHold& h) { return h.release_requested().stop_requested(); })
+      .def(
+          "on_release_requested",
+          [](const MultiHold& h, py::object f) {
+            return wrap(h.on_release_requested(listener<>(
+                std::move(f), "etcd_recipes: MultiHold.on_release_requested listener", [](const py::object& cb) { cb(); })));
+          },
+          py::arg("listener"))
       .def(
           "guarded", [](const MultiHold& h, const Txn& t) { return pending(h.guarded(t)); }, py::arg("txn"))
       .def("release", [](const MultiHold& h) { return pending(h.release()); })
@@ -94,6 +102,13 @@ void bind_multi_lock(py::module_& m) {
                                                           [](const py::object& cb, const Status& s) {
                                                             cb(make_exception(s));
                                                           })));
+          },
+          py::arg("listener"))
+      .def(
+          "on_release_requested",
+          [](MultiLock& l, py::object f) {
+            return wrap(l.on_release_requested(listener<>(
+                std::move(f), "etcd_recipes: MultiLock.on_release_requested listener", [](const py::object& cb) { cb(); })));
           },
           py::arg("listener"));
   def_recipe(multi);

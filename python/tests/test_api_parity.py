@@ -34,8 +34,10 @@ TWINS = [
 CPP_METHODS = {
     "DistributedMutex": {"acquire", "try_acquire", "release", "hold", "is_held", "on_lost", "request_release",
                          "on_release_requested"},
-    "MultiLock": {"acquire", "try_acquire", "release", "hold", "is_held", "on_lost", "names"},
-    "MultiHold": {"names", "holds", "hold", "tokens", "token", "is_held", "on_lost", "guarded", "release"},
+    "MultiLock": {"acquire", "try_acquire", "release", "hold", "is_held", "on_lost", "on_release_requested",
+                  "names"},
+    "MultiHold": {"names", "holds", "hold", "tokens", "token", "is_held", "on_lost", "release_requested",
+                  "on_release_requested", "guarded", "release"},
     "DistributedSemaphore": {"acquire", "try_acquire", "available_permits", "permits", "resize"},
     "DistributedReadWriteLock": {"read_lock", "write_lock", "downgrade"},
     "LeaderLatch": {"await_leadership", "is_leader", "hold", "proclaim", "resign", "participants", "leader",

@@ -84,6 +84,27 @@ def test_release_request_reaches_the_holder(client, name):
     sub.cancel()
 
 
+def test_a_request_for_one_name_asks_the_whole_multi_hold(client, name):
+    lock = er.MultiLock(client, [f"{name}/a", f"{name}/b"])
+    heard_by_lock, heard_by_hold = threading.Event(), threading.Event()
+    calls = []
+    lock_sub = lock.on_release_requested(lambda: (calls.append("lock"), heard_by_lock.set()))
+    hold = lock.acquire(timeout=5)
+    hold_sub = hold.on_release_requested(lambda: (calls.append("hold"), heard_by_hold.set()))
+    assert not hold.release_requested
+    assert er.DistributedMutex(client, f"{name}/b").request_release(timeout=5) is True
+    assert heard_by_lock.wait(10) and heard_by_hold.wait(10)
+    assert hold.release_requested and hold.is_held             # a request, not a loss
+    assert er.DistributedMutex(client, f"{name}/a").request_release(timeout=5) is True
+    late = threading.Event()
+    late_sub = hold.on_release_requested(late.set)             # added after the request: runs at once
+    assert late.wait(10)
+    assert sorted(calls) == ["hold", "lock"]                   # once, for the first request only
+    assert hold.release() is True
+    for sub in (lock_sub, hold_sub, late_sub):
+        sub.cancel()
+
+
 def test_asyncio_multi_lock_and_release_request(cluster, name):
     async def main():
         async with aio.Client(cluster.endpoints) as c:

@@ -13,6 +13,13 @@ namespace r = etcd::recipes;
 
 struct etcdr_multi_lock {
   std::shared_ptr<r::MultiLock> lock;
+  // One loss and one release-request callback per handle (as the mutex's).
+  std::shared_ptr<etcdr_impl::CallbackSlot<etcdr_lost_cb>> lost =
+      std::make_shared<etcdr_impl::CallbackSlot<etcdr_lost_cb>>();
+  etcd::Subscription lost_sub;
+  std::shared_ptr<etcdr_impl::CallbackSlot<etcdr_release_requested_cb>> release_requested =
+      std::make_shared<etcdr_impl::CallbackSlot<etcdr_release_requested_cb>>();
+  etcd::Subscription release_requested_sub;
   // Set by a successful acquire, cleared by release: tells "nothing was
   // held" from "it had been lost" (MultiLock::release() gives false for both).
   std::atomic<bool> acquired{false};
@@ -38,6 +45,12 @@ etcdr_code etcdr_multi_lock_create(etcdr_client* client, const char* const* name
     handle->lock = std::make_shared<r::MultiLock>(client->client, std::move(list), std::move(ro));
     // Checks the names (no I/O): bad input is reported here.
     handle->lock->start();
+    handle->lost_sub = handle->lock->on_lost([slot = handle->lost](const etcd::Status& why) {
+      slot->run([&](etcdr_lost_cb cb, void* user) { etcdr_impl::invoke_with_status(cb, user, why); });
+    });
+    handle->release_requested_sub = handle->lock->on_release_requested([slot = handle->release_requested] {
+      slot->run([](etcdr_release_requested_cb cb, void* user) { cb(user); });
+    });
     *out = handle.release();
     return etcdr_impl::ok(err);
   });
@@ -96,8 +109,29 @@ int etcdr_multi_lock_is_held(const etcdr_multi_lock* lock) {
   return lock != nullptr && lock->lock->is_held() ? 1 : 0;
 }
 
+etcdr_code etcdr_multi_lock_on_lost(etcdr_multi_lock* lock, etcdr_lost_cb on_lost, void* user) {
+  if (lock == nullptr) return ETCDR_INVALID_ARGUMENT;
+  lock->lost->set(on_lost, user);
+  return ETCDR_OK;
+}
+
+int etcdr_multi_lock_release_requested(const etcdr_multi_lock* lock) {
+  return lock != nullptr && lock->lock->hold().release_requested().stop_requested() ? 1 : 0;
+}
+
+etcdr_code etcdr_multi_lock_on_release_requested(etcdr_multi_lock* lock, etcdr_release_requested_cb on_request,
+                                                 void* user) {
+  if (lock == nullptr) return ETCDR_INVALID_ARGUMENT;
+  lock->release_requested->set(on_request, user);
+  return ETCDR_OK;
+}
+
 void etcdr_multi_lock_destroy(etcdr_multi_lock* lock) {
   if (lock == nullptr) return;
+  lock->lost->set(nullptr, nullptr);
+  lock->lost_sub.reset();
+  lock->release_requested->set(nullptr, nullptr);
+  lock->release_requested_sub.reset();
   try {
     lock->lock->close();  // releases a hold without waiting, ends a pending acquire
   } catch (...) {

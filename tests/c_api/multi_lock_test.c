@@ -12,6 +12,12 @@
 
 #include "c_test_support.h"
 
+static void on_flag(void* user) { atomic_store((atomic_int*)user, 1); }
+static void on_lost_flag(void* user, const etcdr_error* why) {
+  (void)why;
+  atomic_store((atomic_int*)user, 1);
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s ENDPOINT\n", argv[0]);
@@ -60,6 +66,37 @@ int main(int argc, char** argv) {
   CHECK(etcdr_multi_lock_try_acquire(second, &acquired, &err) == ETCDR_OK && acquired == 1, "try: taken");
   CHECK(etcdr_multi_lock_token(second, b) > tb, "tokens increase per name");
   CHECK(etcdr_multi_lock_release(second, &err) == ETCDR_OK, "release two");
+
+  /* A request for one name asks the whole hold; a deleted key loses it. */
+  atomic_int asked_flag, lost_flag;
+  atomic_init(&asked_flag, 0);
+  atomic_init(&lost_flag, 0);
+  CHECK(etcdr_multi_lock_on_release_requested(NULL, on_flag, NULL) == ETCDR_INVALID_ARGUMENT,
+        "on_release_requested(NULL)");
+  CHECK(etcdr_multi_lock_on_lost(NULL, on_lost_flag, NULL) == ETCDR_INVALID_ARGUMENT, "on_lost(NULL)");
+  CHECK(etcdr_multi_lock_on_release_requested(first, on_flag, &asked_flag) == ETCDR_OK, "request callback set");
+  CHECK(etcdr_multi_lock_on_lost(first, on_lost_flag, &lost_flag) == ETCDR_OK, "loss callback set");
+  CHECK(etcdr_multi_lock_acquire(first, 5000, &err) == ETCDR_OK, "acquire three again");
+  CHECK(etcdr_multi_lock_release_requested(first) == 0, "not asked yet");
+  etcdr_mutex* asker = NULL;
+  CHECK(etcdr_mutex_create(c2, c, NULL, &asker, &err) == ETCDR_OK, "a mutex on the last name");
+  int asked = 0;
+  CHECK(etcdr_mutex_request_release(asker, 5000, &asked, &err) == ETCDR_OK && asked == 1, "ask its holder");
+  CHECK(wait_flag(&asked_flag, 5000), "the multi-lock's request callback runs");
+  CHECK(etcdr_multi_lock_release_requested(first) == 1 && etcdr_multi_lock_is_held(first) == 1,
+        "  ... asked, and still held (releasing is its choice)");
+  CHECK(etcdr_mutex_try_acquire(asker, &acquired, NULL, &err) == ETCDR_OK && acquired == 0, "  ... still excluding");
+  char holder_key[200];
+  snprintf(holder_key, sizeof holder_key, "%s/", b);
+  int64_t gone = 0;
+  CHECK(etcdr_delete(c2, holder_key, strlen(holder_key), 1, 5000, &gone, &err) == ETCDR_OK && gone == 1,
+        "someone deletes the key of a name");
+  CHECK(wait_flag(&lost_flag, 5000), "the multi-lock's loss callback runs");
+  CHECK(etcdr_multi_lock_release(first, &err) == ETCDR_ABORTED && err.reason == ETCDR_REASON_HOLD_LOST,
+        "release after the loss: hold lost");
+  etcdr_error_clear(&err);
+  etcdr_mutex_destroy(asker);
+
   etcdr_multi_lock_destroy(first);
   etcdr_multi_lock_destroy(second);
   etcdr_multi_lock_destroy(NULL);

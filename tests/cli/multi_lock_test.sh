@@ -35,8 +35,6 @@ check "a name that is a path prefix of another: refused, nothing written" \
   eval '((RC == 1)) && [[ $ERR == *"path prefix"* ]] && keys_are m/ 0'
 run lock --revoke m/a m/b --
 check "--revoke takes one name" eval '((RC == 2))'
-run lock m/a m/b --release-on-request -- true
-check "--release-on-request takes one name" eval '((RC == 2))'
 
 # --- several names as one ------------------------------------------------------------------
 
@@ -102,6 +100,16 @@ check "--release-on-request: the holder's CMD gets SIGTERM, the lock is released
   eval '((RC == 0)) && file_has "$WORK/polite.log" "got TERM" && [[ $ERR == *"asked to release"* ]]'
 finish "$next" next
 check "the waiting lock then runs its CMD" eval '((RC == 0)) && [[ $OUT == "next ran" ]] && keys_are r/x/ 0'
+
+# Several names: a request for any one of them releases them all.
+spawn polite_multi lock r/m1 r/m2 --release-on-request -- \
+  sh -c 'trap "kill \$!; echo got TERM >>$0; exit 0" TERM; echo ready >>$0; sleep 30 & wait' "$WORK/polite_multi.log"
+wait_until 15 file_has "$WORK/polite_multi.log" ready
+run lock --revoke r/m2
+check "--revoke on the second name of a multi-lock: exit 0" eval '((RC == 0))'
+finish "$PID" polite_multi
+check "lock A B --release-on-request: CMD stopped, both names released, exit with CMD's status" \
+  eval '((RC == 0)) && file_has "$WORK/polite_multi.log" "got TERM" && [[ $ERR == *"asked to release"* ]] && keys_are r/m1/ 0 && keys_are r/m2/ 0'
 
 spawn deaf lock r/y -- sh -c 'echo ready >>$0; sleep 1; echo done >>$0' "$WORK/deaf.log"
 wait_until 15 file_has "$WORK/deaf.log" ready

@@ -195,6 +195,45 @@ TEST_F(MultiLockFixture, LosingOneNameLosesTheMultiHoldAndReleasesTheOthers) {
   EXPECT_TRUE(lock.unlock());
 }
 
+TEST_F(MultiLockFixture, ARequestForAnyNameAsksTheWholeMultiHoldOnce) {
+  MultiLock lock(client(), {key("q1"), key("q2")});
+  std::atomic<int> lock_heard{0}, hold_heard{0};
+  std::promise<void> lock_first, hold_first;
+  auto sub = lock.on_release_requested([&] {
+    if (lock_heard.fetch_add(1) == 0) lock_first.set_value();
+  });
+  MultiHold h = lock.acquire().timeout(10s).wait().value();
+  auto hold_sub = h.on_release_requested([&] {
+    if (hold_heard.fetch_add(1) == 0) hold_first.set_value();
+  });
+  EXPECT_FALSE(h.release_requested().stop_requested());
+  DistributedMutex second(client(), key("q2"));
+  ASSERT_TRUE(second.request_release().timeout(5s).wait().value());
+  ASSERT_EQ(lock_first.get_future().wait_for(10s), std::future_status::ready);
+  ASSERT_EQ(hold_first.get_future().wait_for(10s), std::future_status::ready);
+  EXPECT_TRUE(h.release_requested().stop_requested());
+  EXPECT_TRUE(h.is_held()) << "a request, not a loss";
+  EXPECT_FALSE(h.stop_token().stop_requested());
+  EXPECT_TRUE(h.guarded(Txn().then(Op::put(key("w"), "x"))).wait().ok()) << "still fenced by both names";
+  // A request for the other name too: the multi-hold was asked already.
+  DistributedMutex first(client(), key("q1"));
+  ASSERT_TRUE(first.request_release().timeout(5s).wait().value());
+  // A listener added after the request runs at once.
+  std::promise<void> late;
+  auto late_sub = h.on_release_requested([&] { late.set_value(); });
+  ASSERT_EQ(late.get_future().wait_for(10s), std::future_status::ready);
+  EXPECT_TRUE(lock.release().wait().value()) << "releasing is the holder's choice; both names were intact";
+  EXPECT_EQ(lock_heard.load(), 1);
+  EXPECT_EQ(hold_heard.load(), 1);
+  EXPECT_EQ(keys_under(key("q1")), 0);
+  EXPECT_EQ(keys_under(key("q2")), 0);
+  // The next multi-hold starts unasked.
+  MultiHold again = lock.acquire().timeout(10s).wait().value();
+  EXPECT_FALSE(again.release_requested().stop_requested());
+  EXPECT_TRUE(lock.release().wait().value());
+  EXPECT_FALSE(MultiHold().release_requested().stop_requested());
+}
+
 TEST_F(MultiLockFixture, IsNotRecursiveAndExcludesAPlainMutex) {
   MultiLock lock(client(), {key("r1"), key("r2")});
   ASSERT_TRUE(lock.try_lock());

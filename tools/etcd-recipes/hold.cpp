@@ -207,10 +207,11 @@ int run_holding(Context& ctx, const HoldArgs& a, const HoldKind& kind, Holdable&
   std::stop_source stop_cmd;
   std::stop_callback stop_on_end(held, [&stop_cmd] { stop_cmd.request_stop(); });
   std::optional<std::stop_callback<std::function<void()>>> stop_on_request;
-  if (a.release_on_request && !multi) {
-    stop_on_request.emplace(hold.release_requested(), std::function<void()>([&stop_cmd] { stop_cmd.request_stop(); }));
+  const std::stop_token requested = multi ? multi.release_requested() : hold.release_requested();
+  if (a.release_on_request) {
+    stop_on_request.emplace(requested, std::function<void()>([&stop_cmd] { stop_cmd.request_stop(); }));
   }
-  const auto asked = [&] { return a.release_on_request && !multi && hold.release_requested().stop_requested(); };
+  const auto asked = [&] { return a.release_on_request && requested.stop_requested(); };
   auto loss = std::make_shared<LossReport>();
   auto on_lost = [loss](const etcd::Status& why) { loss->set(why); };
   auto lost_sub = multi ? multi.on_lost(on_lost) : hold.on_lost(on_lost);

@@ -99,7 +99,8 @@ void add_lock(Commands& commands) {
   add_hold_options(cmd, *a, "the lock");
   cmd->add_flag("--release-on-request", a->release_on_request,
                 "When another process asks the holder to release (lock --revoke NAME), stop CMD as a loss would "
-                "(SIGTERM, SIGKILL after --kill-after), then release; exit with CMD's status. One name only");
+                "(SIGTERM, SIGKILL after --kill-after), then release; exit with CMD's status. With several names, "
+                "a request for any of them releases all");
   cmd->add_flag("--revoke", *revoke,
                 "Ask the current holder of NAME to release (it hears of it; a holder run with --release-on-request "
                 "stops its CMD and releases) and exit: 0 if a holder was asked, 1 if NAME is free. Takes no CMD");
@@ -124,7 +125,6 @@ void add_lock(Commands& commands) {
       if (list.size() != 1 || !a->command.empty()) throw UsageError("lock --revoke: one NAME and no CMD");
       return revoke_lock(ctx, list.front());
     }
-    if (list.size() > 1 && a->release_on_request) throw UsageError("lock --release-on-request: one NAME only");
     a->name = list.front();
     if (list.size() > 1) {
       std::string joined;

@@ -43,6 +43,14 @@
 // Errc::kHoldLost, and the names still held are released at once (not left
 // for the caller). release() then gives false.
 //
+// Cooperative release: asking the holder of any one name to release
+// (DistributedMutex::request_release on it, `etcd-recipes lock --revoke`)
+// asks the whole multi-hold: its release_requested() token is requested
+// and its on_release_requested listeners and the MultiLock's run, once.
+// Releasing stays the holder's choice, and lets every name go. It costs the
+// holder nothing: each name's hold hears of it from the watch of its own
+// key it keeps anyway (mutex.h).
+//
 // Re-entry: a MultiLock object is not recursive: acquire() while it holds
 // or is acquiring fails at once with kFailedPrecondition.
 //
@@ -107,6 +115,13 @@ class MultiHold {
   std::stop_token stop_token() const;
   // Runs (on the client's executor) once, when any name is lost.
   Subscription on_lost(std::function<void(const Status&)> listener) const;
+  // Requested when someone asks the holder of any of the names to release
+  // (DistributedMutex::request_release, `etcd-recipes lock --revoke`); the
+  // multi-hold goes on until released. Never requested for an empty one.
+  std::stop_token release_requested() const;
+  // Runs (on the client's executor) once, at the first such request; a
+  // listener added after it runs at once.
+  Subscription on_release_requested(std::function<void()> listener) const;
   // Runs `txn` only if every name is still held, atomically (one Txn with
   // one compare per name); Errc::kHoldLost otherwise, nothing written.
   Call<TxnResponse> guarded(Txn txn) const;
@@ -146,6 +161,8 @@ class MultiLock : public RecipeHandle, public Lockable<MultiLock> {
   bool is_held() const;
   // Runs whenever a multi-hold of this object is lost (not when released).
   Subscription on_lost(std::function<void(const Status&)> listener);
+  // Runs whenever a multi-hold of this object is first asked to release.
+  Subscription on_release_requested(std::function<void()> listener);
   // The names in the order they are taken (sorted, de-duplicated).
   const std::vector<std::string>& names() const;
 

@@ -152,8 +152,10 @@ void HoldState::watch_own_key(int64_t from) {
 void HoldState::saw_release_request() {
   {
     std::lock_guard lock(mu_);
-    if (ended_ || release_request_.stop_requested()) return;
+    if (ended_ || release_requested_) return;
+    release_requested_ = true;
   }
+  // Outside mu_: the token's stop callbacks run here, and may use the hold.
   release_request_.request_stop();
   core_->metrics().add("etcd_recipes_" + spec_.family + "_release_requests_total", spec_.labels, 1);
   auto sink = [core = core_](Status s) { core->record_error(std::move(s)); };
@@ -165,11 +167,12 @@ void HoldState::saw_release_request() {
 std::stop_token HoldState::release_requested() const { return release_request_.get_token(); }
 
 Subscription HoldState::on_release_requested(std::function<void()> listener) {
-  if (release_request_.stop_requested()) {
-    return etcd::detail::ListenerSet<>::notify_one(
-        executor_or_system(link()), [core = core_](Status s) { core->record_error(s); }, std::move(listener));
+  {
+    std::lock_guard lock(mu_);
+    if (!release_requested_) return release_listeners_.add(std::move(listener));
   }
-  return release_listeners_.add(std::move(listener));
+  return etcd::detail::ListenerSet<>::notify_one(
+      executor_or_system(link()), [core = core_](Status s) { core->record_error(s); }, std::move(listener));
 }
 
 bool HoldState::is_held() const {

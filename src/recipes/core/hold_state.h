@@ -163,6 +163,9 @@ class HoldState : public std::enable_shared_from_this<HoldState> {
   bool released_after_loss_ = false;
   std::stop_source stop_;
   std::stop_source release_request_;
+  // Set (under mu_) before the listeners are told: a listener added after
+  // it hears of the request from notify_one, never from neither.
+  bool release_requested_ = false;
   etcd::detail::ListenerSet<> release_listeners_;
   Subscription session_sub_;
   Watcher key_watch_;

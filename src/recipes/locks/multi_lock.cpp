@@ -120,6 +120,8 @@ class MultiHoldState : public std::enable_shared_from_this<MultiHoldState> {
   // MultiLock's own listeners), and once every name has been let go.
   std::function<void(const Status&)> on_lost_hook;
   std::function<void()> on_over_hook;
+  // Runs once its own listeners have heard of the first release request.
+  std::function<void()> on_release_requested_hook;
 
   void arm() {
     std::weak_ptr<MultiHoldState> weak = shared_from_this();
@@ -127,6 +129,9 @@ class MultiHoldState : public std::enable_shared_from_this<MultiHoldState> {
     for (std::size_t i = 0; i < holds.size(); ++i) {
       subs.push_back(holds[i].on_lost([weak, name = names[i]](const Status& why) {
         if (auto self = weak.lock()) self->lose(name, why);
+      }));
+      subs.push_back(holds[i].on_release_requested([weak] {
+        if (auto self = weak.lock()) self->saw_release_request();
       }));
     }
     std::lock_guard lock(mu_);
@@ -141,6 +146,16 @@ class MultiHoldState : public std::enable_shared_from_this<MultiHoldState> {
     return std::all_of(holds.begin(), holds.end(), [](const Hold& h) { return h.is_held(); });
   }
   std::stop_token stop_token() const { return stop_.get_token(); }
+  std::stop_token release_requested() const { return release_request_.get_token(); }
+
+  Subscription on_release_requested(std::function<void()> listener) {
+    {
+      std::lock_guard lock(mu_);
+      if (!release_requested_) return request_listeners_.add(std::move(listener));
+    }
+    return etcd::detail::ListenerSet<>::notify_one(executor_or_system(core->link()), core->throw_sink(),
+                                                   std::move(listener));
+  }
 
   Subscription on_lost(std::function<void(const Status&)> listener) {
     {
@@ -199,6 +214,19 @@ class MultiHoldState : public std::enable_shared_from_this<MultiHoldState> {
   }
 
  private:
+  // Someone asked the holder of one of the names to release: the whole
+  // multi-hold is asked, once. Runs on the executor (a Hold's listener).
+  void saw_release_request() {
+    {
+      std::lock_guard lock(mu_);
+      if (ended_ || release_requested_) return;
+      release_requested_ = true;
+    }
+    release_request_.request_stop();  // outside mu_: its callbacks may use the hold
+    request_listeners_.call(core->throw_sink());
+    if (on_release_requested_hook) on_release_requested_hook();
+  }
+
   // Any name lost: the multi-hold is lost. Runs on the executor (a Hold's
   // on_lost listener).
   void lose(const std::string& name, const Status& why) {
@@ -259,7 +287,10 @@ class MultiHoldState : public std::enable_shared_from_this<MultiHoldState> {
   bool ended_ = false;
   bool lost_ = false;
   bool over_ = false;
+  bool release_requested_ = false;
   std::stop_source stop_;
+  std::stop_source release_request_;
+  etcd::detail::ListenerSet<> request_listeners_;
   std::vector<Subscription> subs_;
   std::vector<std::function<void()>> after_over_;
   LostListeners listeners_;
@@ -287,6 +318,7 @@ class MultiLockDriver : public std::enable_shared_from_this<MultiLockDriver> {
   const std::shared_ptr<MultiLockSessions> sessions;
   std::vector<DistributedMutex> mutexes;
   LostListeners lost_listeners;
+  etcd::detail::ListenerSet<> release_request_listeners;
 
   // Forwards the names' background failures to the MultiLock's errors().
   void bind_errors() {
@@ -396,6 +428,9 @@ class MultiLockDriver : public std::enable_shared_from_this<MultiLockDriver> {
     state->on_lost_hook = [weak](const Status& s) {
       if (auto d = weak.lock()) d->lost_listeners.call(d->core->throw_sink(), s);
     };
+    state->on_release_requested_hook = [weak] {
+      if (auto d = weak.lock()) d->release_request_listeners.call(d->core->throw_sink());
+    };
     state->on_over_hook = [weak, weak_state] {
       auto d = weak.lock();
       if (!d) return;
@@ -462,6 +497,13 @@ Subscription MultiHold::on_lost(std::function<void(const Status&)> listener) con
   return state_->on_lost(std::move(listener));
 }
 
+std::stop_token MultiHold::release_requested() const { return state_ ? state_->release_requested() : std::stop_token(); }
+
+Subscription MultiHold::on_release_requested(std::function<void()> listener) const {
+  if (!state_) return Subscription();
+  return state_->on_release_requested(std::move(listener));
+}
+
 Call<TxnResponse> MultiHold::guarded(Txn txn) const {
   if (!state_) {
     return Call<TxnResponse>(
@@ -521,6 +563,10 @@ bool MultiLock::is_held() const { return driver_->current().is_held(); }
 
 Subscription MultiLock::on_lost(std::function<void(const Status&)> listener) {
   return driver_->lost_listeners.add(std::move(listener));
+}
+
+Subscription MultiLock::on_release_requested(std::function<void()> listener) {
+  return driver_->release_request_listeners.add(std::move(listener));
 }
 
 const std::vector<std::string>& MultiLock::names() const { return driver_->names; }
