@@ -11,31 +11,20 @@ them) and `MEASURED: ...` lines; screenshots go to ARTIFACTS_DIR. Every
 wait has a deadline. Chromium runs with the flags that keep it off the
 network: it only ever reaches the dashboard on 127.0.0.1.
 """
-import base64
-import json
 import os
 import subprocess
 import sys
 import time
-import urllib.request
 
-from selenium import webdriver
 from selenium.common.exceptions import WebDriverException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+
+import dashboard_page as page
 
 BIN, ENDPOINT, RO_URL, RW_URL, ARTIFACTS = sys.argv[1:6]
 LATENCY_CHANGES = int(os.environ.get("DASHBOARD_TEST_CHANGES", "200"))
-failures = 0
-
-
-def report(ok, name, detail=""):
-    global failures
-    print(("PASS: " if ok else "FAIL: ") + name, flush=True)
-    if not ok:
-        failures += 1
-        if detail:
-            print("      " + str(detail).replace("\n", "\n      "), flush=True)
+checks = page.Checks()
+report = checks.report
 
 
 def wait_for(predicate, timeout, interval=0.02):
@@ -56,30 +45,6 @@ def wait_for(predicate, timeout, interval=0.02):
 def tool(*args, timeout=30):
     return subprocess.run([BIN, "--endpoints", ENDPOINT, "--timeout", "5s", *args], capture_output=True, text=True,
                           timeout=timeout)
-
-
-def gateway_put(key, value):
-    """One put through etcd's own JSON gateway (no process to start): the
-    revision it committed at."""
-    body = json.dumps({"key": base64.b64encode(key.encode()).decode(),
-                       "value": base64.b64encode(value.encode()).decode()}).encode()
-    req = urllib.request.Request(f"http://{ENDPOINT}/v3/kv/put", data=body,
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=10) as r:
-        return int(json.load(r)["header"]["revision"])
-
-
-def browser():
-    o = webdriver.ChromeOptions()
-    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-              "--no-default-browser-check", "--disable-background-networking", "--disable-component-update",
-              "--disable-sync", "--disable-default-apps", "--disable-extensions", "--metrics-recording-only",
-              "--disable-features=Translate,OptimizationHints,MediaRouter", "--proxy-server=direct://",
-              "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "--window-size=1400,1100"]:
-        o.add_argument(a)
-    o.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-    o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")), options=o)
 
 
 def card(d, recipe_id):
@@ -105,12 +70,12 @@ def open_page(d, url):
 
 
 def main():
-    d = browser()
+    d = page.browser(console_log=True)
     try:
         run(d)
     finally:
         d.quit()
-    return 1 if failures else 0
+    return checks.exit_code()
 
 
 def run(d):
@@ -193,19 +158,14 @@ def run(d):
     for i in range(LATENCY_CHANGES):
         key = f"/d/rate{i % 4}"
         t0 = time.time() * 1000
-        rev = gateway_put(key, str(i))
+        rev = page.gateway_put(ENDPOINT, key, str(i))
         changes.append((rev, t0))
         # Spaced so each is its own change (a burst would be one update).
-        wait_for(lambda rev=rev: d.execute_script("return Number(document.body.dataset.revision || 0)") >= rev,
-                 5, interval=0.005)
+        page.wait_for_revision(d, rev, 5)
         time.sleep(0.02)
-    applied = d.execute_script("return window.__dashboard.applied.map(a => [a.revision, a.at])")
-    lat = []
-    for rev, t0 in changes:
-        at = [a for r, a in applied if r >= rev]
-        lat.append(min(at) - t0 if at else float("inf"))
-    lat.sort()
-    p50, p99 = lat[len(lat) // 2], lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+    record = page.applied(d)
+    lat = sorted(page.latency(record, rev, t0) for rev, t0 in changes)
+    p50, p99 = page.percentile(lat, 0.5), page.percentile(lat, 0.99)
     print(f"MEASURED: update latency over {len(lat)} changes: p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
           f"max {lat[-1]:.1f} ms", flush=True)
     report(p50 <= 100 and p99 <= 500,

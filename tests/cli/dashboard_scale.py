@@ -16,26 +16,15 @@
 Prints `MEASURED:` lines and `PASS:`/`FAIL:` lines for the bars: the page
 loads in at most 1 s, the process's resident memory stays at most 64 MB.
 """
-import base64
-import json
 import os
 import statistics
 import sys
 import time
-import urllib.request
+
+from dashboard_page import Checks, applied, b64, browser, latency, percentile, wait_for_revision
+from dashboard_page import gateway as call
 
 ITEM_PRODUCER = "00000000000000aa"
-
-
-def b64(s):
-    return base64.b64encode(s.encode()).decode()
-
-
-def call(endpoint, path, body):
-    req = urllib.request.Request(f"http://{endpoint}{path}", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=60) as r:
-        return json.load(r)
 
 
 def load(endpoint, items, waiters):
@@ -55,14 +44,8 @@ def load(endpoint, items, waiters):
 def to_page(d, rev, t0, timeout):
     """Milliseconds from `t0` (ms since the epoch) until the page had applied
     revision `rev` (the page's own record of when it drew it)."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if d.execute_script("return Number(document.body.dataset.revision || 0)") >= rev:
-            break
-        time.sleep(0.002)
-    applied = d.execute_script("return window.__dashboard.applied.map(a => [a.revision, a.at])")
-    at = [a for r, a in applied if r >= rev]
-    return min(at) - t0 if at else float("inf")
+    wait_for_revision(d, rev, timeout)
+    return latency(applied(d), rev, t0)
 
 
 def rss_kb(pid):
@@ -75,24 +58,9 @@ def rss_kb(pid):
 
 
 def measure(url, pid, endpoint, artifacts):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    failures = 0
-
-    def report(ok, name):
-        nonlocal failures
-        failures += 0 if ok else 1
-        print(("PASS: " if ok else "FAIL: ") + name, flush=True)
-
-    o = webdriver.ChromeOptions()
-    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-              "--disable-background-networking", "--disable-component-update", "--disable-sync",
-              "--disable-extensions", "--proxy-server=direct://",
-              "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "--window-size=1400,1100"]:
-        o.add_argument(a)
-    o.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-    d = webdriver.Chrome(service=Service(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")), options=o)
+    checks = Checks()
+    report = checks.report
+    d = browser()
     try:
         loads = []
         for _ in range(5):
@@ -128,7 +96,7 @@ def measure(url, pid, endpoint, artifacts):
             lat.append(to_page(d, rev, t0, 10))
         lat.sort()
         print(f"MEASURED: a lock waiter leaving, beside the big queue, {len(lat)} changes: p50 "
-              f"{lat[len(lat) // 2]:.0f} ms, max {lat[-1]:.0f} ms", flush=True)
+              f"{percentile(lat, 0.5):.0f} ms, max {lat[-1]:.0f} ms", flush=True)
         # A push to the big queue re-reads that queue's summary.
         qlat = []
         for i in range(3):
@@ -143,7 +111,7 @@ def measure(url, pid, endpoint, artifacts):
         report(peak <= 64 * 1024, f"the dashboard's resident memory stays <= 64 MB (peak {peak / 1024:.1f} MB)")
     finally:
         d.quit()
-    return 1 if failures else 0
+    return checks.exit_code()
 
 
 if __name__ == "__main__":
