@@ -52,6 +52,40 @@ def card(d, recipe_id):
     return found[0] if found else None
 
 
+# A card is drawn again whenever its recipe changes, and every 5 s while it
+# shows lease TTLs, so a handle to an element inside it may go stale between
+# two steps. What a card shows is therefore read in one step in the page,
+# and a button is found and clicked in one step, retried while it is redrawn.
+
+def in_card(d, recipe_id, selector, attr=None):
+    """The elements of card `recipe_id` matching `selector` now, each as
+    {"text", "attr"} (the value of `attr`); None when there is no such card."""
+    return d.execute_script("""
+        const [id, selector, attr] = arguments;
+        const c = document.querySelector(`[data-recipe-id="${id}"]`);
+        if (!c) return null;
+        return Array.from(c.querySelectorAll(selector),
+                          e => ({text: e.textContent, attr: attr ? e.getAttribute(attr) : null}));""",
+                            recipe_id, selector, attr)
+
+
+def click_in_card(d, recipe_id, row_selector, action, attr):
+    """Clicks the `action` button of the first row of card `recipe_id`
+    matching `row_selector` that has one: that row's `attr` (None when no
+    such button appeared within 5 s)."""
+    def attempt():
+        c = card(d, recipe_id)
+        for row in c.find_elements(By.CSS_SELECTOR, row_selector) if c else []:
+            buttons = row.find_elements(By.CSS_SELECTOR, f'button[data-action="{action}"]')
+            if buttons:
+                ident = row.get_attribute(attr)
+                buttons[0].click()  # a stale button raises before anything is clicked: tried again
+                return (ident,)
+        return None
+    clicked = wait_for(attempt, 5)
+    return clicked[0] if clicked else None
+
+
 def shot(d, name):
     os.makedirs(ARTIFACTS, exist_ok=True)
     d.save_screenshot(os.path.join(ARTIFACTS, name + ".png"))
@@ -94,19 +128,17 @@ def run(d):
     }
     missing = [what for rid, what in expected.items() if wait_for(lambda rid=rid: card(d, rid), 5) is None]
     report(not missing, "every recipe the tool made has its card", f"missing: {missing}")
-    lock = card(d, "lock_or_election:/d/lock")
-    holder = lock.find_elements(By.CSS_SELECTOR, ".holder") if lock else []
-    waiters = lock.find_elements(By.CSS_SELECTOR, '[data-role="waiting"]') if lock else []
+    holder = in_card(d, "lock_or_election:/d/lock", ".holder") or []
+    waiters = in_card(d, "lock_or_election:/d/lock", '[data-role="waiting"]') or []
     report(len(holder) == 1 and len(waiters) == 2, "the lock shows its holder and its 2 waiters in order",
            f"holders {len(holder)}, waiters {len(waiters)}")
-    jobs = card(d, "work_queue:/d/jobs")
-    dead = jobs.find_elements(By.CSS_SELECTOR, "[data-dead-id]") if jobs else []
-    in_flight = jobs.find_elements(By.CSS_SELECTOR, '[data-role="in_flight"]') if jobs else []
+    dead = in_card(d, "work_queue:/d/jobs", "[data-dead-id]") or []
+    in_flight = in_card(d, "work_queue:/d/jobs", '[data-role="in_flight"]') or []
     report(len(dead) == 1 and len(in_flight) == 1, "the work queue shows its item in flight and its dead letter",
            f"in flight {len(in_flight)}, dead {len(dead)}")
     if dead:
-        report("exit" in dead[0].text or "deliver" in dead[0].text.lower() or dead[0].text,
-               "the dead letter row says why it died", dead[0].text)
+        text = dead[0]["text"]
+        report("exit" in text or "deliver" in text.lower() or text, "the dead letter row says why it died", text)
     report(not d.find_elements(By.CSS_SELECTOR, "button[data-action]"),
            "read-only: no action buttons on the page")
     status = d.execute_async_script("""
@@ -124,9 +156,8 @@ def run(d):
     holder_proc = subprocess.Popen([BIN, "--endpoints", ENDPOINT, "lock", "/d/fresh", "--ttl", "10", "--", "sh",
                                     "-c", f"date +%s.%N > {acquired}.tmp && mv {acquired}.tmp {acquired}; sleep 60"])
     try:
-        seen = wait_for(lambda: card(d, "lock_or_election:/d/fresh") and
-                        card(d, "lock_or_election:/d/fresh").find_elements(By.CSS_SELECTOR, ".holder") and
-                        time.time(), 10, interval=0.01)
+        seen = wait_for(lambda: in_card(d, "lock_or_election:/d/fresh", ".holder") and time.time(), 10,
+                        interval=0.01)
         got = wait_for(lambda: os.path.exists(acquired) and float(open(acquired).read()), 10)
         delay = (seen - got) if seen and got else None
         report(delay is not None and delay <= 1.0,
@@ -175,21 +206,16 @@ def run(d):
     # --- the page with actions ------------------------------------------------------------------
     first = open_page(d, RW_URL)
     report(first is not None, "the page with actions loads")
-    jobs = wait_for(lambda: card(d, "work_queue:/d/jobs"), 5)
-    rows = jobs.find_elements(By.CSS_SELECTOR, "[data-dead-id]") if jobs else []
-    dead_id = rows[0].get_attribute("data-dead-id") if rows else None
     before = tool("workqueue", "size", "/d/jobs").stdout.strip()
-    buttons = rows[0].find_elements(By.CSS_SELECTOR, 'button[data-action="requeue"]') if rows else []
-    report(bool(buttons), "actions on: the dead letter has a Requeue button")
-    if buttons:
-        buttons[0].click()
+    dead_id = click_in_card(d, "work_queue:/d/jobs", "[data-dead-id]", "requeue", "data-dead-id")
+    report(dead_id is not None, "actions on: the dead letter has a Requeue button")
+    if dead_id is not None:
         confirm = wait_for(lambda: [b for b in d.find_elements(By.ID, "confirm-action") if b.is_displayed()], 3)
         report(bool(confirm), "Requeue asks for confirmation first")
         shot(d, "dashboard-confirm-requeue")
         if confirm:
             confirm[0].click()
-            cleared = wait_for(lambda: not card(d, "work_queue:/d/jobs").find_elements(
-                By.CSS_SELECTOR, f'[data-dead-id="{dead_id}"]'), 5)
+            cleared = wait_for(lambda: in_card(d, "work_queue:/d/jobs", f'[data-dead-id="{dead_id}"]') == [], 5)
             logged = wait_for(lambda: d.find_elements(By.CSS_SELECTOR, "#action-log li.ok"), 5)
             after = tool("workqueue", "size", "/d/jobs").stdout.strip()
             report(cleared and logged, "requeued: the dead letter leaves the page, the outcome is logged on it")
@@ -198,18 +224,14 @@ def run(d):
             shot(d, "dashboard-after-requeue")
 
     # Release a holder: the holder's command is stopped as a loss, a waiter takes over.
-    lock = card(d, "lock_or_election:/d/lock")
-    holder_row = lock.find_elements(By.CSS_SELECTOR, ".holder") if lock else []
-    token_before = holder_row[0].get_attribute("data-key") if holder_row else None
-    release = holder_row[0].find_elements(By.CSS_SELECTOR, 'button[data-action="release"]') if holder_row else []
-    report(bool(release), "actions on: the lock's holder has a Release button")
-    if release:
-        release[0].click()
+    token_before = click_in_card(d, "lock_or_election:/d/lock", ".holder", "release", "data-key")
+    report(token_before is not None, "actions on: the lock's holder has a Release button")
+    if token_before is not None:
         confirm = wait_for(lambda: [b for b in d.find_elements(By.ID, "confirm-action") if b.is_displayed()], 3)
         if confirm:
             confirm[0].click()
-        moved = wait_for(lambda: [r for r in card(d, "lock_or_election:/d/lock").find_elements(
-            By.CSS_SELECTOR, ".holder") if r.get_attribute("data-key") != token_before], 10)
+        moved = wait_for(lambda: [r for r in in_card(d, "lock_or_election:/d/lock", ".holder", "data-key") or []
+                                  if r["attr"] != token_before], 10)
         report(bool(moved), "released: the holder's key is deleted and the next waiter holds, on the page")
         shot(d, "dashboard-after-release")
     report(not js_errors(d), "no errors in the browser console (actions page)", js_errors(d))
