@@ -600,12 +600,22 @@ TEST_F(RwLockMixedLayoutsTest, ReadersAndWritersOfBothLayoutsExcludeEachOther) {
   ordered.contender_layout = recipes::ContenderLayout::kOrdered;
   DistributedReadWriteLock go_w(client(), name), ord_r(client(), name, ordered), go_r(client(), name),
       ord_w(client(), name, ordered);
+  // Each contender's key is in etcd before the next one starts: the queue
+  // order is the order of their create revisions.
+  const auto queued = [&](int64_t n) {
+    ASSERT_TRUE(eventually([&] {
+      return client().get(name + "/", {.prefix = true, .count_only = true}).wait()->count == n;
+    })) << "expected " << n << " contenders";
+  };
   ASSERT_OK(go_w.write_lock().acquire().timeout(10s).wait());
   auto r = ord_r.read_lock().acquire().timeout(20s).future();
+  queued(2);
   EXPECT_TRUE(still_waiting(r)) << "an ordered reader waits for a Go-layout writer";
   auto w = ord_w.write_lock().acquire().timeout(20s).future();
+  queued(3);
   EXPECT_TRUE(still_waiting(w, 10ms));
   auto gr = go_r.read_lock().acquire().timeout(20s).future();
+  queued(4);
   EXPECT_TRUE(still_waiting(gr)) << "a Go-layout reader behind an ordered writer";
   EXPECT_TRUE(go_w.write_lock().unlock());
   ASSERT_TRUE(ready(r));
