@@ -152,27 +152,20 @@ void HoldState::watch_own_key(int64_t from) {
 void HoldState::saw_release_request() {
   {
     std::lock_guard lock(mu_);
-    if (ended_ || release_requested_) return;
-    release_requested_ = true;
+    if (ended_) return;
   }
-  // Outside mu_: the token's stop callbacks run here, and may use the hold.
-  release_request_.request_stop();
-  core_->metrics().add("etcd_recipes_" + spec_.family + "_release_requests_total", spec_.labels, 1);
   auto sink = [core = core_](Status s) { core->record_error(std::move(s)); };
   const Executor ex = executor_or_system(link());
-  release_listeners_.notify(ex, sink);
+  if (!release_request_.raise(ex, sink)) return;  // told once
+  core_->metrics().add("etcd_recipes_" + spec_.family + "_release_requests_total", spec_.labels, 1);
   if (slot_) slot_->release_request_listeners().notify(ex, sink);
 }
 
-std::stop_token HoldState::release_requested() const { return release_request_.get_token(); }
+std::stop_token HoldState::release_requested() const { return release_request_.token(); }
 
 Subscription HoldState::on_release_requested(std::function<void()> listener) {
-  {
-    std::lock_guard lock(mu_);
-    if (!release_requested_) return release_listeners_.add(std::move(listener));
-  }
-  return etcd::detail::ListenerSet<>::notify_one(
-      executor_or_system(link()), [core = core_](Status s) { core->record_error(s); }, std::move(listener));
+  return release_request_.subscribe(std::move(listener), executor_or_system(link()),
+                                    [core = core_](Status s) { core->record_error(std::move(s)); });
 }
 
 bool HoldState::is_held() const {
@@ -269,7 +262,7 @@ void HoldState::lose(const Status& why) {
   const Executor ex = executor_or_system(link());
   listeners_.notify(ex, sink, status);
   listeners_.clear();  // heard once; a listener that captured its Hold must not keep it alive
-  release_listeners_.clear();
+  release_request_.clear();
   if (slot_) slot_->lost_listeners().notify(ex, sink, status);
 }
 
@@ -287,7 +280,7 @@ bool HoldState::hand_over() {
   key_watch.cancel();
   session_sub.reset();
   listeners_.clear();
-  release_listeners_.clear();
+  release_request_.clear();
   if (slot_) slot_->ended(this);
   let_go();  // the HoldState that took the key over has its own
   return true;
@@ -357,7 +350,7 @@ void HoldState::release(bool caller_waits, Callback<bool> done) {
   key_watch.cancel();
   session_sub.reset();
   listeners_.clear();  // a released hold is never lost
-  release_listeners_.clear();
+  release_request_.clear();
   if (!was_lost) {
     core_->metrics().observe("etcd_recipes_" + spec_.family + "_hold_seconds", spec_.labels, seconds_since(since_));
     core_->metrics().add("etcd_recipes_" + spec_.family + "_released_total", spec_.labels, 1);

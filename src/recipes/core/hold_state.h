@@ -39,6 +39,7 @@
 #include "etcd/session.h"
 #include "etcd/txn.h"
 #include "etcd/watch.h"
+#include "once_signal.h"
 #include "recipe_core.h"
 
 namespace etcd::recipes::detail {
@@ -162,11 +163,7 @@ class HoldState : public std::enable_shared_from_this<HoldState> {
   bool lost_ = false;
   bool released_after_loss_ = false;
   std::stop_source stop_;
-  std::stop_source release_request_;
-  // Set (under mu_) before the listeners are told: a listener added after
-  // it hears of the request from notify_one, never from neither.
-  bool release_requested_ = false;
-  etcd::detail::ListenerSet<> release_listeners_;
+  OnceSignal release_request_;
   Subscription session_sub_;
   Watcher key_watch_;
   // Cancels the timer that delays the key watch: an ended hold must not

@@ -9,6 +9,7 @@
 
 #include "../core/calls.h"
 #include "../core/hold_state.h"
+#include "../core/once_signal.h"
 #include "../core/recipe_core.h"
 #include "client/client_access.h"
 #include "etcd/recipes/mutex.h"
@@ -120,7 +121,7 @@ class MultiHoldState : public std::enable_shared_from_this<MultiHoldState> {
   // MultiLock's own listeners), and once every name has been let go.
   std::function<void(const Status&)> on_lost_hook;
   std::function<void()> on_over_hook;
-  // Runs once its own listeners have heard of the first release request.
+  // Runs at the first release request, once its own listeners are posted.
   std::function<void()> on_release_requested_hook;
 
   void arm() {
@@ -146,15 +147,10 @@ class MultiHoldState : public std::enable_shared_from_this<MultiHoldState> {
     return std::all_of(holds.begin(), holds.end(), [](const Hold& h) { return h.is_held(); });
   }
   std::stop_token stop_token() const { return stop_.get_token(); }
-  std::stop_token release_requested() const { return release_request_.get_token(); }
+  std::stop_token release_requested() const { return release_request_.token(); }
 
   Subscription on_release_requested(std::function<void()> listener) {
-    {
-      std::lock_guard lock(mu_);
-      if (!release_requested_) return request_listeners_.add(std::move(listener));
-    }
-    return etcd::detail::ListenerSet<>::notify_one(executor_or_system(core->link()), core->throw_sink(),
-                                                   std::move(listener));
+    return release_request_.subscribe(std::move(listener), executor_or_system(core->link()), core->throw_sink());
   }
 
   Subscription on_lost(std::function<void(const Status&)> listener) {
@@ -219,11 +215,9 @@ class MultiHoldState : public std::enable_shared_from_this<MultiHoldState> {
   void saw_release_request() {
     {
       std::lock_guard lock(mu_);
-      if (ended_ || release_requested_) return;
-      release_requested_ = true;
+      if (ended_) return;
     }
-    release_request_.request_stop();  // outside mu_: its callbacks may use the hold
-    request_listeners_.call(core->throw_sink());
+    if (!release_request_.raise(executor_or_system(core->link()), core->throw_sink())) return;  // told once
     if (on_release_requested_hook) on_release_requested_hook();
   }
 
@@ -287,10 +281,8 @@ class MultiHoldState : public std::enable_shared_from_this<MultiHoldState> {
   bool ended_ = false;
   bool lost_ = false;
   bool over_ = false;
-  bool release_requested_ = false;
   std::stop_source stop_;
-  std::stop_source release_request_;
-  etcd::detail::ListenerSet<> request_listeners_;
+  OnceSignal release_request_;
   std::vector<Subscription> subs_;
   std::vector<std::function<void()>> after_over_;
   LostListeners listeners_;
